@@ -1,0 +1,164 @@
+"""Input conversion and validation shared by every public function.
+
+Everything public accepts NumPy arrays or torch tensors of shape ``[list]`` (one query) or
+``[batch, list]``. Internally we work on torch tensors on the scores' device; results go back
+in the caller's array type (see :class:`OutputSpec`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+REDUCTIONS = ("none", "mean", "sum")
+TIE_RULES = ("stable", "pessimistic", "optimistic")
+
+
+class GaprankInputError(ValueError):
+    """Raised for input that would otherwise give a silently wrong number."""
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """How to hand a per-query result back: array type, 1-D squeeze, device and dtype."""
+
+    is_numpy: bool
+    squeeze: bool
+    device: torch.device
+    dtype: torch.dtype
+
+
+def _as_tensor(x: Any, name: str, device: torch.device | None = None) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        t = x
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:  # pragma: no cover - numpy raises many types here
+            raise GaprankInputError(f"{name} could not be converted to an array: {exc}") from exc
+        if arr.dtype == object or arr.dtype.kind in "USV":
+            raise GaprankInputError(f"{name} must be numeric, got dtype {arr.dtype}")
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    if device is not None and t.device != device:
+        t = t.to(device)
+    return t
+
+
+def check_choice(value: str, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise GaprankInputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def check_positive_int(k: Any, name: str = "k", allow_none: bool = True) -> int | None:
+    if k is None and allow_none:
+        return None
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise GaprankInputError(f"{name} must be a positive integer{' or None' if allow_none else ''}; got {k!r}")
+    return int(k)
+
+
+def check_probability(value: Any, name: str, *, open_interval: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise GaprankInputError(f"{name} must be a number; got {value!r}") from exc
+    lo_ok = v > 0 if open_interval else v >= 0
+    hi_ok = v < 1 if open_interval else v <= 1
+    if not (math.isfinite(v) and lo_ok and hi_ok):
+        interval = "(0, 1)" if open_interval else "[0, 1]"
+        raise GaprankInputError(f"{name} must lie in {interval}; got {value!r}")
+    return v
+
+
+def prepare_scores_labels(
+    scores: Any, labels: Any, mask: Any = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, OutputSpec]:
+    """Validate and convert ``scores``, ``labels`` and ``mask`` to 2-D torch tensors.
+
+    Returns float64 scores, int64 labels (0 at padding), a boolean mask and the output spec.
+    Padding positions (mask False) are never read: their scores and labels may hold anything.
+    """
+    is_numpy = not isinstance(scores, torch.Tensor)
+    s = _as_tensor(scores, "scores")
+    device = s.device
+    if s.dtype == torch.bool or s.is_complex():
+        raise GaprankInputError(f"scores must be real numbers, got dtype {s.dtype}")
+    if s.ndim not in (1, 2):
+        raise GaprankInputError(f"scores must be 1-D [list] or 2-D [batch, list]; got shape {tuple(s.shape)}")
+    squeeze = s.ndim == 1
+    if s.shape[-1] == 0 or (s.ndim == 2 and s.shape[0] == 0):
+        raise GaprankInputError(f"scores is empty (shape {tuple(s.shape)}): a ranked list needs at least one document")
+    out_dtype = s.dtype if s.is_floating_point() else torch.float64
+    s2 = s.reshape(1, -1) if squeeze else s
+    s2 = s2.to(torch.float64)
+
+    y = _as_tensor(labels, "labels", device)
+    if tuple(y.shape) != tuple(s.shape):
+        raise GaprankInputError(f"labels shape {tuple(y.shape)} does not match scores shape {tuple(s.shape)}")
+    y2 = y.reshape(1, -1) if squeeze else y
+
+    if mask is None:
+        m2 = torch.ones(s2.shape, dtype=torch.bool, device=device)
+    else:
+        m = _as_tensor(mask, "mask", device)
+        if m.dtype != torch.bool:
+            raise GaprankInputError(f"mask must be boolean (True = a real document); got dtype {m.dtype}")
+        if tuple(m.shape) != tuple(s.shape):
+            raise GaprankInputError(f"mask shape {tuple(m.shape)} does not match scores shape {tuple(s.shape)}")
+        m2 = m.reshape(1, -1) if squeeze else m
+
+    bad = ~torch.isfinite(s2) & m2
+    if bool(bad.any()):
+        b, n = (int(i) for i in torch.nonzero(bad)[0])
+        raise GaprankInputError(
+            f"scores contain NaN or infinite values (first at query {b}, position {n}: {s2[b, n].item()})"
+        )
+
+    labels_i = check_labels(y2, m2)
+    return s2, labels_i, m2, OutputSpec(is_numpy, squeeze, device, out_dtype)
+
+
+def check_labels(y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Labels must be non-negative integers at real positions; returns int64 with 0 at padding."""
+    if y.dtype == torch.bool or y.is_complex():
+        raise GaprankInputError(f"labels must be non-negative integers, got dtype {y.dtype}")
+    if y.is_floating_point():
+        real = y[mask]
+        if not bool(torch.isfinite(real).all()):
+            raise GaprankInputError("labels contain NaN or infinite values")
+        if not bool((real == torch.round(real)).all()):
+            bad = real[real != torch.round(real)][0].item()
+            raise GaprankInputError(f"labels must be integer grades; got {bad}")
+    yi = torch.where(mask, y, torch.zeros((), dtype=y.dtype, device=y.device)).to(torch.int64)
+    if bool((yi < 0).any()):
+        raise GaprankInputError(f"labels must be non-negative grades; got {int(yi.min())}")
+    return yi
+
+
+def finalize(
+    values: torch.Tensor,
+    defined: torch.Tensor | None,
+    spec: OutputSpec,
+    *,
+    empty_value: float,
+    reduction: str,
+) -> Any:
+    """Apply the undefined-query policy and the reduction; return in the caller's array type."""
+    check_choice(reduction, "reduction", REDUCTIONS)
+    if defined is not None:
+        values = torch.where(defined, values, torch.as_tensor(float(empty_value), dtype=values.dtype, device=values.device))
+    if reduction == "mean":
+        values = values.mean(dim=-1)
+    elif reduction == "sum":
+        values = values.sum(dim=-1)
+    elif spec.squeeze:
+        values = values[0]
+    if spec.is_numpy:
+        out = values.detach().cpu().numpy().astype(np.float64)
+        return np.float64(out) if out.ndim == 0 else out
+    return values.to(spec.dtype)

@@ -1,0 +1,64 @@
+"""TREC qrels and run files.
+
+* qrels: ``<qid> <iteration> <docid> <grade>`` per line. Negative grades (e.g. TREC Web's -2 for spam)
+  count as 0, as trec_eval treats them as non-relevant. A repeated (qid, docid) is an error.
+* run: ``<qid> Q0 <docid> <rank> <score> <tag>`` per line. The rank column is ignored: documents are
+  ranked by score (higher first). A repeated (qid, docid) or a non-finite score is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ._letor import LetorFormatError, _open_text
+
+
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """``{qid: {docid: grade}}`` from a TREC qrels file."""
+    path = Path(path)
+    qrels: dict[str, dict[str, int]] = {}
+    for lineno, line in enumerate(_open_text(path), 1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        if len(tokens) != 4:
+            raise LetorFormatError(f"{path}, line {lineno}: a qrels line has 4 fields (qid iter docid grade); got {len(tokens)}")
+        qid, _, docid, grade = tokens
+        try:
+            value = int(grade)
+        except ValueError:
+            raise LetorFormatError(f"{path}, line {lineno}: grade {grade!r} is not an integer") from None
+        judged = qrels.setdefault(qid, {})
+        if docid in judged:
+            raise LetorFormatError(f"{path}, line {lineno}: document {docid} judged twice for query {qid}")
+        judged[docid] = max(value, 0)
+    if not qrels:
+        raise LetorFormatError(f"{path}: no qrels lines")
+    return qrels
+
+
+def read_run(path: str | Path) -> dict[str, dict[str, float]]:
+    """``{qid: {docid: score}}`` from a TREC run file."""
+    path = Path(path)
+    run: dict[str, dict[str, float]] = {}
+    for lineno, line in enumerate(_open_text(path), 1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        if len(tokens) != 6:
+            raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); got {len(tokens)}")
+        qid, _, docid, _, score, _ = tokens
+        try:
+            value = float(score)
+        except ValueError:
+            raise LetorFormatError(f"{path}, line {lineno}: score {score!r} is not a number") from None
+        if not math.isfinite(value):
+            raise LetorFormatError(f"{path}, line {lineno}: score {score} is not finite")
+        ranked = run.setdefault(qid, {})
+        if docid in ranked:
+            raise LetorFormatError(f"{path}, line {lineno}: document {docid} appears twice for query {qid}")
+        ranked[docid] = value
+    if not run:
+        raise LetorFormatError(f"{path}: no run lines")
+    return run

@@ -1,0 +1,33 @@
+"""Exact ranking metrics: the graded-AP family, nDCG, P@k, Q-measure, RBP, ERR, eRAP/eRRBP."""
+
+from ._functional import (
+    average_precision,
+    egap,
+    erap,
+    err,
+    errbp,
+    gap,
+    generalized_ap,
+    ndcg,
+    precision,
+    q_measure,
+    rbp,
+    sliding_ratio,
+    xgap,
+)
+
+__all__ = [
+    "average_precision",
+    "gap",
+    "xgap",
+    "egap",
+    "generalized_ap",
+    "ndcg",
+    "precision",
+    "q_measure",
+    "sliding_ratio",
+    "rbp",
+    "err",
+    "erap",
+    "errbp",
+]

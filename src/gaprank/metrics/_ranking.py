@@ -1,0 +1,165 @@
+"""From (scores, labels, mask) to ranked grade sequences: the common first step of every metric.
+
+Conventions (documented once here, named as arguments in every public function):
+
+* Higher score = better rank. Ranks are 1-based in the math, 0-based in tensors.
+* ``ties="stable"`` keeps tied documents in input order (as the LETOR evaluation tools do);
+  ``"pessimistic"`` puts the lower grades of a tie group first, ``"optimistic"`` the higher grades.
+* Padding (``mask`` False) is ranked after every real document and never contributes.
+* The grade scale 0..c is set by the first of: the parameter that fixes it (``g`` has c entries,
+  ``p`` has c+1, ``grade_counts`` has c+1, ``max_grade``), else the largest real label of the input.
+  A label above the scale is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .._inputs import (
+    TIE_RULES,
+    GaprankInputError,
+    OutputSpec,
+    _as_tensor,
+    check_choice,
+    prepare_scores_labels,
+)
+
+
+@dataclass
+class RankedLists:
+    """A batch of ranked lists reduced to what the metrics need."""
+
+    grades: torch.Tensor  # [B, N] int64: grade of the document at each rank; 0 at padding
+    valid: torch.Tensor  # [B, N] bool: a real document sits at this rank
+    order: torch.Tensor  # [B, N] int64: input index of the document at each rank
+    n_docs: torch.Tensor  # [B] int64: real documents per query
+    counts: torch.Tensor  # [B, c+1] float64: R(k), the judged documents of each grade
+    num_grades: int  # c
+    spec: OutputSpec
+
+    @property
+    def batch(self) -> int:
+        return self.grades.shape[0]
+
+    @property
+    def list_size(self) -> int:
+        return self.grades.shape[1]
+
+    @property
+    def recall_base(self) -> torch.Tensor:
+        """RB(k) = R(k) + ... + R(c), shape [B, c+1] (RB(0) counts every judged document)."""
+        return torch.flip(torch.cumsum(torch.flip(self.counts, [-1]), -1), [-1])
+
+    def positions(self, length: int | None = None) -> torch.Tensor:
+        """1-based ranks 1..length as float64, shape [length]."""
+        n = self.list_size if length is None else length
+        return torch.arange(1, n + 1, dtype=torch.float64, device=self.grades.device)
+
+    def ideal_grades(self) -> torch.Tensor:
+        """Grades of the ideal ranking built from R(k), shape [B, L] with L = max RB(1).
+
+        The i-th ideal grade (1-based) is #{k >= 1 : RB(k) >= i}; zeros pad shorter queries.
+        """
+        rb = self.recall_base[:, 1:]  # [B, c]
+        length = int(rb[:, 0].max().item()) if rb.shape[1] else 0
+        pos = self.positions(max(length, 1))
+        return (rb[:, None, :] >= pos[None, :, None]).sum(-1)  # [B, L]
+
+
+def resolve_g(g: Any, device: torch.device) -> torch.Tensor | None:
+    """Validate user threshold probabilities g_1..g_c (non-negative, summing to 1 within 1e-6)."""
+    if g is None:
+        return None
+    gt = _as_tensor(g, "g", device).to(torch.float64)
+    if gt.ndim != 1 or gt.numel() == 0:
+        raise GaprankInputError(f"g must be a non-empty 1-D sequence (g_1..g_c); got shape {tuple(gt.shape)}")
+    if not bool(torch.isfinite(gt).all()) or bool((gt < 0).any()):
+        raise GaprankInputError(f"g must hold finite non-negative probabilities; got {gt.tolist()}")
+    total = float(gt.sum())
+    if abs(total - 1.0) > 1e-6:
+        raise GaprankInputError(f"g must sum to 1 (within 1e-6); got sum {total:.9g} for g = {gt.tolist()}")
+    return gt
+
+
+def default_g(num_grades: int, device: torch.device) -> torch.Tensor:
+    """Uniform user model over grades 1..c."""
+    c = max(num_grades, 1)
+    return torch.full((c,), 1.0 / c, dtype=torch.float64, device=device)
+
+
+def _rank_order(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, ties: str) -> torch.Tensor:
+    key = scores.masked_fill(~mask, float("-inf"))  # real scores are finite, so padding sorts last
+    if ties == "stable":
+        return torch.sort(key, dim=-1, descending=True, stable=True).indices
+    # Two stable sorts make a lexicographic sort: by score, then by grade within a tie group.
+    by_grade = torch.sort(labels, dim=-1, descending=(ties == "optimistic"), stable=True).indices
+    by_score = torch.sort(key.gather(-1, by_grade), dim=-1, descending=True, stable=True).indices
+    return by_grade.gather(-1, by_score)
+
+
+def _check_grade_counts(
+    grade_counts: Any, in_list: torch.Tensor, num_grades: int, device: torch.device
+) -> torch.Tensor:
+    batch = in_list.shape[0]
+    gc = _as_tensor(grade_counts, "grade_counts", device).to(torch.float64)
+    if gc.ndim == 1:
+        gc = gc.expand(batch, -1)
+    if gc.ndim != 2 or gc.shape[0] != batch or gc.shape[1] != num_grades + 1:
+        raise GaprankInputError(
+            f"grade_counts must have shape [c+1] or [batch, c+1] = [{num_grades + 1}] or "
+            f"[{batch}, {num_grades + 1}] (R(0)..R(c)); got {tuple(gc.shape)}"
+        )
+    if not bool(torch.isfinite(gc).all()) or bool((gc < 0).any()) or bool((gc != torch.round(gc)).any()):
+        raise GaprankInputError("grade_counts must hold non-negative integer counts R(k)")
+    short = (gc[:, 1:] < in_list[:, 1:]) if num_grades else torch.zeros(1, dtype=torch.bool)
+    if bool(short.any()):
+        b, k = (int(i) for i in torch.nonzero(short)[0])
+        raise GaprankInputError(
+            f"grade_counts says query {b} has {int(gc[b, k + 1])} judged documents of grade {k + 1}, "
+            f"but its list holds {int(in_list[b, k + 1])}: the recall base cannot be smaller than the list"
+        )
+    return gc.contiguous()
+
+
+def rank_lists(
+    scores: Any,
+    labels: Any,
+    *,
+    mask: Any = None,
+    grade_counts: Any = None,
+    ties: str = "stable",
+    num_grades: int | None = None,
+    scale_source: str = "",
+) -> RankedLists:
+    """Validate inputs, fix the grade scale, sort each list by score and count grades.
+
+    ``num_grades`` is c when a parameter fixes the scale (``scale_source`` names it for errors).
+    """
+    check_choice(ties, "ties", TIE_RULES)
+    s, y, m, spec = prepare_scores_labels(scores, labels, mask)
+    device = s.device
+    max_label = int(y.max().item())
+    if num_grades is None and grade_counts is not None:
+        gc_shape = _as_tensor(grade_counts, "grade_counts", device).shape
+        if len(gc_shape) not in (1, 2) or gc_shape[-1] < 1:
+            raise GaprankInputError(f"grade_counts must have shape [c+1] or [batch, c+1]; got {tuple(gc_shape)}")
+        num_grades, scale_source = gc_shape[-1] - 1, "grade_counts"
+    if num_grades is None:
+        num_grades = max_label
+    elif max_label > num_grades:
+        raise GaprankInputError(
+            f"label {max_label} is above the grade scale 0..{num_grades} set by {scale_source}"
+        )
+    order = _rank_order(s, y, m, ties)
+    grades = y.gather(-1, order)
+    valid = m.gather(-1, order)
+    onehot = torch.nn.functional.one_hot(grades, num_grades + 1) * valid[..., None]
+    in_list = onehot.sum(1).to(torch.float64)  # [B, c+1]
+    if grade_counts is None:
+        counts = in_list
+    else:
+        counts = _check_grade_counts(grade_counts, in_list, num_grades, device)
+    return RankedLists(grades, valid, order, m.sum(-1), counts, num_grades, spec)
