@@ -15,6 +15,8 @@ from ._functional import (
     sliding_ratio,
     xgap,
 )
+from ._letor_eval import CONVENTIONS, Conventions, evaluate_letor, get_conventions, letor_measure_names
+from ._names import Measure, parse_measure
 
 __all__ = [
     "average_precision",
@@ -30,4 +32,11 @@ __all__ = [
     "err",
     "erap",
     "errbp",
+    "CONVENTIONS",
+    "Conventions",
+    "Measure",
+    "evaluate_letor",
+    "get_conventions",
+    "letor_measure_names",
+    "parse_measure",
 ]

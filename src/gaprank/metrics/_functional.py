@@ -349,7 +349,7 @@ def _zero_short_lists(values, defined, ranked: RankedLists, k, short_list):
     if short_list == "zero" and k is not None:
         short = ranked.n_docs < k
         values = torch.where(short, torch.zeros_like(values), values)
-        defined = short if defined is None else (defined | short)
+        defined = None if defined is None else (defined | short)
     return values, defined
 
 

@@ -1,0 +1,195 @@
+"""``gaprank`` command line: ``gaprank eval`` (LETOR and TREC modes) and ``gaprank baseline``.
+
+Exit codes: 0 success, 2 bad command line or bad input file (the message says which and where).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .._inputs import GaprankInputError
+from .._padding import pad_by_group
+from ..data import fold_files, load_fold, read_letor, read_qrels, read_run, read_scores
+from ..metrics import evaluate_letor, get_conventions, parse_measure
+
+
+def _parse_g(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise GaprankInputError(f"--g must be comma-separated numbers such as 0.5,0.5; got {text!r}") from None
+
+
+def _print_table(per_query: dict[str, dict[str, float]], means: dict[str, float], fmt: str, show_queries: bool) -> None:
+    if fmt == "json":
+        payload: dict = dict(means)
+        if show_queries:
+            payload["per_query"] = per_query
+        print(json.dumps(payload, indent=1))
+        return
+    names = list(means)
+    if show_queries:
+        print("qid\t" + "\t".join(names))
+        for qid, values in per_query.items():
+            print(qid + "\t" + "\t".join(f"{values[n]:.4f}" for n in names))
+        print("mean\t" + "\t".join(f"{means[n]:.4f}" for n in names))
+    else:
+        width = max(len(n) for n in names)
+        for n in names:
+            print(f"{n:<{width}}  {means[n]:.4f}")
+
+
+def _eval_letor(args: argparse.Namespace) -> None:
+    split = read_letor(args.letor, null="nan" if args.feature is None else "min")
+    if args.scores is not None:
+        scores = read_scores(args.scores, expected_lines=len(split.labels))
+    else:
+        if not 1 <= args.feature <= split.num_features:
+            raise GaprankInputError(f"--feature must be 1..{split.num_features}; got {args.feature}")
+        scores = split.features[:, args.feature - 1]
+    results = evaluate_letor(scores, split.labels, split.group_sizes, g=_parse_g(args.g), conventions=args.conventions)
+    qids = split.query_ids
+    per_query = {q: {name: float(v[i]) for name, v in results.items()} for i, q in enumerate(qids)}
+    means = {name: float(np.mean(v)) for name, v in results.items()}
+    if args.format == "text":
+        source = args.scores if args.scores is not None else f"feature {args.feature}"
+        print(f"# {args.letor}: {len(qids)} queries, {len(split.labels)} documents, scores from {source}, "
+              f"conventions {args.conventions}", file=sys.stderr)
+    _print_table(per_query, means, args.format, args.per_query)
+
+
+def _eval_trec(args: argparse.Namespace) -> None:
+    if not args.measure:
+        raise GaprankInputError("TREC mode needs at least one -m MEASURE (e.g. -m GAP -m nDCG@10 -m P@10)")
+    measures = [parse_measure(m) for m in args.measure]
+    qrels = read_qrels(args.qrels)
+    run = read_run(args.run)
+    qids = [q for q in run if q in qrels]
+    if args.complete:
+        qids += [q for q in qrels if q not in run]
+    if not qids:
+        raise GaprankInputError(f"no query of {args.run} has judgments in {args.qrels}")
+    qids.sort(key=lambda q: (len(q), q) if q.isdigit() else (float("inf"), q))
+    num_grades = max(max(j.values(), default=0) for j in qrels.values())
+    sizes = np.array([max(len(run.get(q, {})), 1) for q in qids])
+    flat_scores, flat_labels, flat_mask, counts = [], [], [], []
+    for q in qids:
+        docs = run.get(q, {})
+        # trec_eval's order: score descending, ties by docid descending (string comparison)
+        ranked = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        if args.ties == "trec_eval":
+            flat_scores += [-float(i) for i in range(len(ranked))] or [0.0]
+        else:
+            flat_scores += [s for _, s in ranked] or [0.0]
+        flat_labels += [qrels[q].get(d, 0) for d, _ in ranked] or [0]
+        flat_mask += [True] * len(ranked) or [False]
+        counts.append(np.bincount(list(qrels[q].values()), minlength=num_grades + 1))
+    s, mask = pad_by_group(np.array(flat_scores), sizes)
+    y, _ = pad_by_group(np.array(flat_labels), sizes)
+    m, _ = pad_by_group(np.array(flat_mask), sizes)
+    ties = "stable" if args.ties == "trec_eval" else args.ties
+    common = dict(mask=m & mask, grade_counts=np.stack(counts), ties=ties, reduction="none", g=_parse_g(args.g))
+    results = {measure.name: measure(s, y, **common) for measure in measures}
+    per_query = {q: {name: float(v[i]) for name, v in results.items()} for i, q in enumerate(qids)}
+    means = {name: float(np.mean(v)) for name, v in results.items()}
+    if args.format == "json":
+        _print_table(per_query, means, "json", args.per_query)
+        return
+    for name, values in results.items():
+        if args.per_query:
+            for q, v in zip(qids, values):
+                print(f"{name}\t{q}\t{v:.4f}")
+        print(f"{name}\tall\t{means[name]:.4f}")
+
+
+def _cmd_eval(args: argparse.Namespace) -> None:
+    letor_mode = args.letor is not None
+    trec_mode = args.qrels is not None or args.run is not None
+    if letor_mode == trec_mode:
+        raise GaprankInputError("give either --letor FILE (with --scores or --feature) or --qrels FILE --run FILE")
+    if letor_mode:
+        if (args.scores is None) == (args.feature is None):
+            raise GaprankInputError("LETOR mode needs exactly one of --scores FILE or --feature K")
+        _eval_letor(args)
+    else:
+        if args.qrels is None or args.run is None:
+            raise GaprankInputError("TREC mode needs both --qrels and --run")
+        _eval_trec(args)
+
+
+def _cmd_baseline(args: argparse.Namespace) -> None:
+    """Least-squares linear regression on the fold's train set: LETOR's 'Regression' baseline, pointwise."""
+    from sklearn.linear_model import Ridge
+
+    fold = load_fold(args.dataset, args.fold, variant=args.variant, data_dir=args.data_dir)
+    model = Ridge(alpha=args.alpha).fit(fold.train.features, fold.train.labels)
+    split = fold.split(args.split)
+    scores = model.predict(split.features)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(f"{s:.10g}\n" for s in scores))
+    files = fold_files(args.dataset, args.fold, variant=args.variant, data_dir=args.data_dir)[args.split]
+    print(f"wrote {len(scores)} scores for {fold.name} {args.split} ({split.num_queries} queries) to {out}")
+    if len(files) == 1:
+        print(f"evaluate with: gaprank eval --letor {files[0]} --scores {out}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gaprank", description="Graded Average Precision for learning to rank.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("eval", help="evaluate a ranking (LETOR files or TREC qrels/run)",
+                        description="LETOR mode: --letor FILE --scores FILE (one score per line, as LETOR's tool). "
+                                    "TREC mode: --qrels FILE --run FILE -m MEASURE ...")
+    ev.add_argument("--letor", help="LETOR/SVMlight file (.txt or .gz) with labels, qids and #docid comments")
+    ev.add_argument("--scores", help="prediction file: one score per line, aligned with --letor")
+    ev.add_argument("--feature", type=int, help="rank by feature K of the LETOR file instead of --scores")
+    ev.add_argument("--conventions", default="letor3", choices=["letor3", "letor4"],
+                    help="LETOR tool whose conventions NDCG/P/MAP follow (default letor3)")
+    ev.add_argument("--qrels", help="TREC qrels file (graded)")
+    ev.add_argument("--run", help="TREC run file")
+    ev.add_argument("-m", "--measure", action="append", default=[],
+                    help="measure for TREC mode, e.g. GAP, nDCG@10, P@10, AP, 'RBP(p=0.9)'; repeatable")
+    ev.add_argument("--complete", action="store_true", help="TREC mode: also score qrels queries absent from the run (trec_eval -c)")
+    ev.add_argument("--ties", default="trec_eval", choices=["trec_eval", "stable", "pessimistic", "optimistic"],
+                    help="TREC mode tie rule (default: trec_eval's, docid descending)")
+    ev.add_argument("--g", help="GAP/xGAP/eGAP threshold probabilities g_1,...,g_c (default uniform over grades 1..c)")
+    ev.add_argument("--per-query", action="store_true", help="also print every query")
+    ev.add_argument("--format", default="text", choices=["text", "json"])
+    ev.set_defaults(handler=_cmd_eval)
+
+    bl = sub.add_parser("baseline", help="fit a linear regression ranker on a fold and write its scores")
+    bl.add_argument("--dataset", default="OHSUMED")
+    bl.add_argument("--fold", type=int, default=1)
+    bl.add_argument("--variant", default=None, help="feature variant (OHSUMED: QueryLevelNorm, Feature-min, Feature-null)")
+    bl.add_argument("--split", default="test", choices=["train", "vali", "test"])
+    bl.add_argument("--alpha", type=float, default=1.0, help="ridge penalty")
+    bl.add_argument("--data-dir", default=None, help="data directory (default: GAPRANK_DATA, then ../shared/data)")
+    bl.add_argument("--out", default="results/baseline_scores.txt")
+    bl.set_defaults(handler=_cmd_baseline)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.handler(args)
+    except GaprankInputError as exc:
+        print(f"gaprank {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # pragma: no cover - e.g. piped into head
+        return 0
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

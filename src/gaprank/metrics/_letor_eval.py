@@ -1,0 +1,102 @@
+"""Evaluation as published LETOR numbers are computed (Eval-Score-3.0.pl / Eval-Score-4.0.pl).
+
+Both tools rank by score, ties in file order; NDCG@k uses gain 2^l - 1, discount 1/max(1, log2 rank)
+and the ideal ranking of the query's own labels, a query whose ideal DCG is 0 scoring 0; MAP and P@k
+count labels >= 1 as relevant, a query with no relevant document scoring 0; means are over all queries.
+They differ on queries with fewer than k documents:
+
+* ``letor3``: both NDCG@k and P@k are 0 (the tool leaves them unset and averages over all queries);
+* ``letor4``: P@k counts the missing ranks as non-relevant (divides by k); NDCG@k is still 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._inputs import GaprankInputError
+from .._padding import pad_by_group
+from . import _functional as F
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """Named evaluation conventions; every field is a keyword of the metric functions."""
+
+    name: str
+    ndcg_gain: str = "exp2"
+    ndcg_discount: str = "jk"
+    ndcg_short_list: str = "zero"
+    precision_short_list: str = "zero"
+    ties: str = "stable"
+    empty_value: float = 0.0
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+CONVENTIONS = {
+    "letor3": Conventions("letor3"),
+    "letor4": Conventions("letor4", precision_short_list="pad"),
+}
+
+
+def get_conventions(name: str | Conventions) -> Conventions:
+    if isinstance(name, Conventions):
+        return name
+    if name not in CONVENTIONS:
+        raise GaprankInputError(f"conventions must be one of {sorted(CONVENTIONS)}; got {name!r}")
+    return CONVENTIONS[name]
+
+
+def letor_measure_names(max_cutoff: int = 10) -> list[str]:
+    return ([f"NDCG@{k}" for k in range(1, max_cutoff + 1)] + [f"P@{k}" for k in range(1, max_cutoff + 1)]
+            + ["MAP", "GAP", "xGAP", "eGAP"])
+
+
+def evaluate_letor(
+    scores: Any,
+    labels: Any,
+    group_sizes: Any,
+    *,
+    g: Any = None,
+    conventions: str | Conventions = "letor3",
+    max_cutoff: int = 10,
+) -> dict[str, np.ndarray]:
+    """Per-query NDCG@1..k, P@1..k, MAP (LETOR conventions) and GAP, xGAP, eGAP for flat inputs.
+
+    ``scores``, ``labels``: one entry per document, grouped by query in file order; ``group_sizes``:
+    documents per query. Returns ``{measure: values [queries]}`` in the order of the groups.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import evaluate_letor
+    >>> out = evaluate_letor(np.array([0.5, 0.5, 0.1]), np.array([0, 2, 1]), [3], g=[0.5, 0.5])
+    >>> float(out["P@1"][0]), float(out["MAP"][0])   # the tie keeps file order: label 0 first
+    (0.0, 0.5833333333333333)
+    """
+    conv = get_conventions(conventions)
+    scores = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(labels)
+    sizes = np.asarray(group_sizes, dtype=np.int64)
+    if scores.ndim != 1 or labels.shape != scores.shape:
+        raise GaprankInputError(f"scores and labels must be 1-D of the same length; got {scores.shape} and {labels.shape}")
+    if sizes.ndim != 1 or (sizes < 1).any() or sizes.sum() != scores.size:
+        raise GaprankInputError(f"group_sizes must be positive and sum to {scores.size}; got sum {sizes.sum()}")
+    s, mask = pad_by_group(scores, sizes)
+    y, _ = pad_by_group(labels, sizes)
+    common = dict(mask=mask, ties=conv.ties, empty_value=conv.empty_value, reduction="none")
+    out: dict[str, np.ndarray] = {}
+    for k in range(1, max_cutoff + 1):
+        out[f"NDCG@{k}"] = F.ndcg(s, y, k=k, gain=conv.ndcg_gain, discount=conv.ndcg_discount,
+                                  short_list=conv.ndcg_short_list, **common)
+    for k in range(1, max_cutoff + 1):
+        out[f"P@{k}"] = F.precision(s, y, k=k, short_list=conv.precision_short_list, **common)
+    out["MAP"] = F.average_precision(s, y, **common)
+    out["GAP"] = F.gap(s, y, g=g, **common)
+    out["xGAP"] = F.xgap(s, y, g=g, **common)
+    out["eGAP"] = F.egap(s, y, g=g, **common)
+    return out

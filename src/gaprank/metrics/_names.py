@@ -1,0 +1,127 @@
+"""Measure names as strings, ir_measures style: ``nDCG@10``, ``P(rel=2)@5``, ``GAP(g=[0.5,0.5])``,
+``RBP(p=0.9)``, ``nDCG(gain=linear,discount=jk)@10``. Used by the CLI, configs and LightGBM evals."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .._inputs import GaprankInputError
+from . import _functional as F
+
+_NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    function: Callable[..., Any]
+    params: dict[str, str]  # name in the string -> keyword of the function
+    needs_cutoff: bool = False
+    takes_cutoff: bool = True
+    uses_g: bool = False
+
+
+_REGISTRY: dict[str, _Entry] = {
+    "ap": _Entry(F.average_precision, {"rel": "threshold"}),
+    "map": _Entry(F.average_precision, {"rel": "threshold"}),
+    "gap": _Entry(F.gap, {"g": "g"}, uses_g=True),
+    "xgap": _Entry(F.xgap, {"g": "g"}, uses_g=True),
+    "egap": _Entry(F.egap, {"g": "g"}, uses_g=True),
+    "ndcg": _Entry(F.ndcg, {"gain": "gain", "discount": "discount", "short_list": "short_list"}),
+    "p": _Entry(F.precision, {"rel": "threshold", "short_list": "short_list"}, needs_cutoff=True),
+    "rbp": _Entry(F.rbp, {"p": "persistence", "rel": "threshold"}),
+    "err": _Entry(F.err, {"max_grade": "max_grade"}),
+    "q": _Entry(F.q_measure, {"beta": "beta"}, takes_cutoff=False),
+    "sr": _Entry(F.sliding_ratio, {}),
+    "vg": _Entry(F.generalized_ap, {}),
+    "erap": _Entry(F.erap, {"p": "p"}),
+    "errbp": _Entry(F.errbp, {"p": "p", "q": "persistence"}),
+}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A parsed measure: ``measure(scores, labels, **common_keywords)`` evaluates it."""
+
+    name: str
+    function: Callable[..., Any]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    uses_g: bool = False
+
+    def __call__(self, scores: Any, labels: Any, *, g: Any = None, **common: Any) -> Any:
+        kwargs = dict(self.kwargs)
+        if self.uses_g and g is not None:
+            kwargs.setdefault("g", g)
+        return self.function(scores, labels, **kwargs, **common)
+
+
+def _split_args(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        parts.append(current)
+    return parts
+
+
+def _value(text: str, name: str) -> Any:
+    text = text.strip().strip("'\"")
+    if text.startswith("["):
+        if not text.endswith("]"):
+            raise GaprankInputError(f"measure {name!r}: unterminated list {text!r}")
+        return [_value(t, name) for t in text[1:-1].split(",") if t.strip()]
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_measure(name: str) -> Measure:
+    """Parse a measure string into a callable :class:`Measure`.
+
+    Names (case-insensitive): AP / MAP (``rel``), GAP, xGAP, eGAP (``g``), nDCG (``gain``, ``discount``,
+    ``short_list``), P (``rel``, ``short_list``; needs ``@k``), RBP (``p`` = persistence, ``rel``), ERR
+    (``max_grade``), Q (``beta``), SR (sliding ratio), vG (Kishida's generalized AP), eRAP (``p`` list),
+    eRRBP (``p`` list, ``q`` persistence). ``@k`` sets the cutoff.
+
+    Examples
+    --------
+    >>> from gaprank.metrics import parse_measure
+    >>> m = parse_measure("nDCG(discount=jk)@10")
+    >>> m.function.__name__, m.kwargs
+    ('ndcg', {'discount': 'jk', 'k': 10})
+    """
+    match = _NAME.match(name)
+    if not match:
+        raise GaprankInputError(f"cannot parse measure {name!r}; expected NAME[(key=value,...)][@k], e.g. 'nDCG@10'")
+    base, args, cutoff = match.groups()
+    entry = _REGISTRY.get(base.lower())
+    if entry is None:
+        known = "AP, MAP, GAP, xGAP, eGAP, nDCG, P, RBP, ERR, Q, SR, vG, eRAP, eRRBP"
+        raise GaprankInputError(f"unknown measure {base!r} in {name!r}; known: {known}")
+    kwargs: dict[str, Any] = {}
+    for part in _split_args(args or ""):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in entry.params:
+            allowed = ", ".join(entry.params) or "none"
+            raise GaprankInputError(f"measure {name!r}: bad parameter {part.strip()!r}; parameters of {base}: {allowed}")
+        kwargs[entry.params[key]] = _value(value, name)
+    if cutoff is not None:
+        if not entry.takes_cutoff:
+            raise GaprankInputError(f"measure {name!r}: {base} takes no @k cutoff")
+        kwargs["k"] = int(cutoff)
+    elif entry.needs_cutoff:
+        raise GaprankInputError(f"measure {name!r}: {base} needs a cutoff, e.g. {base}@10")
+    return Measure(name.strip(), entry.function, kwargs, entry.uses_g)
