@@ -1,0 +1,180 @@
+"""Bad input gets a clear error, never a silent wrong number."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+import torch
+
+import gaprank.metrics as M
+from gaprank import GaprankInputError
+from gaprank.data import DataNotFoundError, LetorFormatError, load_fold, read_letor, resolve_data_dir
+
+S = np.array([[0.3, 0.2, 0.1]])
+Y = np.array([[1, 0, 2]])
+ALL = [
+    (M.gap, {}), (M.xgap, {}), (M.egap, {}), (M.average_precision, {}), (M.generalized_ap, {}),
+    (M.ndcg, {}), (M.precision, {"k": 2}), (M.q_measure, {}), (M.sliding_ratio, {}), (M.rbp, {}),
+    (M.err, {}), (M.erap, {"p": [0, 0.5, 1]}), (M.errbp, {"p": [0, 0.5, 1]}),
+]
+IDS = [fn.__name__ for fn, _ in ALL]
+
+
+@pytest.mark.parametrize("fn, kw", ALL, ids=IDS)
+@pytest.mark.parametrize(
+    "scores, labels, message",
+    [
+        ([[0.3, np.nan, 0.1]], Y, "NaN or infinite"),
+        ([[0.3, np.inf, 0.1]], Y, "NaN or infinite"),
+        (S, [[1, -1, 2]], "non-negative"),
+        (S, [[1.5, 0, 2]], "integer grades"),
+        (S, [[1, 0]], "does not match"),
+        (np.zeros((1, 0)), np.zeros((1, 0), int), "empty"),
+        (np.zeros((0, 3)), np.zeros((0, 3), int), "empty"),
+        (np.zeros((2, 2, 2)), np.zeros((2, 2, 2), int), "1-D"),
+        ([["a", "b", "c"]], Y, "numeric"),
+    ],
+)
+def test_every_metric_rejects_bad_arrays(fn, kw, scores, labels, message):
+    with pytest.raises(GaprankInputError, match=message):
+        fn(np.asarray(scores), np.asarray(labels), **kw)
+
+
+@pytest.mark.parametrize("fn, kw", ALL, ids=IDS)
+def test_every_metric_rejects_bad_common_keywords(fn, kw):
+    with pytest.raises(GaprankInputError, match="mask must be boolean"):
+        fn(S, Y, mask=np.ones((1, 3), int), **kw)
+    with pytest.raises(GaprankInputError, match="mask shape"):
+        fn(S, Y, mask=np.ones((1, 2), bool), **kw)
+    with pytest.raises(GaprankInputError, match="ties"):
+        fn(S, Y, ties="random", **kw)
+    with pytest.raises(GaprankInputError, match="reduction"):
+        fn(S, Y, reduction="max", **kw)
+    with pytest.raises(GaprankInputError, match="grade_counts"):
+        fn(S, Y, grade_counts=[1, 0, 0], **kw)  # fewer grade-1/2 documents than the list holds
+    with pytest.raises(GaprankInputError, match="grade_counts"):
+        fn(S, Y, grade_counts=[[1, 1, 1, 1, 1]], **kw) if "p" in kw else fn(S, Y, grade_counts=[[1, -1, 1]], **kw)
+
+
+def test_padding_is_never_read():
+    scores = np.array([[0.3, np.nan, 0.1]])
+    labels = np.array([[1, -5, 2]])
+    mask = np.array([[True, False, True]])
+    assert M.gap(scores, labels, mask=mask) == pytest.approx(M.gap(np.array([0.3, 0.1]), np.array([1, 2])))
+
+
+@pytest.mark.parametrize("fn", [M.gap, M.xgap, M.egap])
+def test_g_validation(fn):
+    with pytest.raises(GaprankInputError, match="sum to 1"):
+        fn(S, Y, g=[0.5, 0.6])
+    with pytest.raises(GaprankInputError, match="non-negative"):
+        fn(S, Y, g=[1.5, -0.5])
+    with pytest.raises(GaprankInputError, match="above the grade scale"):
+        fn(S, Y, g=[1.0])  # label 2 but g covers grade 1 only
+    with pytest.raises(GaprankInputError, match="1-D"):
+        fn(S, Y, g=[[0.5, 0.5]])
+    with pytest.raises(GaprankInputError, match="grade_counts"):
+        fn(S, Y, g=[0.5, 0.5], grade_counts=[1, 1, 1, 1])  # c from g (2) != from grade_counts (3)
+    assert fn(S, Y, g=torch.tensor([0.5, 0.5])) == pytest.approx(fn(S, Y, g=np.array([0.5, 0.5])))
+    assert fn(S, Y, g=[0.5, 0.5 + 5e-7]) == pytest.approx(fn(S, Y, g=[0.5, 0.5]), rel=1e-5)  # within 1e-6
+
+
+def test_other_parameters_are_validated():
+    with pytest.raises(GaprankInputError, match="probabilities in"):
+        M.erap(S, Y, p=[0, 0.5, 1.5])
+    with pytest.raises(GaprankInputError, match="above the grade scale"):
+        M.errbp(S, Y, p=[0, 1])
+    with pytest.raises(GaprankInputError, match="persistence"):
+        M.rbp(S, Y, persistence=1.0)
+    with pytest.raises(GaprankInputError, match="positive integer"):
+        M.ndcg(S, Y, k=0)
+    with pytest.raises(GaprankInputError, match="positive integer"):
+        M.precision(S, Y, k=None)
+    with pytest.raises(GaprankInputError, match="threshold"):
+        M.average_precision(S, Y, threshold=0)
+    with pytest.raises(GaprankInputError, match="gain"):
+        M.ndcg(S, Y, gain="exp3")
+    with pytest.raises(GaprankInputError, match="discount"):
+        M.ndcg(S, Y, discount="log10")
+    with pytest.raises(GaprankInputError, match="short_list"):
+        M.precision(S, Y, k=2, short_list="drop")
+    with pytest.raises(GaprankInputError, match="beta"):
+        M.q_measure(S, Y, beta=-1)
+    with pytest.raises(GaprankInputError, match="max_grade"):
+        M.err(S, Y, max_grade=1)
+    with pytest.raises(GaprankInputError, match="conventions"):
+        M.evaluate_letor([1.0], [1], [1], conventions="letor5")
+    with pytest.raises(GaprankInputError, match="group_sizes"):
+        M.evaluate_letor([1.0, 2.0], [1, 0], [3])
+
+
+def test_documented_rules_for_degenerate_queries():
+    # no relevant document: empty_value; fully padded query: empty_value; one document: defined
+    scores = np.array([[0.2, 0.1], [0.5, 0.4], [0.9, 0.0]])
+    labels = np.array([[0, 0], [1, 0], [2, 0]])
+    mask = np.array([[True, True], [False, False], [True, False]])
+    out = M.gap(scores, labels, mask=mask, empty_value=-1.0, reduction="none")
+    np.testing.assert_allclose(out, [-1.0, -1.0, 1.0])
+    assert M.precision(scores, labels, k=1, mask=mask, empty_value=-1.0, reduction="none").tolist() == [0.0, 0.0, 1.0]
+    assert np.isnan(M.ndcg(scores[:1], labels[:1], empty_value=float("nan")))
+
+
+def _write(tmp_path, text, name="f.txt"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1 qid:1 1:0.5 2:0.1\nx qid:1 1:0.5 2:0.1\n", "line 2: label 'x'"),
+        ("1 qid:1 1:0.5 2:0.1\n-1 qid:1 1:0.5 2:0.1\n", "line 2: label '-1'"),
+        ("1.5 qid:1 1:0.5 2:0.1\n", "line 1: label '1.5'"),
+        ("1 1:0.5 2:0.1\n", "line 1: missing 'qid"),
+        ("1 qid: 1:0.5 2:0.1\n", "line 1: missing 'qid"),
+        ("1 qid:1 1:0.5 2:0.1\n0 qid:2 1:0.5 2:0.1\n0 qid:1 1:0.5 2:0.1\n", "line 3: rows of query 1 are not contiguous"),
+        ("1 qid:1 1:0.5 2:0.1\n0 qid:1 1:0.5\n", "line 2: 1 features"),
+        ("1 qid:1 1:0.5 2:0.1\n0 qid:1 2:0.5 1:0.1\n", "line 2: feature ids must be"),
+        ("1 qid:1 1:0.5 2:abc\n", "feature value 'abc'"),
+        ("1 qid:1 1:0.5 2\n", "malformed feature '2'"),
+        ("1 qid:1 1:0.5 2:0.1\n\n0 qid:1 1:0.5 2:0.1\n", "line 2: empty line"),
+        ("", "no data lines"),
+    ],
+)
+def test_malformed_letor_lines_name_file_and_line(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(LetorFormatError, match=message) as exc:
+        read_letor(path)
+    assert str(path) in str(exc.value)
+
+
+def test_letor_reader_accepts_crlf_gzip_and_null(tmp_path):
+    text = "2 qid:7 1:0.5 2:NULL #docid = A\r\n0 qid:7 1:0.1 2:-3.0 #docid = B\r\n1 qid:8 1:0.2 2:NULL #docid = C\r\n"
+    path = tmp_path / "f.txt.gz"
+    with gzip.open(path, "wt", newline="") as fh:
+        fh.write(text)
+    split = read_letor(path)
+    assert split.docids.tolist() == ["A", "B", "C"] and split.query_ids == ["7", "8"]
+    np.testing.assert_allclose(split.features[:, 1], [-3.0, -3.0, 0.0])  # min(0, query min); all-NULL -> 0
+    assert np.isnan(read_letor(path, null="nan").features[0, 1])
+    assert read_letor(path, null="zero").features[0, 1] == 0.0
+    with pytest.raises(LetorFormatError, match="NULL"):
+        read_letor(path, null="error")
+    with pytest.raises(LetorFormatError, match="expected 5"):
+        read_letor(path, num_features=5)
+
+
+def test_missing_data_is_a_clear_error(tmp_path, monkeypatch):
+    with pytest.raises(DataNotFoundError, match="not a directory"):
+        resolve_data_dir(tmp_path / "nowhere")
+    monkeypatch.setenv("GAPRANK_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(DataNotFoundError, match="GAPRANK_DATA"):
+        resolve_data_dir()
+    monkeypatch.setenv("GAPRANK_DATA", str(tmp_path))
+    with pytest.raises(DataNotFoundError, match="OHSUMED.*Microsoft Research"):
+        load_fold("OHSUMED", 1)
+    with pytest.raises(GaprankInputError, match="fold must be"):
+        load_fold("OHSUMED", 6)

@@ -1,0 +1,94 @@
+"""TREC mode of ``gaprank eval`` against pytrec_eval on the same qrels and run files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gaprank.cli.main import main
+from gaprank.metrics import gap, parse_measure
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+
+@pytest.fixture()
+def trec_files(tmp_path):
+    rng = np.random.default_rng(11)
+    qrels, run = {}, {}
+    qrel_lines, run_lines = [], []
+    for q in range(1, 9):
+        qid = str(q)
+        judged = {f"D{q}-{d}": int(rng.choice([0, 0, 1, 2, -2])) for d in range(30)}
+        qrels[qid] = {d: max(v, 0) for d, v in judged.items()}
+        qrel_lines += [f"{qid} 0 {d} {v}" for d, v in judged.items()]
+        # the run retrieves 20 judged and 5 unjudged documents, with ties
+        docs = list(judged)[:20] + [f"U{q}-{d}" for d in range(5)]
+        scores = np.round(rng.random(len(docs)), 1)
+        run[qid] = dict(zip(docs, scores.tolist()))
+        run_lines += [f"{qid} Q0 {d} {i} {s} tag" for i, (d, s) in enumerate(zip(docs, scores))]
+    run_lines += ["99 Q0 X 1 1.0 tag"]  # a query without judgments is ignored, as trec_eval does
+    (tmp_path / "qrels").write_text("\n".join(qrel_lines) + "\n")
+    (tmp_path / "run").write_text("\n".join(run_lines) + "\n")
+    return tmp_path / "qrels", tmp_path / "run", qrels, {q: v for q, v in run.items()}
+
+
+def test_trec_mode_matches_pytrec_eval(trec_files, capsys):
+    qrels_path, run_path, qrels, run = trec_files
+    code = main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "AP", "-m", "nDCG@10",
+                 "-m", "P@10", "-m", "nDCG(gain=linear)", "-m", "GAP", "--per-query", "--format", "json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"map", "P", "ndcg", "ndcg_cut"}).evaluate(run)
+    assert sorted(out["per_query"], key=int) == sorted(theirs, key=int)
+    for q, values in out["per_query"].items():
+        assert values["AP"] == pytest.approx(theirs[q]["map"], rel=1e-9)
+        assert values["P@10"] == pytest.approx(theirs[q]["P_10"], rel=1e-9)
+        assert values["nDCG(gain=linear)"] == pytest.approx(theirs[q]["ndcg"], rel=1e-9)
+    assert out["AP"] == pytest.approx(np.mean([theirs[q]["map"] for q in theirs]), rel=1e-9)
+
+
+def test_trec_mode_gap_uses_the_full_recall_base(trec_files, capsys):
+    qrels_path, run_path, qrels, run = trec_files
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "GAP(g=[0.3,0.7])",
+                 "--per-query"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.strip().splitlines()]
+    per_query = {q: float(v) for name, q, v in lines if q != "all"}
+    for q, value in per_query.items():
+        ranked = sorted(run[q].items(), key=lambda item: (item[1], item[0]), reverse=True)
+        labels = np.array([qrels[q].get(d, 0) for d, _ in ranked])
+        counts = np.bincount(list(qrels[q].values()), minlength=3)
+        expected = gap(-np.arange(len(ranked), dtype=float), labels, g=[0.3, 0.7], grade_counts=counts)
+        assert value == pytest.approx(round(float(expected), 4), abs=1e-4)
+
+
+def test_trec_mode_errors(tmp_path, trec_files, capsys):
+    qrels_path, run_path, _, _ = trec_files
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path)]) == 2
+    assert "at least one -m" in capsys.readouterr().err
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "FOO@3"]) == 2
+    assert "unknown measure" in capsys.readouterr().err
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "P"]) == 2
+    assert "needs a cutoff" in capsys.readouterr().err
+    bad_run = tmp_path / "bad_run"
+    bad_run.write_text("1 Q0 D1 1 0.5 tag\n1 Q0 D2 2 oops tag\n")
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(bad_run), "-m", "AP"]) == 2
+    assert "line 2" in capsys.readouterr().err
+    bad_qrels = tmp_path / "bad_qrels"
+    bad_qrels.write_text("1 0 D1\n")
+    assert main(["eval", "--qrels", str(bad_qrels), "--run", str(run_path), "-m", "AP"]) == 2
+    assert "4 fields" in capsys.readouterr().err
+    assert main(["eval", "--qrels", str(qrels_path), "-m", "AP"]) == 2
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "--letor", "x", "-m", "AP"]) == 2
+
+
+def test_measure_names_parse_like_ir_measures():
+    assert parse_measure("nDCG@10").kwargs == {"k": 10}
+    assert parse_measure("P(rel=2)@5").kwargs == {"threshold": 2, "k": 5}
+    assert parse_measure("GAP(g=[0.5,0.5])").kwargs == {"g": [0.5, 0.5]}
+    assert parse_measure("RBP(p=0.9)").kwargs == {"persistence": 0.9}
+    assert parse_measure("eRAP(p=[0,0.5,1])@20").kwargs == {"p": [0, 0.5, 1], "k": 20}
+    for bad in ["", "nDCG@", "nDCG(foo=1)@10", "Q@10", "2AP"]:
+        with pytest.raises(ValueError):
+            parse_measure(bad)

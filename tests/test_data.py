@@ -1,0 +1,107 @@
+"""LETOR data: the five folds from folds.json partitions and from the standard LETOR layouts."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+
+import numpy as np
+import pytest
+import torch
+
+from gaprank.data import RankingSplit, fold_files, load_fold, read_letor, resolve_data_dir
+
+SHARED = resolve_data_dir()
+
+
+@pytest.mark.parametrize("dataset, sizes", [
+    ("OHSUMED", {1: (63, 21, 22), 2: (63, 22, 21), 3: (64, 21, 21), 4: (64, 21, 21), 5: (64, 21, 21)}),
+    ("MQ2008", {1: (471, 157, 156), 3: (470, 157, 157)}),
+])
+def test_folds_from_partitions_match_provenance(dataset, sizes):
+    spec = json.loads((SHARED / dataset / "folds.json").read_text())["folds"]
+    for k, expected in sizes.items():
+        fold = load_fold(dataset, k)
+        assert (fold.train.num_queries, fold.vali.num_queries, fold.test.num_queries) == expected
+        for split in ("train", "vali", "test"):
+            assert fold.split(split).query_ids == spec[f"Fold{k}"][f"{split}_qids"]
+        all_q = fold.train.query_ids + fold.vali.query_ids + fold.test.query_ids
+        assert len(set(all_q)) == len(all_q)
+
+
+def test_ohsumed_label_histogram_and_variants():
+    fold = load_fold("OHSUMED", 1)
+    everything = RankingSplit.concatenate([fold.train, fold.vali, fold.test])
+    assert everything.num_queries == 106 and len(everything.labels) == 16140
+    assert np.bincount(everything.labels).tolist() == [11303, 2585, 2252]
+    assert everything.num_features == 45
+    qln = fold.test.features
+    assert qln.min() >= 0 and qln.max() <= 1
+    minimum = load_fold("OHSUMED", 1, variant="Feature-min").test
+    null = load_fold("OHSUMED", 1, variant="Feature-null").test
+    assert (minimum.docids == null.docids).all() and (minimum.labels == fold.test.labels).all()
+    # NULL -> min(0, query minimum) agrees with LETOR's own Feature-min except a few log-BM25 cells
+    assert (null.features != minimum.features).sum() < 100
+
+
+def test_padded_and_flat_views_agree():
+    split = load_fold("MQ2008", 1).test
+    x, y, group = split.to_flat()
+    assert group.sum() == len(y) == x.shape[0] and len(group) == split.num_queries
+    batch = split.to_padded(dtype=torch.float64)
+    assert batch.features.shape == (split.num_queries, group.max(), 46)
+    assert batch.mask.dtype == torch.bool and int(batch.mask.sum()) == len(y)
+    np.testing.assert_array_equal(batch.labels[batch.mask].numpy(), y)
+    np.testing.assert_allclose(batch.features[batch.mask].numpy(), x)
+    assert batch.qids == split.query_ids
+
+
+def _copy_as_standard_layout(tmp_path, gz: bool, names=("train", "vali", "test")):
+    """Write OHSUMED Fold1 the way the LETOR download lays it out: FoldK/{train,vali,test}.txt."""
+    files = fold_files("OHSUMED", 1)
+    fold_dir = tmp_path / "OHSUMED" / "QueryLevelNorm" / "Fold1"
+    fold_dir.mkdir(parents=True)
+    for split, name in zip(("train", "vali", "test"), names):
+        text = "".join(gzip.open(p, "rt").read() for p in files[split])
+        target = fold_dir / (f"{name}.txt.gz" if gz else f"{name}.txt")
+        if gz:
+            with gzip.open(target, "wt") as fh:
+                fh.write(text)
+        else:
+            target.write_text(text.replace("\n", "\r\n"))  # LETOR's own files use CRLF
+    return tmp_path
+
+
+@pytest.mark.parametrize("gz, names", [(False, ("train", "vali", "test")),
+                                       (True, ("trainingset", "validationset", "testset"))])
+def test_standard_letor_layouts(tmp_path, gz, names):
+    root = _copy_as_standard_layout(tmp_path, gz, names)
+    ours = load_fold("OHSUMED", 1, data_dir=root)
+    shared = load_fold("OHSUMED", 1)
+    for split in ("train", "vali", "test"):
+        a, b = ours.split(split), shared.split(split)
+        assert a.query_ids == b.query_ids
+        np.testing.assert_array_equal(a.features, b.features)
+        np.testing.assert_array_equal(a.labels, b.labels)
+
+
+def test_data_dir_precedence(tmp_path, monkeypatch):
+    root = _copy_as_standard_layout(tmp_path / "env", False)
+    monkeypatch.setenv("GAPRANK_DATA", str(root))
+    assert resolve_data_dir() == root
+    assert resolve_data_dir(SHARED) == SHARED  # the argument wins over the environment
+    monkeypatch.delenv("GAPRANK_DATA")
+    assert resolve_data_dir().resolve() == SHARED.resolve()
+
+
+def test_concatenate_refuses_shared_queries():
+    split = read_letor(fold_files("OHSUMED", 1)["test"][0])
+    with pytest.raises(ValueError, match="more than one split"):
+        RankingSplit.concatenate([split, split])
+
+
+def test_mq2008_docids_and_comments_are_kept():
+    split = load_fold("MQ2008", 1).test
+    assert split.docids[0].startswith("GX") and "inc =" in split.comments[0]
+
