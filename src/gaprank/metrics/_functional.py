@@ -53,23 +53,6 @@ GAINS = ("exp2", "linear")
 DISCOUNTS = ("log2p1", "jk")
 SHORT_LIST_RULES = ("pad", "zero")
 
-__all__ = [
-    "average_precision",
-    "gap",
-    "xgap",
-    "egap",
-    "generalized_ap",
-    "ndcg",
-    "precision",
-    "q_measure",
-    "sliding_ratio",
-    "rbp",
-    "err",
-    "erap",
-    "errbp",
-]
-
-
 def _common(**kwargs: Any) -> dict[str, Any]:
     return {key: kwargs[key] for key in ("mask", "grade_counts", "ties")}
 
