@@ -1,0 +1,88 @@
+"""Swap deltas (FORMULAS.md result 2) against brute-force recomputation of the metric for every pair."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import gaprank.metrics as M
+from gaprank.losses import swap_deltas
+from gaprank.metrics._kernels import erap_kernel
+from gaprank.metrics._ranking import rank_lists
+from gaprank.metrics._swap import kernel_swap_deltas, to_document_space
+
+G = [0.2, 0.3, 0.5]
+EXACT = {
+    "gap": lambda s, y, **kw: M.gap(s, y, g=G, **kw),
+    "xgap": lambda s, y, **kw: M.xgap(s, y, g=G, **kw),
+    "egap": lambda s, y, **kw: M.egap(s, y, g=G, **kw),
+    "ap": lambda s, y, **kw: M.average_precision(s, y, **kw),
+    "ndcg": lambda s, y, **kw: M.ndcg(s, y, **kw),
+}
+
+
+def _brute_force(metric, scores, labels, mask, grade_counts, k):
+    kw = dict(mask=mask, grade_counts=grade_counts, k=k, reduction="none", empty_value=0.0)
+    base = EXACT[metric](scores, labels, **kw)
+    b, n = scores.shape
+    out = torch.zeros(b, n, n, dtype=torch.float64)
+    for i, j in itertools.combinations(range(n), 2):
+        swapped = scores.clone()
+        swapped[:, [i, j]] = swapped[:, [j, i]]  # exchanging scores exchanges the two documents' places
+        delta = EXACT[metric](swapped, labels, **kw) - base
+        both_real = mask[:, i] & mask[:, j]
+        out[:, i, j] = out[:, j, i] = torch.where(both_real, delta, torch.zeros_like(delta))
+    return out
+
+
+@pytest.mark.parametrize("metric", list(EXACT))
+@pytest.mark.parametrize("seed, k, with_counts", [(0, None, False), (1, 3, False), (2, None, True), (3, 5, True)])
+def test_swap_deltas_equal_recomputation(metric, seed, k, with_counts):
+    rng = np.random.default_rng(seed)
+    b, n = 4, 11
+    scores = torch.tensor(rng.normal(size=(b, n)))
+    labels = torch.tensor(rng.integers(0, 4, size=(b, n)))
+    labels[0] = 0  # a query without relevant documents
+    mask = torch.tensor(rng.random((b, n)) > 0.2)
+    counts = None
+    if with_counts:
+        in_list = torch.stack([torch.bincount(labels[i][mask[i]], minlength=4) for i in range(b)])
+        counts = in_list + torch.tensor(rng.integers(0, 3, size=(b, 4)))
+    ours = swap_deltas(scores, labels, metric=metric, g=G if "gap" in metric else None, mask=mask,
+                       grade_counts=counts, k=k)
+    expected = _brute_force(metric, scores, labels, mask, counts, k)
+    torch.testing.assert_close(ours, expected, rtol=0, atol=1e-10)
+    assert torch.equal(ours, ours.transpose(1, 2))
+    same_label = labels[:, :, None] == labels[:, None, :]
+    assert torch.all(ours[same_label] == 0)
+    padding = ~(mask[:, :, None] & mask[:, None, :])
+    assert torch.all(ours[padding] == 0)
+
+
+def test_general_diagonal_kernel_erap():
+    rng = np.random.default_rng(9)
+    scores = torch.tensor(rng.normal(size=(3, 8)))
+    labels = torch.tensor(rng.integers(0, 3, size=(3, 8)))
+    p = torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)
+    ranked = rank_lists(scores, labels, num_grades=2)
+    ours = to_document_space(kernel_swap_deltas(ranked, erap_kernel(ranked, p)), ranked.order)
+    base = M.erap(scores, labels, p=p, reduction="none")
+    for i, j in itertools.combinations(range(8), 2):
+        swapped = scores.clone()
+        swapped[:, [i, j]] = swapped[:, [j, i]]
+        torch.testing.assert_close(ours[:, i, j], M.erap(swapped, labels, p=p, reduction="none") - base,
+                                   rtol=0, atol=1e-12)
+
+
+def test_one_query_input_and_errors():
+    d = swap_deltas(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0, 1, 0]), metric="ap")
+    assert d.shape == (3, 3) and d[0, 1].item() == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="metric"):
+        swap_deltas(torch.zeros(3), torch.zeros(3), metric="err")
+    with pytest.raises(ValueError, match="g applies"):
+        swap_deltas(torch.zeros(3), torch.zeros(3), metric="ndcg", g=[1.0])
+    with pytest.raises(ValueError, match="NaN"):
+        swap_deltas(torch.tensor([0.0, float("nan")]), torch.tensor([0, 1]), metric="gap")
