@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import torch
 
-from ._kernels import Kernel
-from ._ranking import RankedLists
+from .._inputs import GaprankInputError, check_choice, check_positive_int
+from ._functional import _discount, _gain_table
+from ._kernels import Kernel, ap_kernel, egap_kernel, gap_kernel, xgap_kernel
+from ._ranking import RankedLists, default_g, rank_lists, resolve_g
 
 
 def kernel_swap_deltas(ranked: RankedLists, kernel: Kernel, k: int | None = None) -> torch.Tensor:
@@ -111,11 +113,6 @@ def swap_deltas(
     >>> d[0, 1].item()   # moving the relevant document from rank 2 to rank 1: AP 0.5 -> 1
     0.5
     """
-    from .._inputs import GaprankInputError, check_choice, check_positive_int
-    from ._functional import _discount, _gain_table
-    from ._kernels import ap_kernel, egap_kernel, gap_kernel, xgap_kernel
-    from ._ranking import default_g, rank_lists, resolve_g
-
     check_choice(metric, "metric", METRICS)
     k = check_positive_int(k)
     device = scores.device if isinstance(scores, torch.Tensor) else torch.device("cpu")
