@@ -53,10 +53,6 @@ GAINS = ("exp2", "linear")
 DISCOUNTS = ("log2p1", "jk")
 SHORT_LIST_RULES = ("pad", "zero")
 
-def _common(**kwargs: Any) -> dict[str, Any]:
-    return {key: kwargs[key] for key in ("mask", "grade_counts", "ties")}
-
-
 def _ap_family(
     scores: Any,
     labels: Any,
@@ -321,6 +317,13 @@ def _gain_table(num_grades: int, gain: str, device: torch.device) -> torch.Tenso
     return torch.pow(2.0, grades) - 1.0 if gain == "exp2" else grades
 
 
+def _ideal_dcg(ranked: RankedLists, gains: torch.Tensor, discount: str, k: int | None) -> torch.Tensor:
+    """DCG@k of the ideal ranking built from R(k), shape [B]."""
+    ideal = ranked.ideal_grades()
+    values = gains[ideal] * _discount(ranked.positions(ideal.shape[1]), discount)
+    return (values if k is None else values[:, :k]).sum(-1)
+
+
 def _discounted_sum(ranked: RankedLists, per_grade: torch.Tensor, weights: torch.Tensor, k: int | None) -> torch.Tensor:
     """sum over ranks n <= k of per_grade[r_n] * weights[n] (padding excluded)."""
     values = per_grade[ranked.grades] * weights * ranked.valid
@@ -373,12 +376,10 @@ def ndcg(
     check_choice(gain, "gain", GAINS)
     check_choice(discount, "discount", DISCOUNTS)
     check_choice(short_list, "short_list", SHORT_LIST_RULES)
-    ranked = rank_lists(scores, labels, **_common(mask=mask, grade_counts=grade_counts, ties=ties))
+    ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties=ties)
     gains = _gain_table(ranked.num_grades, gain, ranked.grades.device)
     dcg = _discounted_sum(ranked, gains, _discount(ranked.positions(), discount), k)
-    ideal = ranked.ideal_grades()
-    ideal_values = gains[ideal] * _discount(ranked.positions(ideal.shape[1]), discount)
-    idcg = (ideal_values if k is None else ideal_values[:, :k]).sum(-1)
+    idcg = _ideal_dcg(ranked, gains, discount, k)
     values = dcg / torch.where(idcg > 0, idcg, torch.ones_like(idcg))
     values, defined = _zero_short_lists(values, idcg > 0, ranked, k, short_list)
     return finalize(values, defined, ranked.spec, empty_value=empty_value, reduction=reduction)
@@ -413,7 +414,7 @@ def precision(
     k = check_positive_int(k, allow_none=False)
     threshold = check_positive_int(threshold, "threshold", allow_none=False)
     check_choice(short_list, "short_list", SHORT_LIST_RULES)
-    ranked = rank_lists(scores, labels, **_common(mask=mask, grade_counts=grade_counts, ties=ties))
+    ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties=ties)
     relevant = (torch.arange(ranked.num_grades + 1, device=ranked.grades.device) >= threshold).to(torch.float64)
     values = _discounted_sum(ranked, relevant, ranked.positions().new_ones(ranked.list_size), k) / k
     values, defined = _zero_short_lists(values, None, ranked, k, short_list)
@@ -451,7 +452,7 @@ def rbp(
     q = check_probability(persistence, "persistence", open_interval=True)
     threshold = check_positive_int(threshold, "threshold", allow_none=False)
     k = check_positive_int(k)
-    ranked = rank_lists(scores, labels, **_common(mask=mask, grade_counts=grade_counts, ties=ties))
+    ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties=ties)
     relevant = (torch.arange(ranked.num_grades + 1, device=ranked.grades.device) >= threshold).to(torch.float64)
     weights = (1 - q) * torch.pow(q, ranked.positions() - 1)
     values = _discounted_sum(ranked, relevant, weights, k)
@@ -582,7 +583,7 @@ def q_measure(
         raise GaprankInputError(f"beta must be a number; got {beta!r}") from exc
     if not (math.isfinite(beta) and beta >= 0):
         raise GaprankInputError(f"beta must be finite and >= 0; got {beta!r}")
-    ranked = rank_lists(scores, labels, **_common(mask=mask, grade_counts=grade_counts, ties=ties))
+    ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties=ties)
     x = (ranked.grades * ranked.valid).to(torch.float64)
     relevant = (x > 0).to(torch.float64)
     ideal_gain = _ideal_prefix(ranked, lambda y, pos: y)[:, : ranked.list_size]
@@ -620,7 +621,7 @@ def sliding_ratio(
     0.923
     """
     k = check_positive_int(k)
-    ranked = rank_lists(scores, labels, **_common(mask=mask, grade_counts=grade_counts, ties=ties))
+    ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties=ties)
     grades = torch.arange(ranked.num_grades + 1, dtype=torch.float64, device=ranked.grades.device)
     numerator = _discounted_sum(ranked, grades, 1.0 / ranked.positions(), k)
     ideal = _ideal_prefix(ranked, lambda y, pos: y / pos)

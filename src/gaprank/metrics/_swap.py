@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 
 from .._inputs import GaprankInputError, check_choice, check_positive_int
-from ._functional import _discount, _gain_table
-from ._kernels import Kernel, ap_kernel, egap_kernel, gap_kernel, xgap_kernel
+from ._functional import _discount, _gain_table, _ideal_dcg
+from ._kernels import Kernel, _safe_div, ap_kernel, egap_kernel, gap_kernel, xgap_kernel
 from ._ranking import RankedLists, default_g, rank_lists, resolve_g
 
 
@@ -125,14 +125,11 @@ def swap_deltas(
     if metric == "ndcg":
         gains = _gain_table(ranked.num_grades, "exp2", ranked.grades.device)
         disc = _discount(ranked.positions(), "log2p1")
-        ideal = ranked.ideal_grades()
-        ideal_disc = _discount(ranked.positions(ideal.shape[1]), "log2p1")
         if k is not None:
             disc = torch.where(ranked.positions() <= k, disc, torch.zeros_like(disc))
-            ideal_disc = torch.where(ranked.positions(ideal.shape[1]) <= k, ideal_disc, torch.zeros_like(ideal_disc))
-        idcg = (gains[ideal] * ideal_disc).sum(-1)
         gain = gains[ranked.grades] * ranked.valid
-        inv_idcg = torch.where(idcg > 0, 1.0 / torch.where(idcg > 0, idcg, torch.ones_like(idcg)), torch.zeros_like(idcg))
+        idcg = _ideal_dcg(ranked, gains, "log2p1", k)
+        inv_idcg = _safe_div(torch.ones_like(idcg), idcg)
         rank_space = ((gain[:, None, :] - gain[:, :, None]) * (disc[None, :, None] - disc[None, None, :])
                       * inv_idcg[:, None, None])
         rank_space = rank_space * (ranked.valid[:, :, None] & ranked.valid[:, None, :])
