@@ -84,16 +84,21 @@ def rank_distribution(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor 
     [1.0, 1.0, 1.0]
     """
     s, m, squeeze = _prepare(scores, sigma, mask)
-    pi = _pairwise(s, m, float(sigma))  # [B, M(other), N(doc)]
-    batch, size = s.shape
-    dist = torch.zeros(batch, size, size, dtype=s.dtype, device=s.device)
+    dist = rank_recursion(_pairwise(s, m, float(sigma))) * m[:, :, None]
+    return dist[0] if squeeze else dist
+
+
+def rank_recursion(pi: torch.Tensor) -> torch.Tensor:
+    """SoftRank's recursion for the pivots in the last axis of ``pi`` ``[B, M(other), P(pivot)]``:
+    returns ``[B, P, M]``, the law of the number of others above each pivot (0..M-1)."""
+    batch, others, pivots = pi.shape
+    dist = pi.new_zeros(batch, pivots, others)
     dist[:, :, 0] = 1.0
-    for other in range(size):  # one document at a time (not pairs): each step is a [B, N, N] update
+    for other in range(others):  # one document at a time (not pairs): each step is a [B, P, M] update
         beat = pi[:, other, :, None]  # P(other above n); 0 for n == other and for padding
         shifted = torch.nn.functional.pad(dist[:, :, :-1], (1, 0))
         dist = shifted * beat + dist * (1.0 - beat)
-    dist = dist * m[:, :, None]
-    return dist[0] if squeeze else dist
+    return dist
 
 
 __all__ = ["pairwise_probs", "rank_distribution"]

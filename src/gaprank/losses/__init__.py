@@ -1,5 +1,46 @@
-"""Learning-to-rank objectives. So far: the all-pairs swap deltas that LambdaRank and LambdaMART use."""
+"""Learning-to-rank objectives for PyTorch: smooth (SoftRank-style) metrics, their exact expectation,
+LambdaRank with |Delta metric| weights, RankNet and ListNet.
+
+Every loss is a function ``f(scores, labels, *, mask=None, ..., reduction="mean")`` returning a value
+to minimise, with an ``nn.Module`` twin that holds the hyperparameters only.
+"""
 
 from ..metrics._swap import swap_deltas
+from ._listnet import ListNetLoss, listnet_loss
+from ._pairwise import LambdaRankLoss, RankNetLoss, lambdarank_loss, ranknet_loss
+from ._soft import (
+    SoftAPLoss,
+    SoftEGAPLoss,
+    SoftGAPLoss,
+    SoftNDCGLoss,
+    SoftXGAPLoss,
+    soft_ap_loss,
+    soft_egap_loss,
+    soft_gap_loss,
+    soft_metric,
+    soft_metric_loss,
+    soft_ndcg_loss,
+    soft_xgap_loss,
+)
 
-__all__ = ["swap_deltas"]
+__all__ = [
+    "swap_deltas",
+    "soft_metric",
+    "soft_metric_loss",
+    "soft_gap_loss",
+    "soft_xgap_loss",
+    "soft_egap_loss",
+    "soft_ap_loss",
+    "soft_ndcg_loss",
+    "lambdarank_loss",
+    "ranknet_loss",
+    "listnet_loss",
+    "SoftGAPLoss",
+    "SoftXGAPLoss",
+    "SoftEGAPLoss",
+    "SoftAPLoss",
+    "SoftNDCGLoss",
+    "LambdaRankLoss",
+    "RankNetLoss",
+    "ListNetLoss",
+]

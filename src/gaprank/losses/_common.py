@@ -1,0 +1,79 @@
+"""What every loss shares: input checks on the differentiable side, the per-query mask of queries
+that have something to rank, the reduction, and attaching a hand-written gradient."""
+
+from __future__ import annotations
+
+import torch
+
+from .._inputs import REDUCTIONS, GaprankInputError, check_choice
+from ..metrics._ranking import RankedLists
+
+
+def check_scores_tensor(scores) -> None:
+    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
+        raise GaprankInputError(
+            "losses need scores as a floating-point torch tensor (they are differentiated); "
+            f"got {type(scores).__name__}{'' if not isinstance(scores, torch.Tensor) else ' of dtype ' + str(scores.dtype)}"
+        )
+
+
+def check_sigma(sigma, name: str = "sigma") -> float:
+    try:
+        value = float(sigma)
+    except (TypeError, ValueError):
+        raise GaprankInputError(f"{name} must be a positive number; got {sigma!r}") from None
+    if not (value > 0 and value < float("inf")):
+        raise GaprankInputError(f"{name} must be a positive finite number; got {sigma!r}")
+    return value
+
+
+def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[B, N]`` views of scores (keeping the graph) and mask; padding scores replaced by 0 so that
+    whatever they held (even NaN) never reaches a value or a gradient."""
+    s = scores.reshape(1, -1) if scores.ndim == 1 else scores
+    if mask is None:
+        m = torch.ones(s.shape, dtype=torch.bool, device=s.device)
+    else:
+        mask = torch.as_tensor(mask, device=s.device)
+        m = mask.reshape(1, -1) if mask.ndim == 1 else mask
+    return s.masked_fill(~m, 0.0), m
+
+
+def rankable(ranked: RankedLists) -> torch.Tensor:
+    """``[B]`` bool: the query has real documents of at least two different grades. Other queries
+    (no document, one document, all labels equal) contribute exactly zero loss and zero gradient."""
+    grades = ranked.grades.masked_fill(~ranked.valid, -1)
+    top = grades.max(-1).values
+    low = ranked.grades.masked_fill(~ranked.valid, torch.iinfo(torch.int64).max).min(-1).values
+    return top > low
+
+
+def reduce_loss(values: torch.Tensor, reduction: str, squeeze: bool) -> torch.Tensor:
+    """``"none"``: per query ``[B]`` (a scalar for one 1-D query); ``"mean"`` over the batch's queries
+    (all of them, including those that contribute 0); ``"sum"``."""
+    check_choice(reduction, "reduction", REDUCTIONS)
+    if reduction == "mean":
+        return values.mean()
+    if reduction == "sum":
+        return values.sum()
+    return values[0] if squeeze else values
+
+
+class _WithGradient(torch.autograd.Function):
+    """Return precomputed per-query values whose gradient w.r.t. ``scores`` is the given tensor."""
+
+    @staticmethod
+    def forward(ctx, scores, values, grad):  # noqa: D102 - autograd protocol
+        ctx.save_for_backward(grad)
+        return values.clone()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_values):  # noqa: D102
+        (grad,) = ctx.saved_tensors
+        return grad * grad_values[:, None], None, None
+
+
+def with_gradient(scores: torch.Tensor, values: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """``values`` ([B], no graph) that backpropagate ``grad`` ([B, N]) into ``scores`` ([B, N])."""
+    return _WithGradient.apply(scores, values.detach(), grad.detach())

@@ -1,0 +1,278 @@
+r"""SoftRank-style smooth metrics (Taylor et al., WSDM 2008) and the losses built on them.
+
+Scores are independent Gaussians :math:`s_j \sim N(\bar s_j, \sigma^2)` around the model's scores, so
+:math:`\pi_{mn} = P(s_m > s_n) = \Phi((\bar s_m - \bar s_n)/(\sigma\sqrt 2))`.
+
+* AP family, ``mode="paper"`` (Robertson et al. 2010, sec. 5, written with the kernel of FORMULAS.md
+  result 1): :math:`\mathrm{Soft}M = \sum_n PC_n`,
+  :math:`PC_n = (D[l_n] + \sum_{m \ne n} \pi_{mn} K[l_m, l_n]) / (1 + \sum_{m \ne n} \pi_{mn})`.
+  The sum over m is grouped by grade (one ``[B, c+1, N]`` product), so memory is one ``[B, N, N]``
+  matrix of pi, never one per grade. As sigma -> 0 with distinct scores it equals the metric.
+* AP family, ``mode="exact"``: :math:`E[M]` under the same Gaussian model (:mod:`._exact`).
+* nDCG (SoftNDCG): :math:`\sum_n \mathrm{gain}(l_n) \sum_r D(r) p_n(r) / \mathrm{IDCG}` with SoftRank's
+  rank distributions :math:`p_n` (gain 2^l - 1, D(r) = 1/log2(r+1) at 1-based rank r).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from .._inputs import GaprankInputError, check_choice
+from ..distributions import _pairwise, rank_recursion
+from ..metrics._functional import _gain_table, _ideal_dcg
+from ..metrics._kernels import pivot_sum
+from ..metrics._ranking import RankedLists
+from ..metrics._swap import metric_kernel, rank_for_metric
+from ._common import as_batch, check_scores_tensor, check_sigma, rankable, reduce_loss
+from ._exact import expected_kernel_metric
+
+MODES = ("paper", "exact")
+RANK_RECURSION_ELEMENTS = 1 << 24  # stored elements of one pivot block of SoftRank's recursion
+
+
+def _paper_kernel_metric(s, m, labels, kernel, sigma):
+    pi = _pairwise(s, m, sigma)  # [B, M, N]
+    num_classes = kernel.matrix.shape[-1]
+    onehot = torch.nn.functional.one_hot(labels, num_classes).to(s.dtype) * m[..., None]
+    above_by_grade = torch.bmm(onehot.transpose(1, 2), pi)  # [B, c+1, N]: sum_m pi_mn 1[l_m = t]
+    matrix = kernel.matrix.to(s.dtype)
+    k_cols = matrix.gather(2, labels[:, None, :].expand(-1, num_classes, -1))  # K[t, l_n]
+    num = kernel.diag.to(s.dtype).gather(1, labels) + (above_by_grade * k_cols).sum(1)
+    den = 1.0 + pi.sum(1)
+    return (num / den * m).sum(-1)
+
+
+def _expected_discount_block(pi_block: torch.Tensor, discounts: torch.Tensor) -> torch.Tensor:
+    return rank_recursion(pi_block) @ discounts
+
+
+def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
+    """``[B, N]``: :math:`\\sum_r p_n(r) / \\log_2(r + 2)` over 0-based ranks r, SoftRank's recursion taken
+    a block of pivots at a time (each block recomputed in the backward pass to bound memory)."""
+    pi = _pairwise(s, m, sigma)
+    batch, size = s.shape
+    discounts = 1.0 / torch.log2(torch.arange(size, dtype=s.dtype, device=s.device) + 2.0)
+    per_block = max(1, RANK_RECURSION_ELEMENTS // max(1, batch * size * size))
+    blocks = []
+    for start in range(0, size, per_block):
+        block = pi[:, :, start:start + per_block]
+        if torch.is_grad_enabled() and block.requires_grad:
+            blocks.append(checkpoint(_expected_discount_block, block, discounts, use_reentrant=False))
+        else:
+            blocks.append(_expected_discount_block(block, discounts))
+    return torch.cat(blocks, -1) * m
+
+
+def _ndcg_gains(ranked: RankedLists, labels: torch.Tensor, dtype):
+    gains = _gain_table(ranked.num_grades, "exp2", labels.device)
+    idcg = _ideal_dcg(ranked, gains, "log2p1", None)
+    return gains, idcg
+
+
+def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
+    """(soft values [B] in a float dtype, best values [B] float64, defined [B], ranked, s, m)."""
+    check_scores_tensor(scores)
+    sigma = check_sigma(sigma)
+    check_choice(mode, "mode", MODES)
+    ranked, g_t = rank_for_metric(scores.detach(), labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts)
+    s, m = as_batch(scores, mask)
+    doc_labels = ranked.grades.new_zeros(ranked.grades.shape).scatter_(1, ranked.order, ranked.grades)
+    ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
+    ideal_valid, ideal_grades = ideal_order >= 0, ideal_order.clamp_min(0)
+    if metric == "ndcg":
+        if mode == "exact":
+            raise GaprankInputError(
+                "mode='exact' is available for the AP family (gap, xgap, egap, ap); "
+                "SoftNDCG uses SoftRank's rank distributions (mode='paper')"
+            )
+        gains, idcg = _ndcg_gains(ranked, doc_labels, s.dtype)
+        defined = idcg > 0
+        inv_idcg = torch.where(defined, 1.0 / torch.where(defined, idcg, torch.ones_like(idcg)), torch.zeros_like(idcg))
+        dcg = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma)).sum(-1)
+        values = dcg * inv_idcg.to(s.dtype)
+        best_disc = 1.0 / torch.log2(ranked.positions() + 1.0)
+        best = (gains[ideal_grades] * best_disc * ideal_valid).sum(-1) * inv_idcg
+        return values, best, defined, ranked
+    kernel = metric_kernel(metric, ranked, g_t)
+    if kernel is None:  # no grade above 0 on the scale: every query is undefined
+        zeros = s.new_zeros(s.shape[0])
+        return zeros + 0.0 * s.sum(-1), zeros.to(torch.float64), zeros.bool(), ranked
+    if mode == "paper":
+        values = _paper_kernel_metric(s, m, doc_labels, kernel, sigma)
+    else:
+        values = expected_kernel_metric(s, m, doc_labels, kernel, sigma)
+    best = pivot_sum(ideal_grades, ideal_valid, kernel)
+    return values, best, kernel.defined, ranked
+
+
+def soft_metric(
+    scores: torch.Tensor,
+    labels,
+    *,
+    metric: str,
+    sigma: float,
+    g=None,
+    mode: str = "paper",
+    mask: torch.Tensor | None = None,
+    grade_counts=None,
+) -> torch.Tensor:
+    r"""The smooth value of ``metric`` under SoftRank's Gaussian score model, per query.
+
+    ``metric``: "gap", "xgap", "egap", "ap" (the AP family, through its kernel) or "ndcg" (SoftNDCG).
+    ``sigma`` is the standard deviation of every document's score, so
+    :math:`\pi_{mn} = \Phi((s_m - s_n)/(\sigma\sqrt 2))`. ``mode="paper"``: the GAP paper's SoftGAP,
+    :math:`\sum_n (K_{nn} + \sum_m \pi_{mn} K_{mn}) / (1 + \sum_m \pi_{mn})` (Robertson et al. 2010,
+    sec. 5; a ratio of expectations). ``mode="exact"``: :math:`E[M]` exactly under the model
+    (Poisson-binomial count above each pivot, Gauss-Legendre in x, a shared trapezoid grid in the
+    pivot's score; computed in float64; cost O(T N^2 c) per query, T ~ 4 range/sigma + 64).
+    Returns ``[B]`` (a scalar for a 1-D query) in the scores' dtype; 0 where the metric is undefined
+    (no relevant document). Equal scores give :math:`\pi = 1/2`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import soft_metric
+    >>> s, y = torch.tensor([3.0, 2.0, 1.0]), torch.tensor([2, 0, 1])
+    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4).item(), 6)   # -> GAP as sigma -> 0
+    0.888889
+    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, mode="exact").item(), 6)
+    0.888889
+    """
+    values, _, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts)
+    values = torch.where(defined, values, torch.zeros_like(values)).to(scores.dtype)
+    return values[0] if ranked.spec.squeeze else values
+
+
+def soft_metric_loss(
+    scores: torch.Tensor,
+    labels,
+    *,
+    metric: str,
+    g=None,
+    sigma: float = 1.0,
+    mode: str = "paper",
+    mask: torch.Tensor | None = None,
+    grade_counts=None,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    r"""Loss to minimise: :math:`M(\text{ideal}) - \mathrm{Soft}M` per query, then ``reduction``.
+
+    :math:`M(\text{ideal})` is the metric of this list sorted by label (1 for GAP, AP and nDCG without a
+    larger recall base; the papers' :math:`\sum_{k \le \tau} g_k` for xGAP and eGAP), a constant, so the
+    gradient is that of :math:`-\mathrm{Soft}M` and the loss is 0 at a perfect, confident ranking.
+    Queries without two different labels, or without a relevant document, give 0 loss and 0 gradient.
+    See :func:`soft_metric` for ``metric``, ``sigma``, ``mode``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import soft_metric_loss
+    >>> scores = torch.tensor([[0.5, 1.0, -1.0]], requires_grad=True)
+    >>> loss = soft_metric_loss(scores, torch.tensor([[2, 1, 0]]), metric="gap", g=[0.5, 0.5])
+    >>> loss.backward(); bool(scores.grad[0, 0] < 0)   # raising the grade-2 document lowers the loss
+    True
+    """
+    values, best, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts)
+    keep = defined & rankable(ranked)
+    regret = torch.where(keep, best.to(values.dtype) - values, torch.zeros_like(values)).to(scores.dtype)
+    return reduce_loss(regret, reduction, ranked.spec.squeeze)
+
+
+def _named_loss(metric: str, title: str, reference: str):
+    def loss(scores, labels, *, g=None, sigma=1.0, mode="paper", mask=None, grade_counts=None, reduction="mean"):
+        return soft_metric_loss(scores, labels, metric=metric, g=g, sigma=sigma, mode=mode, mask=mask,
+                                grade_counts=grade_counts, reduction=reduction)
+
+    loss.__name__ = loss.__qualname__ = f"soft_{metric}_loss"
+    loss.__doc__ = (
+        f"{title} loss: ``{metric}(ideal) - Soft{title}`` per query; :func:`soft_metric_loss` with "
+        f"``metric={metric!r}`` ({reference}).\n\n"
+        "    Examples\n    --------\n    >>> import torch\n"
+        f"    >>> from gaprank.losses import soft_{metric}_loss\n"
+        f"    >>> float(soft_{metric}_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))\n"
+        "    0.0\n"
+    )
+    return loss
+
+
+soft_gap_loss = _named_loss("gap", "GAP", "Robertson et al. 2010, sec. 5")
+soft_xgap_loss = _named_loss("xgap", "xGAP", "kernel of Ferrante et al., eq. 5")
+soft_egap_loss = _named_loss("egap", "eGAP", "kernel of Ferrante et al., eq. 6")
+soft_ap_loss = _named_loss("ap", "AP", "binary AP, labels >= 1 relevant")
+
+
+def soft_ndcg_loss(scores, labels, *, sigma=1.0, mask=None, grade_counts=None, reduction="mean"):
+    """SoftNDCG loss: ``1 - SoftNDCG`` per query (Taylor et al. 2008); :func:`soft_metric_loss` with
+    ``metric="ndcg"``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import soft_ndcg_loss
+    >>> float(soft_ndcg_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
+    0.0
+    """
+    return soft_metric_loss(scores, labels, metric="ndcg", sigma=sigma, mask=mask, grade_counts=grade_counts,
+                            reduction=reduction)
+
+
+class _SoftMetricLoss(torch.nn.Module):
+    metric = ""
+
+    def __init__(self, g=None, sigma: float = 1.0, mode: str = "paper", reduction: str = "mean") -> None:
+        super().__init__()
+        self.g, self.sigma, self.mode, self.reduction = g, sigma, mode, reduction
+
+    def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
+        return soft_metric_loss(scores, labels, metric=self.metric, g=self.g, sigma=self.sigma, mode=self.mode,
+                                mask=mask, reduction=self.reduction)
+
+    def extra_repr(self) -> str:
+        return f"g={self.g}, sigma={self.sigma}, mode={self.mode!r}, reduction={self.reduction!r}"
+
+
+class SoftGAPLoss(_SoftMetricLoss):
+    """``1 - SoftGAP`` (Robertson et al. 2010, sec. 5); ``mode="exact"`` for ``1 - E[GAP]``.
+    See :func:`soft_metric_loss`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import SoftGAPLoss
+    >>> loss = SoftGAPLoss(g=[0.5, 0.5], sigma=0.5)
+    >>> scores = torch.randn(8, 30, requires_grad=True)
+    >>> loss(scores, torch.randint(0, 3, (8, 30))).backward()
+    """
+
+    metric = "gap"
+
+
+class SoftXGAPLoss(_SoftMetricLoss):
+    """``xGAP(ideal) - SoftxGAP`` with xGAP's kernel; see :func:`soft_metric_loss`."""
+
+    metric = "xgap"
+
+
+class SoftEGAPLoss(_SoftMetricLoss):
+    """``eGAP(ideal) - SofteGAP`` with eGAP's kernel; see :func:`soft_metric_loss`."""
+
+    metric = "egap"
+
+
+class SoftAPLoss(_SoftMetricLoss):
+    """``1 - SoftAP`` (binary AP, labels >= 1 relevant); see :func:`soft_metric_loss`."""
+
+    metric = "ap"
+
+    def __init__(self, sigma: float = 1.0, mode: str = "paper", reduction: str = "mean") -> None:
+        super().__init__(None, sigma, mode, reduction)
+
+
+class SoftNDCGLoss(_SoftMetricLoss):
+    """``1 - SoftNDCG`` from SoftRank's rank distributions (Taylor et al. 2008); see :func:`soft_metric_loss`."""
+
+    metric = "ndcg"
+
+    def __init__(self, sigma: float = 1.0, reduction: str = "mean") -> None:
+        super().__init__(None, sigma, "paper", reduction)

@@ -1,0 +1,403 @@
+"""PyTorch objectives: oracles (double loops over pairs, Monte Carlo, recomputation), gradcheck,
+sigma -> 0 limits, robustness (padding, degenerate queries, huge score gaps, ties) and errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import gaprank
+import gaprank.losses as L
+import gaprank.losses._exact as exact_module
+import gaprank.losses._pairwise as pairwise_module
+import gaprank.losses._soft as soft_module
+from gaprank import GaprankInputError
+
+G = [0.2, 0.3, 0.5]
+AP_FAMILY = ("gap", "xgap", "egap", "ap")
+METRICS = (*AP_FAMILY, "ndcg")
+
+
+def _g(metric):
+    return G if metric in ("gap", "xgap", "egap") else None
+
+
+def exact_metric(metric, scores, labels, **kw):
+    fn = {"gap": gaprank.gap, "xgap": gaprank.xgap, "egap": gaprank.egap}.get(metric)
+    kw.setdefault("reduction", "none")
+    if fn is not None:
+        return fn(scores, labels, g=G, **kw)
+    if metric == "ap":
+        return gaprank.average_precision(scores, labels, **kw)
+    return gaprank.ndcg(scores, labels, **kw)
+
+
+def _random_batch(seed, b=3, n=9, grades=4, dtype=torch.float64):
+    rng = np.random.default_rng(seed)
+    scores = torch.tensor(rng.normal(size=(b, n)), dtype=dtype)
+    labels = torch.tensor(rng.integers(0, grades, size=(b, n)))
+    mask = torch.tensor(rng.random((b, n)) > 0.2)
+    mask[:, :2] = True
+    labels[:, 0], labels[:, 1] = 0, grades - 1  # every query has two different grades
+    return scores, labels, mask
+
+
+# ----------------------------------------------------------------------------- LambdaRank / RankNet
+
+
+def _ideal_dcg_at(labels_row, k):
+    gains = np.sort(2.0 ** labels_row - 1.0)[::-1]
+    gains = gains if k is None else gains[:k]
+    return float(np.sum(gains / np.log2(np.arange(2, gains.size + 2))))
+
+
+def _double_loop(metric, scores, labels, mask, sigma, k):
+    """Loss and gradient from the definition: an explicit loop over pairs, Delta M by recomputation."""
+    b, n = scores.shape
+    loss = torch.zeros(b, dtype=torch.float64)
+    grad = torch.zeros(b, n, dtype=torch.float64)
+    for q in range(b):
+        idx = [i for i in range(n) if mask[q, i]]
+        s, y = scores[q, idx], labels[q, idx]
+        order = torch.sort(s, descending=True, stable=True).indices.tolist()
+        rank = {doc: r for r, doc in enumerate(order)}
+        base = exact_metric(metric, s, y, empty_value=0.0).item()
+        scale = 1.0
+        if metric == "ndcg" and k is not None and _ideal_dcg_at(y.numpy(), k) > 0:
+            scale = _ideal_dcg_at(y.numpy(), None) / _ideal_dcg_at(y.numpy(), k)  # LightGBM: IDCG at depth k
+        for i, j in itertools.permutations(range(len(idx)), 2):
+            if y[i] <= y[j] or (k is not None and min(rank[i], rank[j]) >= k):
+                continue
+            swapped = s.clone()
+            swapped[[i, j]] = swapped[[j, i]]
+            delta = abs(exact_metric(metric, swapped, y, empty_value=0.0).item() - base) * scale
+            diff = (s[i] - s[j]).item()
+            lam = sigma * delta / (1.0 + math.exp(sigma * diff))
+            grad[q, idx[i]] -= lam
+            grad[q, idx[j]] += lam
+            loss[q] += delta * math.log1p(math.exp(-sigma * diff))
+    return loss, grad
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("k", [None, 3])
+def test_lambdarank_gradient_equals_double_loop(metric, k):
+    scores, labels, mask = _random_batch(1)
+    scores.requires_grad_(True)
+    loss = L.lambdarank_loss(scores, labels, metric=metric, g=_g(metric), sigma=1.7, k=k, mask=mask, reduction="none")
+    loss.sum().backward()
+    expected_loss, expected_grad = _double_loop(metric, scores.detach(), labels, mask, 1.7, k)
+    torch.testing.assert_close(loss.detach(), expected_loss, rtol=0, atol=1e-10)
+    torch.testing.assert_close(scores.grad, expected_grad, rtol=0, atol=1e-10)
+
+
+def test_lambdarank_blocks_give_the_same_numbers(monkeypatch):
+    scores, labels, mask = _random_batch(2, b=4, n=40)
+    full = L.lambdarank_loss(scores, labels, metric="egap", g=G, mask=mask, reduction="none")
+    s = scores.clone().requires_grad_(True)
+    L.lambdarank_loss(s, labels, metric="egap", g=G, mask=mask).backward()
+    monkeypatch.setattr(pairwise_module, "PAIR_BLOCK_ELEMENTS", 7)  # one row per block
+    s2 = scores.clone().requires_grad_(True)
+    blocked = L.lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask, reduction="none")
+    L.lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask).backward()
+    torch.testing.assert_close(blocked, full, rtol=0, atol=1e-12)
+    torch.testing.assert_close(s2.grad, s.grad, rtol=0, atol=1e-12)
+
+
+def test_ranknet_equals_double_loop_and_gradcheck():
+    scores, labels, mask = _random_batch(3)
+    loss = L.ranknet_loss(scores, labels, sigma=0.7, mask=mask, reduction="none")
+    expected = torch.zeros(3, dtype=torch.float64)
+    for q in range(3):
+        for i, j in itertools.permutations(range(9), 2):
+            if mask[q, i] and mask[q, j] and labels[q, i] > labels[q, j]:
+                expected[q] += math.log1p(math.exp(-0.7 * (scores[q, i] - scores[q, j]).item()))
+    torch.testing.assert_close(loss, expected, rtol=0, atol=1e-12)
+    s = scores.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda x: L.ranknet_loss(x, labels, sigma=0.7, mask=mask, reduction="none"), (s,))
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_lambdarank_gradcheck_away_from_rank_changes(metric):
+    # Delta M is fixed while the ranking does not change, so the cost's gradient is the lambda sums.
+    scores, labels, mask = _random_batch(4)
+    s = scores.clone().requires_grad_(True)
+    fn = lambda x: L.lambdarank_loss(x, labels, metric=metric, g=_g(metric), mask=mask, reduction="none")  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (s,), eps=1e-7, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- ListNet
+
+
+def test_listnet_equals_definition_and_gradcheck():
+    scores, labels, mask = _random_batch(5)
+    loss = L.listnet_loss(scores, labels, mask=mask, reduction="none")
+    for q in range(3):
+        s, y = scores[q][mask[q]], labels[q][mask[q]].double()
+        t, p = torch.softmax(y, 0), torch.softmax(s, 0)
+        assert loss[q].item() == pytest.approx(float((t * (t.log() - p.log())).sum()), abs=1e-12)
+        cross_entropy = float(-(t * p.log()).sum())
+        entropy = float(-(t * t.log()).sum())
+        assert loss[q].item() == pytest.approx(cross_entropy - entropy, abs=1e-12)
+    s = scores.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda x: L.listnet_loss(x, labels, mask=mask, reduction="none"), (s,))
+
+
+# ----------------------------------------------------------------------------- soft metrics
+
+
+def test_paper_softgap_is_the_papers_formula():
+    # Robertson et al. 2010, sec. 5, written out with g and pi directly (no kernel).
+    scores, labels, _ = _random_batch(6, b=1, n=7)
+    s, y, sigma = scores[0], labels[0], 0.6
+    big_g = np.concatenate([[0.0], np.cumsum(G)])
+    pi = gaprank.distributions.pairwise_probs(s, sigma=sigma).numpy()
+    counts = np.bincount(y.numpy(), minlength=4)
+    norm = sum(counts[k] * big_g[k] for k in range(1, 4))
+    total = 0.0
+    for n in range(7):
+        num = big_g[y[n]] + sum(pi[m, n] * big_g[min(y[m], y[n])] for m in range(7) if m != n)
+        total += num / (1.0 + sum(pi[m, n] for m in range(7) if m != n))
+    ours = L.soft_metric(s, y, metric="gap", g=G, sigma=sigma)
+    assert ours.item() == pytest.approx(total / norm, abs=1e-12)
+
+
+def test_softndcg_from_rank_distributions():
+    scores, labels, mask = _random_batch(7)
+    p = gaprank.distributions.rank_distribution(scores, sigma=0.9, mask=mask)
+    disc = 1.0 / torch.log2(torch.arange(9, dtype=torch.float64) + 2.0)
+    gains = (2.0 ** labels.double() - 1.0) * mask
+    idcg = torch.stack([torch.tensor(_ideal_dcg_at(labels[q][mask[q]].numpy(), None)) for q in range(3)])
+    expected = (gains * (p @ disc)).sum(-1) / idcg
+    torch.testing.assert_close(L.soft_metric(scores, labels, metric="ndcg", sigma=0.9, mask=mask), expected)
+
+
+def test_softndcg_pivot_blocks_same_value_and_gradient(monkeypatch):
+    scores, labels, mask = _random_batch(8, b=2, n=12)
+    s1 = scores.clone().requires_grad_(True)
+    v1 = L.soft_metric(s1, labels, metric="ndcg", sigma=0.5, mask=mask)
+    v1.sum().backward()
+    monkeypatch.setattr(soft_module, "RANK_RECURSION_ELEMENTS", 1)  # one pivot per block, checkpointed
+    s2 = scores.clone().requires_grad_(True)
+    v2 = L.soft_metric(s2, labels, metric="ndcg", sigma=0.5, mask=mask)
+    v2.sum().backward()
+    torch.testing.assert_close(v2, v1, rtol=0, atol=1e-13)
+    torch.testing.assert_close(s2.grad, s1.grad, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_paper_mode_sigma_to_zero_is_the_metric(metric):
+    scores, labels, mask = _random_batch(9, b=4, n=12)
+    values = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=1e-6, mask=mask)
+    expected = exact_metric(metric, scores, labels, mask=mask)
+    torch.testing.assert_close(values, expected, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("metric", AP_FAMILY)
+def test_exact_mode_sigma_to_zero_is_the_metric(metric):
+    scores, labels, mask = _random_batch(10, b=2, n=8)
+    values = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=1e-3, mode="exact", mask=mask)
+    torch.testing.assert_close(values, exact_metric(metric, scores, labels, mask=mask), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_soft_metric_gradcheck_paper(metric):
+    scores, labels, mask = _random_batch(11)
+    s = scores.clone().requires_grad_(True)
+    fn = lambda x: L.soft_metric_loss(x, labels, metric=metric, g=_g(metric), sigma=0.8, mask=mask,  # noqa: E731
+                                      reduction="none")
+    assert torch.autograd.gradcheck(fn, (s,))
+
+
+@pytest.mark.parametrize("metric", AP_FAMILY)
+def test_soft_metric_gradcheck_exact(metric, monkeypatch):
+    monkeypatch.setattr(exact_module, "EXACT_BLOCK_ELEMENTS", 500)  # several checkpointed grid blocks
+    scores, labels, mask = _random_batch(12, b=2, n=6)
+    s = scores.clone().requires_grad_(True)
+    fn = lambda x: L.soft_metric(x, labels, metric=metric, g=_g(metric), sigma=0.8, mode="exact", mask=mask)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (s,))
+
+
+def _monte_carlo(metric, scores, labels, sigma, samples, seed):
+    gen = torch.Generator().manual_seed(seed)
+    values = []
+    for _ in range(samples // 10_000):
+        noisy = scores + sigma * torch.randn(10_000, scores.numel(), dtype=torch.float64, generator=gen)
+        values.append(exact_metric(metric, noisy, labels.expand(10_000, -1)))
+    v = torch.cat(values)
+    return v.mean().item(), v.std().item() / math.sqrt(v.numel())
+
+
+@pytest.mark.parametrize("metric, n, sigma", [("gap", 200, 1.0), ("egap", 200, 0.5), ("xgap", 120, 2.0),
+                                              ("ap", 200, 1.0), ("gap", 15, 0.3)])
+def test_exact_mode_agrees_with_monte_carlo(metric, n, sigma):
+    rng = np.random.default_rng(n)
+    scores = torch.tensor(rng.normal(scale=1.5, size=n))
+    labels = torch.tensor(rng.integers(0, 4, size=n))
+    value = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=sigma, mode="exact").item()
+    mean, se = _monte_carlo(metric, scores, labels, sigma, 100_000, seed=n)
+    assert abs(value - mean) < 3 * se, (value, mean, se)
+    paper = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=sigma).item()
+    assert paper != pytest.approx(value, abs=1e-6)  # a ratio of expectations, not the expectation
+
+
+def test_exact_mode_blocks_and_padding_do_not_change_values(monkeypatch):
+    scores, labels, mask = _random_batch(13, b=3, n=10)
+    full = L.soft_metric(scores, labels, metric="gap", g=G, sigma=0.7, mode="exact", mask=mask)
+    each = torch.stack([L.soft_metric(scores[q][mask[q]], labels[q][mask[q]], metric="gap", g=G, sigma=0.7,
+                                      mode="exact") for q in range(3)])
+    torch.testing.assert_close(full, each, rtol=0, atol=1e-12)
+    monkeypatch.setattr(exact_module, "EXACT_BLOCK_ELEMENTS", 1)
+    blocked = L.soft_metric(scores, labels, metric="gap", g=G, sigma=0.7, mode="exact", mask=mask)
+    torch.testing.assert_close(blocked, full, rtol=0, atol=1e-12)
+
+
+def test_grade_counts_enter_the_soft_normaliser():
+    scores, labels, _ = _random_batch(14, b=1, n=8)
+    counts = torch.bincount(labels[0], minlength=4) + torch.tensor([0, 2, 0, 1])
+    for mode in ("paper", "exact"):
+        v = L.soft_metric(scores, labels, metric="gap", g=G, sigma=1e-3, mode=mode, grade_counts=counts)
+        assert v.item() == pytest.approx(gaprank.gap(scores, labels, g=G, grade_counts=counts).item(), abs=1e-9)
+
+
+# ----------------------------------------------------------------------------- every loss: robustness
+
+LOSSES = {
+    **{f"soft_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, metric=m, g=_g(m), sigma=0.5,
+                                                                           mask=mask, reduction="none"))(m)
+       for m in METRICS},
+    **{f"exact_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, metric=m, g=_g(m), sigma=0.5,
+                                                                            mode="exact", mask=mask,
+                                                                            reduction="none"))(m)
+       for m in AP_FAMILY},
+    **{f"lambda_{m}": (lambda m: lambda s, y, mask=None: L.lambdarank_loss(s, y, metric=m, g=_g(m), k=5,
+                                                                            mask=mask, reduction="none"))(m)
+       for m in METRICS},
+    "ranknet": lambda s, y, mask=None: L.ranknet_loss(s, y, mask=mask, reduction="none"),
+    "listnet": lambda s, y, mask=None: L.listnet_loss(s, y, mask=mask, reduction="none"),
+}
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_padding_gets_exactly_zero_gradient_and_never_matters(name):
+    scores, labels, mask = _random_batch(15, b=2, n=8)
+    garbage = scores.clone()
+    garbage[~mask] = float("nan")  # padding may hold anything
+    s = garbage.clone().requires_grad_(True)
+    loss = LOSSES[name](s, labels, mask=mask)
+    loss.sum().backward()
+    assert torch.isfinite(loss).all() and torch.isfinite(s.grad).all()
+    assert torch.all(s.grad[~mask] == 0)
+    for q in range(2):  # the same as the query without padding
+        alone = LOSSES[name](scores[q][mask[q]], labels[q][mask[q]])
+        assert loss[q].item() == pytest.approx(alone.item(), abs=1e-10)
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_degenerate_queries_give_zero_loss_and_zero_gradient(name):
+    scores = torch.tensor([[0.3, 1.2, -0.4], [0.5, 0.1, 2.0], [1.0, 0.0, 0.0], [0.2, 0.2, 0.2]],
+                          dtype=torch.float64, requires_grad=True)
+    labels = torch.tensor([[0, 0, 0], [2, 2, 2], [3, 0, 0], [1, 1, 1]])  # none relevant; all equal; ...
+    mask = torch.tensor([[True] * 3, [True] * 3, [True, False, False], [True] * 3])  # ... one document
+    loss = LOSSES[name](scores, labels, mask=mask)
+    loss.sum().backward()
+    assert torch.all(loss == 0), loss
+    assert torch.all(scores.grad == 0), scores.grad
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_huge_score_differences_stay_finite(name, dtype):
+    scores = torch.tensor([[1e4, -1e4, 0.0, 5e3]], dtype=dtype, requires_grad=True)
+    labels = torch.tensor([[0, 2, 1, 1]])
+    loss = LOSSES[name](scores, labels)
+    loss.sum().backward()
+    assert torch.isfinite(loss).all() and torch.isfinite(scores.grad).all()
+    assert loss.dtype == dtype and scores.grad.dtype == dtype
+
+
+def test_ties_in_scores():
+    # LambdaRank: tied documents are ranked in input order for Delta M, and rho = 1/2.
+    s = torch.zeros(1, 2, dtype=torch.float64, requires_grad=True)
+    loss = L.lambdarank_loss(s, torch.tensor([[0, 1]]), metric="ap", reduction="sum")
+    loss.backward()
+    assert loss.item() == pytest.approx(0.5 * math.log(2.0))  # |Delta AP| = 1 - 1/2
+    assert s.grad.tolist() == [[0.25, -0.25]]
+    # Soft metrics: pi = 1/2 for equal scores.
+    v = L.soft_metric(torch.zeros(2, dtype=torch.float64), torch.tensor([0, 1]), metric="ap", sigma=1.0)
+    assert v.item() == pytest.approx(1.0 / 1.5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_cuda_matches_cpu(name):
+    scores, labels, mask = _random_batch(16, b=2, n=8)
+    cpu = LOSSES[name](scores, labels, mask=mask)
+    s = scores.cuda().requires_grad_(True)
+    gpu = LOSSES[name](s, labels.cuda(), mask=mask.cuda())
+    gpu.sum().backward()
+    assert gpu.device.type == "cuda" and s.grad.device.type == "cuda"
+    torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-9, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- modules and errors
+
+
+def test_modules_call_the_functional_core():
+    scores, labels, mask = _random_batch(17)
+    pairs = [
+        (L.SoftGAPLoss(g=G, sigma=0.4), L.soft_gap_loss(scores, labels, g=G, sigma=0.4, mask=mask)),
+        (L.SoftXGAPLoss(g=G, sigma=0.4), L.soft_xgap_loss(scores, labels, g=G, sigma=0.4, mask=mask)),
+        (L.SoftEGAPLoss(g=G, sigma=0.4, reduction="sum"),
+         L.soft_egap_loss(scores, labels, g=G, sigma=0.4, mask=mask, reduction="sum")),
+        (L.SoftAPLoss(sigma=0.4, mode="exact"), L.soft_ap_loss(scores, labels, sigma=0.4, mode="exact", mask=mask)),
+        (L.SoftNDCGLoss(sigma=0.4), L.soft_ndcg_loss(scores, labels, sigma=0.4, mask=mask)),
+        (L.LambdaRankLoss("xgap", g=G, k=4), L.lambdarank_loss(scores, labels, metric="xgap", g=G, k=4, mask=mask)),
+        (L.RankNetLoss(sigma=2.0), L.ranknet_loss(scores, labels, sigma=2.0, mask=mask)),
+        (L.ListNetLoss(reduction="none"), L.listnet_loss(scores, labels, mask=mask, reduction="none")),
+    ]
+    for module, expected in pairs:
+        torch.testing.assert_close(module(scores, labels, mask), expected, rtol=0, atol=0)
+        assert not list(module.parameters()) and repr(module)
+    per_query = L.soft_gap_loss(scores, labels, g=G, mask=mask, reduction="none")
+    assert L.soft_gap_loss(scores, labels, g=G, mask=mask).item() == pytest.approx(per_query.mean().item())
+    assert L.soft_gap_loss(scores[0], labels[0], g=G, reduction="none").ndim == 0
+
+
+def test_loss_is_regret_against_the_ideal_list():
+    scores, labels, mask = _random_batch(18)
+    for metric in METRICS:
+        values = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=1e-6, mask=mask)
+        ideal = exact_metric(metric, labels.double(), labels, mask=mask)
+        loss = L.soft_metric_loss(scores, labels, metric=metric, g=_g(metric), sigma=1e-6, mask=mask,
+                                  reduction="none")
+        torch.testing.assert_close(loss, ideal - values, rtol=0, atol=1e-9)
+        assert torch.all(loss >= -1e-12)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: L.soft_gap_loss(np.zeros(3), [0, 1, 0]), "floating-point torch tensor"),
+    (lambda: L.soft_gap_loss(torch.zeros(3, dtype=torch.int64), [0, 1, 0]), "floating-point torch tensor"),
+    (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], sigma=0.0), "sigma"),
+    (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], sigma=float("nan")), "sigma"),
+    (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], mode="approx"), "mode"),
+    (lambda: L.soft_ndcg_loss(torch.zeros(3), [0, 1, 0], reduction="avg"), "reduction"),
+    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="ndcg", sigma=1.0, mode="exact"), "AP family"),
+    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="err", sigma=1.0), "metric"),
+    (lambda: L.soft_ap_loss(torch.zeros(3), [0, 1, 0], g=[1.0]), "g applies"),
+    (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 3], g=[0.5, 0.5]), "above the grade scale"),
+    (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 1], g=[0.5, 0.6]), "sum to 1"),
+    (lambda: L.lambdarank_loss(torch.tensor([0.0, float("nan")]), [0, 1]), "NaN"),
+    (lambda: L.lambdarank_loss(torch.zeros(3), [0, -1, 1]), "non-negative"),
+    (lambda: L.lambdarank_loss(torch.zeros(3), [0, 1]), "does not match"),
+    (lambda: L.lambdarank_loss(torch.zeros(3), [0, 1, 0], k=0), "positive integer"),
+    (lambda: L.ranknet_loss(torch.zeros(0), []), "empty"),
+    (lambda: L.listnet_loss(torch.zeros(2, 3), torch.zeros(2, 3), mask=torch.ones(2, 3)), "boolean"),
+])
+def test_bad_input_is_a_clear_error(call, message):
+    with pytest.raises(GaprankInputError, match=message):
+        call()
