@@ -11,10 +11,10 @@ import pytest
 import torch
 
 import gaprank
+import gaprank.distributions as distributions_module
 import gaprank.losses as L
 import gaprank.losses._exact as exact_module
 import gaprank.losses._pairwise as pairwise_module
-import gaprank.losses._soft as soft_module
 from gaprank import GaprankInputError
 
 G = [0.2, 0.3, 0.5]
@@ -181,7 +181,7 @@ def test_softndcg_pivot_blocks_same_value_and_gradient(monkeypatch):
     s1 = scores.clone().requires_grad_(True)
     v1 = L.soft_metric(s1, labels, metric="ndcg", sigma=0.5, mask=mask)
     v1.sum().backward()
-    monkeypatch.setattr(soft_module, "RANK_RECURSION_ELEMENTS", 1)  # one pivot per block, checkpointed
+    monkeypatch.setattr(distributions_module, "RECURSION_BLOCK_ELEMENTS", 1)  # one pivot per block
     s2 = scores.clone().requires_grad_(True)
     v2 = L.soft_metric(s2, labels, metric="ndcg", sigma=0.5, mask=mask)
     v2.sum().backward()

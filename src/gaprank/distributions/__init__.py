@@ -88,17 +88,74 @@ def rank_distribution(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor 
     return dist[0] if squeeze else dist
 
 
+# Stored elements of one pivot block's recursion states (the backward pass recomputes them per block).
+RECURSION_BLOCK_ELEMENTS = 1 << 25
+
+
+def _run_recursion(beats: torch.Tensor, states: torch.Tensor) -> None:
+    """Fill ``states`` ``[M+1, B, P, M+1]``: state i = the law of the count above each pivot after the
+    first i other documents, stored at ``[..., 1:]`` behind a zero column so that the shift r -> r+1
+    is the view ``[..., :-1]``. ``beats`` ``[M, B, P, 1]``. One ``lerp`` per other document."""
+    states[0].zero_()
+    states[0, ..., 1] = 1.0
+    for other in range(beats.shape[0]):
+        prev, nxt = states[other], states[other + 1]
+        nxt[..., 0] = 0.0
+        torch.lerp(prev[..., 1:], prev[..., :-1], beats[other], out=nxt[..., 1:])
+
+
+class _RankRecursion(torch.autograd.Function):
+    """SoftRank's recursion with a hand-written adjoint (no autograd graph over the M steps).
+
+    Forward keeps only the final laws; backward recomputes the states one block of pivots at a time
+    (at most ``RECURSION_BLOCK_ELEMENTS`` held) and runs the adjoint recursion
+    ``adj_{i-1} = adj_i + pi_i (shift_down(adj_i) - adj_i)``,
+    ``d/d pi_i = <adj_i, shift_up(p_{i-1}) - p_{i-1}>``."""
+
+    @staticmethod
+    def forward(ctx, pi):  # noqa: D102 - [B, M(other), N(pivot)] -> [B, N, M]
+        ctx.save_for_backward(pi)
+        batch, others, pivots = pi.shape
+        beats = pi.permute(1, 0, 2).unsqueeze(-1)
+        buffers = pi.new_empty(2, batch, pivots, others + 1)
+        buffers[0].zero_()
+        buffers[0, ..., 1] = 1.0
+        for other in range(others):  # ping-pong between two buffers
+            prev, nxt = buffers[other % 2], buffers[(other + 1) % 2]
+            nxt[..., 0] = 0.0
+            torch.lerp(prev[..., 1:], prev[..., :-1], beats[other], out=nxt[..., 1:])
+        return buffers[others % 2, ..., 1:].clone()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_dist):  # noqa: D102
+        (pi,) = ctx.saved_tensors
+        batch, others, pivots = pi.shape
+        beats_all = pi.permute(1, 0, 2).unsqueeze(-1)  # [M, B, N, 1]
+        grad_pi = pi.new_empty(others, batch, pivots)  # contiguous per step; permuted at the end
+        per_block = max(1, RECURSION_BLOCK_ELEMENTS // max(1, batch * (others + 1) ** 2))
+        per_block = min(per_block, pivots)
+        buffer = pi.new_empty(others + 1, batch, per_block, others + 1)  # reused: fresh pages are slow
+        for start in range(0, pivots, per_block):
+            stop = min(pivots, start + per_block)
+            beats = beats_all[:, :, start:stop]
+            states = buffer[:, :, : stop - start]
+            _run_recursion(beats, states)
+            adj = pi.new_zeros(batch, stop - start, others + 1)  # zero column at the end: adj(M) = 0
+            adj[..., :-1] = grad_dist[:, start:stop]
+            for other in reversed(range(others)):
+                # <adj, shift_up(p) - p> = <shift_down(adj) - adj, p>; the same difference updates adj
+                step = adj[..., 1:] - adj[..., :-1]
+                grad_pi[other, :, start:stop] = torch.linalg.vecdot(step, states[other][..., 1:])
+                adj[..., :-1].addcmul_(beats[other], step)
+        return grad_pi.permute(1, 0, 2)
+
+
 def rank_recursion(pi: torch.Tensor) -> torch.Tensor:
-    """SoftRank's recursion for the pivots in the last axis of ``pi`` ``[B, M(other), P(pivot)]``:
-    returns ``[B, P, M]``, the law of the number of others above each pivot (0..M-1)."""
-    batch, others, pivots = pi.shape
-    dist = pi.new_zeros(batch, pivots, others)
-    dist[:, :, 0] = 1.0
-    for other in range(others):  # one document at a time (not pairs): each step is a [B, P, M] update
-        beat = pi[:, other, :, None]  # P(other above n); 0 for n == other and for padding
-        shifted = torch.nn.functional.pad(dist[:, :, :-1], (1, 0))
-        dist = shifted * beat + dist * (1.0 - beat)
-    return dist
+    """SoftRank's recursion for the pivots in the last axis of ``pi`` ``[B, M(other), N(pivot)]``:
+    returns ``[B, N, M]``, the law of the number of others above each pivot (0..M-1).
+    Cost O(B M^2 N) time, O(B M N) memory plus one block of recursion states in the backward pass."""
+    return _RankRecursion.apply(pi)
 
 
 __all__ = ["pairwise_probs", "rank_distribution"]

@@ -16,7 +16,6 @@ Scores are independent Gaussians :math:`s_j \sim N(\bar s_j, \sigma^2)` around t
 from __future__ import annotations
 
 import torch
-from torch.utils.checkpoint import checkpoint
 
 from .._inputs import GaprankInputError, check_choice
 from ..distributions import _pairwise, rank_recursion
@@ -28,7 +27,6 @@ from ._common import as_batch, check_scores_tensor, check_sigma, rankable, reduc
 from ._exact import expected_kernel_metric
 
 MODES = ("paper", "exact")
-RANK_RECURSION_ELEMENTS = 1 << 24  # stored elements of one pivot block of SoftRank's recursion
 
 
 def _paper_kernel_metric(s, m, labels, kernel, sigma):
@@ -43,25 +41,11 @@ def _paper_kernel_metric(s, m, labels, kernel, sigma):
     return (num / den * m).sum(-1)
 
 
-def _expected_discount_block(pi_block: torch.Tensor, discounts: torch.Tensor) -> torch.Tensor:
-    return rank_recursion(pi_block) @ discounts
-
-
 def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
-    """``[B, N]``: :math:`\\sum_r p_n(r) / \\log_2(r + 2)` over 0-based ranks r, SoftRank's recursion taken
-    a block of pivots at a time (each block recomputed in the backward pass to bound memory)."""
-    pi = _pairwise(s, m, sigma)
-    batch, size = s.shape
+    """``[B, N]``: :math:`\\sum_r p_n(r) / \\log_2(r + 2)` over 0-based ranks r (SoftRank's rank laws)."""
+    size = s.shape[1]
     discounts = 1.0 / torch.log2(torch.arange(size, dtype=s.dtype, device=s.device) + 2.0)
-    per_block = max(1, RANK_RECURSION_ELEMENTS // max(1, batch * size * size))
-    blocks = []
-    for start in range(0, size, per_block):
-        block = pi[:, :, start:start + per_block]
-        if torch.is_grad_enabled() and block.requires_grad:
-            blocks.append(checkpoint(_expected_discount_block, block, discounts, use_reentrant=False))
-        else:
-            blocks.append(_expected_discount_block(block, discounts))
-    return torch.cat(blocks, -1) * m
+    return (rank_recursion(_pairwise(s, m, sigma)) @ discounts) * m
 
 
 def _ndcg_gains(ranked: RankedLists, labels: torch.Tensor, dtype):
