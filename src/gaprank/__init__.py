@@ -1,15 +1,17 @@
 """gaprank: train learning-to-rank models for Graded Average Precision.
 
-The public API is flat: every metric of :mod:`gaprank.metrics` is re-exported here
-(``gaprank.gap``, ``gaprank.ndcg``, ...), next to the sub-namespaces ``gaprank.metrics`` and
-``gaprank.data``.
+The public API is flat: every metric of :mod:`gaprank.metrics` and every objective of
+:mod:`gaprank.losses` is re-exported here (``gaprank.gap``, ``gaprank.SoftGAPLoss``, ...), next to the
+sub-namespaces ``gaprank.metrics``, ``gaprank.losses``, ``gaprank.distributions`` and ``gaprank.data``.
 """
 
-from . import data, metrics
+from . import data, distributions, losses, metrics
 from ._inputs import GaprankInputError
-from .metrics import *  # noqa: F403 - the flat public API
+from .losses import *  # noqa: F403 - the flat public API
+from .losses import __all__ as _loss_names
+from .metrics import *  # noqa: F403
 from .metrics import __all__ as _metric_names
 
 __version__ = "0.1.0"
 
-__all__ = ["GaprankInputError", "data", "metrics", *_metric_names]
+__all__ = ["GaprankInputError", "data", "distributions", "losses", "metrics", *_metric_names, *_loss_names]

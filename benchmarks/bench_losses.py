@@ -1,0 +1,178 @@
+"""Loss speed and memory: gaprank's objectives vs allRank's lambdaLoss / neuralNDCG and a naive
+Delta-GAP that recomputes the metric for every swap, forward + backward on the same batches.
+
+Run by hand:  python benchmarks/bench_losses.py [--sizes 256x128,64x1000] [--timeout 300]
+
+Needs allRank's loss modules: ``pip install allrank --no-deps`` (its loss code needs only torch once
+the stand-ins below replace ``allrank.data.dataset_loading`` and ``allrank.utils.file_utils``).
+Every case runs in its own processes: the time is the best of ``--repeat`` forward+backward passes
+after one warm-up; memory is the growth of the peak resident set over its value before the first pass,
+taken in a second process with glibc's mmap threshold at 128 KB (``MALLOC_MMAP_THRESHOLD_``), so that
+freed tensors go back to the system and the peak follows the live tensors, not the allocator's cache
+(timing that run would count page faults, so it is not timed). A case that passes ``--timeout``
+seconds or ``--memory-gb`` is reported as such.
+Scores: float32 N(0, 1); labels uniform on {0, 1, 2}; sigma = 1 for the soft objectives; g = (0.5, 0.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+import types
+
+import torch
+
+G = (0.5, 0.5)
+
+
+def _allrank():
+    """Import allRank's losses with stand-ins for its data-loading and file modules (torchvision, gcsfs)."""
+    for name, attrs in {
+        "allrank.data.dataset_loading": {"PADDED_Y_VALUE": -1},
+        "allrank.utils.file_utils": {"is_gs_path": lambda path: False, "copy_file_to_local": lambda *a, **k: None},
+    }.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attrs)
+        sys.modules[name] = module
+    from allrank.models.losses import lambdaLoss, neuralNDCG
+
+    return lambdaLoss, neuralNDCG
+
+
+def naive_delta_gap_loss(scores, labels):
+    """LambdaRank-GAP with Delta GAP from recomputing GAP after every swap: for each document i, one
+    metric call on the batch of all lists with i swapped with a later document j."""
+    import gaprank
+
+    batch, size = scores.shape
+    s = scores.detach()
+    base = gaprank.gap(s, labels, g=G, reduction="none")
+    weight = torch.zeros(batch, size, size)
+    for i in range(size - 1):
+        others = torch.arange(i + 1, size)
+        swapped = s[:, None, :].repeat(1, others.numel(), 1)  # [B, J, N]
+        rows = torch.arange(others.numel())
+        swapped[:, rows, i], swapped[:, rows, others] = s[:, others], s[:, i, None].expand(-1, others.numel())
+        values = gaprank.gap(swapped.reshape(-1, size), labels.repeat_interleave(others.numel(), 0), g=G,
+                             reduction="none").reshape(batch, -1)
+        weight[:, i, i + 1:] = weight[:, i + 1:, i] = (values - base[:, None]).abs()
+    better = (labels[:, :, None] > labels[:, None, :]).to(scores.dtype)
+    diff = scores[:, :, None] - scores[:, None, :]
+    return (weight * better * torch.nn.functional.softplus(-diff)).sum()
+
+
+def make_case(name):
+    import gaprank.losses as L
+
+    if name.startswith("allRank"):
+        lambda_loss, neural_ndcg = _allrank()
+        if name == "allRank lambdaLoss":
+            return lambda s, y: lambda_loss(s, y.float(), weighing_scheme="lambdaRank_scheme")
+        return lambda s, y: neural_ndcg(s, y.float())
+    if name == "naive Delta-GAP":
+        return naive_delta_gap_loss
+    cases = {
+        "LambdaRank gap": L.LambdaRankLoss("gap", g=G),
+        "LambdaRank egap": L.LambdaRankLoss("egap", g=G),
+        "LambdaRank ndcg": L.LambdaRankLoss("ndcg"),
+        "SoftGAP paper": L.SoftGAPLoss(g=G, sigma=1.0),
+        "SoftGAP exact": L.SoftGAPLoss(g=G, sigma=1.0, mode="exact"),
+        "SoftNDCG": L.SoftNDCGLoss(sigma=1.0),
+        "RankNet": L.RankNetLoss(),
+    }
+    return cases[name]
+
+
+CASES = ("LambdaRank gap", "LambdaRank egap", "LambdaRank ndcg", "allRank lambdaLoss", "naive Delta-GAP",
+         "SoftGAP paper", "SoftGAP exact", "SoftNDCG", "allRank neuralNDCG", "RankNet")
+
+
+def worker(name, batch, size, repeat):
+    torch.manual_seed(0)
+    scores = torch.randn(batch, size)
+    labels = torch.randint(0, 3, (batch, size))
+    fn = make_case(name)
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    times = []
+    for _ in range(repeat + 1):
+        s = scores.clone().requires_grad_(True)
+        start = time.perf_counter()
+        fn(s, labels).backward()
+        times.append(time.perf_counter() - start)
+        assert torch.isfinite(s.grad).all()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    best = min(times[1:]) if repeat else times[0]
+    print(json.dumps({"ms": 1000 * best, "mb": (peak - baseline) / 1024}))
+
+
+def _subprocess(name, batch, size, repeat, args, env=None):
+    def limit():
+        cap = int(args.memory_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    command = [sys.executable, __file__, "--worker", name, str(batch), str(size), str(repeat)]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, preexec_fn=limit,
+                             env=env)
+    except subprocess.TimeoutExpired:
+        return {"note": f"> {args.timeout:.0f} s"}
+    if out.returncode != 0:
+        memory = "MemoryError" in out.stderr or "can't allocate" in out.stderr or "out of memory" in out.stderr
+        return {"note": f"out of memory (> {args.memory_gb:g} GB)" if memory else "failed: " + out.stderr[-200:]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_case(name, batch, size, args):
+    timed = _subprocess(name, batch, size, args.repeat, args)
+    if "ms" in timed:
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
+        measured = _subprocess(name, batch, size, 0, args, env)
+        timed["mb"] = measured.get("mb", float("nan"))
+    return timed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="256x128,64x1000")
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--memory-gb", type=float, default=16.0)
+    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        name, batch, size, repeat = args.worker
+        worker(name, int(batch), int(size), int(repeat))
+        return
+    print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+          f"float32 CPU, best of {args.repeat} after a warm-up")
+    for spec in args.sizes.split(","):
+        batch, size = (int(v) for v in spec.split("x"))
+        results = {name: run_case(name, batch, size, args) for name in args.cases.split(",")}
+        print(f"\n## batch {batch} x {size} documents")
+        print("| objective | forward+backward ms | peak memory MB | ratio |")
+        print("|---|---:|---:|---|")
+        refs = {"LambdaRank gap": "allRank lambdaLoss", "SoftGAP paper": "allRank neuralNDCG",
+                "SoftGAP exact": "SoftGAP paper", "naive Delta-GAP": "LambdaRank gap"}
+        for name, res in results.items():
+            if "ms" not in res:
+                print(f"| {name} | {res['note']} | | |")
+                continue
+            ratio = ""
+            ref = refs.get(name)
+            if ref and "ms" in results.get(ref, {}):
+                ratio = f"{res['ms'] / results[ref]['ms']:.2f}x {ref}"
+            elif ref in results:
+                ratio = f"{ref}: {results[ref]['note']}"
+            print(f"| {name} | {res['ms']:.1f} | {res['mb']:.0f} | {ratio} |")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
