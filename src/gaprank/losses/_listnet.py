@@ -30,7 +30,7 @@ def listnet_loss(scores: torch.Tensor, labels, *, mask: torch.Tensor | None = No
     check_scores_tensor(scores)
     ranked = rank_lists(scores.detach(), labels, mask=mask)
     s, m = as_batch(scores, mask)
-    doc_labels = ranked.grades.new_zeros(ranked.grades.shape).scatter_(1, ranked.order, ranked.grades)
+    doc_labels = ranked.document_grades()
     keep = rankable(ranked)
     neg_inf = torch.tensor(float("-inf"), dtype=s.dtype, device=s.device)
     log_p = torch.log_softmax(torch.where(m, s, neg_inf).masked_fill(~keep[:, None], 0.0), -1)

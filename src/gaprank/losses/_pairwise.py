@@ -72,9 +72,7 @@ def pairwise_logistic(
     hess = torch.zeros(batch, size, dtype=dtype, device=device) if with_hessian else None
     lambda_total = torch.zeros(batch, dtype=dtype, device=device)
     if norm:
-        real = s.masked_fill(~valid, float("nan"))
-        spread = (torch.nan_to_num(real, nan=-math.inf).max(-1).values
-                  != torch.nan_to_num(real, nan=math.inf).min(-1).values)
+        spread = s.masked_fill(~valid, -math.inf).max(-1).values != s.masked_fill(~valid, math.inf).min(-1).values
     top = size if truncation is None else min(truncation, size)
     rows = max(1, block_elements // max(1, batch * size))
     for start in range(0, top, rows):  # blocks of upper ranks; each block is one dense [B, rows, N] step

@@ -21,7 +21,6 @@ from .._inputs import GaprankInputError, check_choice
 from ..distributions import _pairwise, rank_recursion
 from ..metrics._functional import _gain_table, _ideal_dcg
 from ..metrics._kernels import pivot_sum
-from ..metrics._ranking import RankedLists
 from ..metrics._swap import metric_kernel, rank_for_metric
 from ._common import as_batch, check_scores_tensor, check_sigma, rankable, reduce_loss
 from ._exact import expected_kernel_metric
@@ -48,20 +47,14 @@ def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.
     return (rank_recursion(_pairwise(s, m, sigma)) @ discounts) * m
 
 
-def _ndcg_gains(ranked: RankedLists, labels: torch.Tensor, dtype):
-    gains = _gain_table(ranked.num_grades, "exp2", labels.device)
-    idcg = _ideal_dcg(ranked, gains, "log2p1", None)
-    return gains, idcg
-
-
 def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
-    """(soft values [B] in a float dtype, best values [B] float64, defined [B], ranked, s, m)."""
+    """(soft values [B], best values [B] float64, defined [B] bool, ranked lists)."""
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
     check_choice(mode, "mode", MODES)
     ranked, g_t = rank_for_metric(scores.detach(), labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts)
     s, m = as_batch(scores, mask)
-    doc_labels = ranked.grades.new_zeros(ranked.grades.shape).scatter_(1, ranked.order, ranked.grades)
+    doc_labels = ranked.document_grades()
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
     ideal_valid, ideal_grades = ideal_order >= 0, ideal_order.clamp_min(0)
     if metric == "ndcg":
@@ -70,7 +63,8 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
                 "mode='exact' is available for the AP family (gap, xgap, egap, ap); "
                 "SoftNDCG uses SoftRank's rank distributions (mode='paper')"
             )
-        gains, idcg = _ndcg_gains(ranked, doc_labels, s.dtype)
+        gains = _gain_table(ranked.num_grades, "exp2", doc_labels.device)
+        idcg = _ideal_dcg(ranked, gains, "log2p1", None)
         defined = idcg > 0
         inv_idcg = torch.where(defined, 1.0 / torch.where(defined, idcg, torch.ones_like(idcg)), torch.zeros_like(idcg))
         dcg = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma)).sum(-1)

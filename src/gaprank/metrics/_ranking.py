@@ -58,6 +58,10 @@ class RankedLists:
         n = self.list_size if length is None else length
         return torch.arange(1, n + 1, dtype=torch.float64, device=self.grades.device)
 
+    def document_grades(self) -> torch.Tensor:
+        """Grades back in input (document) order, ``[B, N]``, 0 at padding."""
+        return torch.zeros_like(self.grades).scatter_(1, self.order, self.grades)
+
     def ideal_grades(self) -> torch.Tensor:
         """Grades of the ideal ranking built from R(k), shape [B, L] with L = max RB(1).
 
