@@ -62,6 +62,17 @@ def check_positive_int(k: Any, name: str = "k", allow_none: bool = True) -> int 
     return int(k)
 
 
+def check_sigma(sigma: Any, name: str = "sigma") -> float:
+    """A positive finite standard deviation."""
+    try:
+        value = float(sigma)
+    except (TypeError, ValueError):
+        raise GaprankInputError(f"{name} must be a positive number; got {sigma!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise GaprankInputError(f"{name} must be a positive finite number; got {sigma!r}")
+    return value
+
+
 def check_probability(value: Any, name: str, *, open_interval: bool = False) -> float:
     try:
         v = float(value)

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError
+from .._inputs import GaprankInputError, check_sigma
 
 
 def _prepare(scores: Any, sigma: float, mask: Any) -> tuple[torch.Tensor, torch.Tensor, bool]:
@@ -25,12 +25,7 @@ def _prepare(scores: Any, sigma: float, mask: Any) -> tuple[torch.Tensor, torch.
         raise GaprankInputError("scores must be a torch tensor (these functions are differentiable)")
     if scores.ndim not in (1, 2) or scores.shape[-1] == 0:
         raise GaprankInputError(f"scores must be a non-empty [list] or [batch, list] tensor; got {tuple(scores.shape)}")
-    try:
-        sigma = float(sigma)
-    except (TypeError, ValueError):
-        raise GaprankInputError(f"sigma must be a positive number; got {sigma!r}") from None
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise GaprankInputError(f"sigma must be a positive number; got {sigma!r}")
+    check_sigma(sigma)
     squeeze = scores.ndim == 1
     s = scores[None] if squeeze else scores
     if mask is None:

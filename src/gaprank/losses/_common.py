@@ -17,16 +17,6 @@ def check_scores_tensor(scores) -> None:
         )
 
 
-def check_sigma(sigma, name: str = "sigma") -> float:
-    try:
-        value = float(sigma)
-    except (TypeError, ValueError):
-        raise GaprankInputError(f"{name} must be a positive number; got {sigma!r}") from None
-    if not (value > 0 and value < float("inf")):
-        raise GaprankInputError(f"{name} must be a positive finite number; got {sigma!r}")
-    return value
-
-
 def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``[B, N]`` views of scores (keeping the graph) and mask; padding scores replaced by 0 so that
     whatever they held (even NaN) never reaches a value or a gradient."""

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .._inputs import check_positive_int
+from .._inputs import check_positive_int, check_sigma
 from ..metrics._ranking import rank_lists
 from ..metrics._swap import PairFactors, pair_factors, pair_keep, rank_for_metric
-from ._common import as_batch, check_scores_tensor, check_sigma, rankable, reduce_loss, with_gradient
+from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, with_gradient
 
 # Elements of one [B, rows, N] block of pairs; bounds the working memory of long lists.
 PAIR_BLOCK_ELEMENTS = 1 << 22

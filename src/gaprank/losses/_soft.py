@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import torch
 
-from .._inputs import GaprankInputError, check_choice
+from .._inputs import GaprankInputError, check_choice, check_sigma
 from ..distributions import _pairwise, rank_recursion
 from ..metrics._functional import _gain_table, _ideal_dcg
 from ..metrics._kernels import pivot_sum
 from ..metrics._swap import metric_kernel, rank_for_metric
-from ._common import as_batch, check_scores_tensor, check_sigma, rankable, reduce_loss
+from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
 
 MODES = ("paper", "exact")
