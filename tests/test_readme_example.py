@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -31,3 +32,27 @@ def test_readme_training_example_runs_and_beats_the_untrained_model(capsys):
     with torch.no_grad():
         before = gaprank.gap(untrained(test.features).squeeze(-1), test.labels, g=[0.5, 0.5], mask=test.mask).item()
     assert printed > before + 0.05, (before, printed)
+
+
+def test_readme_lambdamart_example_runs_and_learns(capsys):
+    try:
+        fold = load_fold("OHSUMED", 1)
+    except DataNotFoundError as exc:  # pragma: no cover - CI has ../shared/data
+        pytest.skip(f"OHSUMED not available: {exc}")
+    section = README.read_text(encoding="utf-8").split("## LambdaMART for GAP with LightGBM", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    printed = capsys.readouterr().out
+    assert "'GAP'" in printed and "'nDCG@10'" in printed
+    test = fold.test
+    from gaprank.lightgbm import ranking_feval
+
+    gap = ranking_feval(["GAP"], g=[0.5, 0.5])
+    rng = np.random.default_rng(0)
+    random = np.mean([gap.evaluate(rng.normal(size=len(test.labels)), test.labels, test.group_sizes)["GAP"]
+                      for _ in range(20)])
+    file_order = gap.evaluate(np.zeros(len(test.labels)), test.labels, test.group_sizes)["GAP"]  # ties: file order
+    trained = gap.evaluate(namespace["scores"], test.labels, test.group_sizes)["GAP"]
+    assert namespace["booster"].best_iteration >= 1
+    assert trained > random + 0.1 and trained > file_order, (random, file_order, trained)

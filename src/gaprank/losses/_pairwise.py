@@ -22,15 +22,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .._inputs import check_positive_int, check_sigma
 from ..metrics._ranking import rank_lists
-from ..metrics._swap import PairFactors, pair_factors, pair_keep, rank_for_metric
+from ..metrics._swap import PairFactors, pair_factors, rank_for_metric
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, with_gradient
 
 # Elements of one [B, rows, N] block of pairs; bounds the working memory of long lists.
 PAIR_BLOCK_ELEMENTS = 1 << 22
+# lambdarank_norm's score-distance offset: LightGBM writes it as the float literal 0.01f.
+NORM_OFFSET = float(np.float32(0.01))
 
 
 @dataclass
@@ -52,6 +55,7 @@ def pairwise_logistic(
     truncation: int | None = None,
     norm: bool = False,
     with_hessian: bool = False,
+    with_cost: bool = True,
     block_elements: int = PAIR_BLOCK_ELEMENTS,
 ) -> PairwiseTerms:
     r"""Cost, gradient (and LightGBM's hessian) of the |Delta M|-weighted pairwise logistic cost.
@@ -62,41 +66,57 @@ def pairwise_logistic(
     ``lambdarank_norm``: |Delta M| is divided by ``0.01 + |s_i - s_j|`` (when the query's scores are
     not all equal) and the query's gradients and hessians are scaled by ``log2(1 + S) / S``,
     S = the sum of its lambdas counted on both documents. The hessian is
-    :math:`\sigma^2 |\Delta M| \rho (1 - \rho)` on both documents of each pair.
+    :math:`\sigma^2 |\Delta M| \rho (1 - \rho)` on both documents of each pair. ``with_cost=False``
+    skips the cost (returned as zeros) when only the derivatives are wanted.
     """
     batch, size = ranked_scores.shape
     dtype, device = ranked_scores.dtype, ranked_scores.device
-    s = ranked_scores.detach()
+    valid_f = valid.to(dtype)
+    # Padding takes the query's lowest score, so that s_upper - s_lower >= 0 on every kept pair and
+    # whatever the padding held never reaches a number.
+    lowest = ranked_scores.detach().masked_fill(~valid, math.inf).min(-1, keepdim=True).values
+    s = torch.where(valid, ranked_scores.detach(), torch.where(torch.isfinite(lowest), lowest, 0.0))
+    grades_f = grades.to(dtype)
     cost = torch.zeros(batch, dtype=dtype, device=device)
     grad = torch.zeros(batch, size, dtype=dtype, device=device)
     hess = torch.zeros(batch, size, dtype=dtype, device=device) if with_hessian else None
     lambda_total = torch.zeros(batch, dtype=dtype, device=device)
-    if norm:
-        spread = s.masked_fill(~valid, -math.inf).max(-1).values != s.masked_fill(~valid, math.inf).min(-1).values
+    if factors is not None:  # zero factors at padding: every pair that touches padding weighs 0
+        left = torch.where(valid[..., None], factors.left, 0.0).to(dtype)
+        right_t = torch.where(valid[..., None], factors.right, 0.0).to(dtype).transpose(1, 2)
+    if norm:  # LightGBM divides by 0.01 + |s_i - s_j| only when the query's scores are not all equal
+        spread = s.max(-1).values != s.min(-1).values
+        offset = torch.where(spread, NORM_OFFSET, 1.0).to(dtype)[:, None, None]
     top = size if truncation is None else min(truncation, size)
     rows = max(1, block_elements // max(1, batch * size))
-    for start in range(0, top, rows):  # blocks of upper ranks; each block is one dense [B, rows, N] step
+    cols = torch.arange(size, device=device)
+    # Each block is one dense [B, rows, N] step over upper ranks start..stop-1; in-place arithmetic
+    # keeps it to a few temporaries (boolean masks and torch.where are slow on CPU, so masks are 0/1).
+    for start in range(0, top, rows):
         stop = min(top, start + rows)
+        upper = (cols[None, :] > torch.arange(start, stop, device=device)[:, None]).to(dtype)  # [rows, N]
+        # +1 / -1: the upper / lower document has the higher label; 0: equal labels or not a pair
+        sign = (grades_f[:, start:stop, None] - grades_f[:, None, :]).clamp_(-1.0, 1.0).mul_(upper)
         if factors is None:
-            weight = pair_keep(grades, valid, start, stop).to(dtype)
+            weight = sign.abs().mul_(valid_f[:, start:stop, None]).mul_(valid_f[:, None, :])
         else:
-            weight = factors.block(start, stop, dtype).abs()
-        sign = torch.sign(grades[:, start:stop, None] - grades[:, None, :]).to(dtype)  # +1: upper is better
-        diff = s[:, start:stop, None] - s[:, None, :]
+            weight = torch.bmm(left[:, start:stop], right_t).mul_(sign).abs_()  # |dM| on pairs, 0 elsewhere
+        diff = s[:, start:stop, None] - s[:, None, :]  # >= 0 on kept pairs: ranks are sorted
         if norm:
-            weight = torch.where(spread[:, None, None], weight / (0.01 + diff.abs()), weight)
-        z = sigma * sign * diff  # sigma (s_better - s_worse)
-        rho = torch.sigmoid(-z)
-        lam = sigma * weight * rho
-        signed = lam * sign
-        grad[:, start:stop] -= signed.sum(-1)
-        grad += signed.sum(1)
-        cost += (weight * torch.nn.functional.softplus(-z)).sum((1, 2))
+            weight.div_(diff.abs().add_(offset))
+        z = diff.mul_(sign).mul_(sigma)  # sigma (s_better - s_worse)
+        if with_cost:
+            cost += (weight * torch.nn.functional.softplus(-z)).sum((1, 2))
+        rho = z.neg_().sigmoid_()  # 1 / (1 + exp(sigma (s_better - s_worse)))
+        lam = weight.mul_(rho).mul_(sigma)
         lambda_total += 2.0 * lam.sum((1, 2))
         if hess is not None:
-            h = sigma * sigma * weight * rho * (1.0 - rho)
+            h = rho.neg_().add_(1.0).mul_(lam).mul_(sigma)  # sigma^2 |dM| rho (1 - rho)
             hess[:, start:stop] += h.sum(-1)
             hess += h.sum(1)
+        signed = lam.mul_(sign)
+        grad[:, start:stop] -= signed.sum(-1)
+        grad += signed.sum(1)
     if norm:
         factor = torch.where(lambda_total > 0, torch.log2(1.0 + lambda_total) / lambda_total.clamp_min(1e-300),
                              torch.ones_like(lambda_total))

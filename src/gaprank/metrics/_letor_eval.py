@@ -36,6 +36,15 @@ class Conventions:
     def describe(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def keywords(self, function: Any) -> dict[str, Any]:
+        """The keywords these conventions give the metric ``function`` (nDCG and P@k have their own)."""
+        common: dict[str, Any] = {"ties": self.ties, "empty_value": self.empty_value}
+        if function is F.ndcg:
+            common.update(gain=self.ndcg_gain, discount=self.ndcg_discount, short_list=self.ndcg_short_list)
+        elif function is F.precision:
+            common.update(short_list=self.precision_short_list)
+        return common
+
 
 CONVENTIONS = {
     "letor3": Conventions("letor3"),
@@ -88,15 +97,12 @@ def evaluate_letor(
         raise GaprankInputError(f"group_sizes must be positive and sum to {scores.size}; got sum {sizes.sum()}")
     s, mask = pad_by_group(scores, sizes)
     y, _ = pad_by_group(labels, sizes)
-    common = dict(mask=mask, ties=conv.ties, empty_value=conv.empty_value, reduction="none")
     out: dict[str, np.ndarray] = {}
     for k in range(1, max_cutoff + 1):
-        out[f"NDCG@{k}"] = F.ndcg(s, y, k=k, gain=conv.ndcg_gain, discount=conv.ndcg_discount,
-                                  short_list=conv.ndcg_short_list, **common)
+        out[f"NDCG@{k}"] = F.ndcg(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.ndcg))
     for k in range(1, max_cutoff + 1):
-        out[f"P@{k}"] = F.precision(s, y, k=k, short_list=conv.precision_short_list, **common)
-    out["MAP"] = F.average_precision(s, y, **common)
-    out["GAP"] = F.gap(s, y, g=g, **common)
-    out["xGAP"] = F.xgap(s, y, g=g, **common)
-    out["eGAP"] = F.egap(s, y, g=g, **common)
+        out[f"P@{k}"] = F.precision(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.precision))
+    out["MAP"] = F.average_precision(s, y, mask=mask, reduction="none", **conv.keywords(F.average_precision))
+    for name, function in (("GAP", F.gap), ("xGAP", F.xgap), ("eGAP", F.egap)):
+        out[name] = function(s, y, g=g, mask=mask, reduction="none", **conv.keywords(function))
     return out

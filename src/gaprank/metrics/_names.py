@@ -50,10 +50,12 @@ class Measure:
     uses_g: bool = False
 
     def __call__(self, scores: Any, labels: Any, *, g: Any = None, **common: Any) -> Any:
-        kwargs = dict(self.kwargs)
+        """Evaluate; keywords in ``common`` that the measure's own name already set (``nDCG(gain=linear)``)
+        yield to the name."""
+        kwargs = {**common, **self.kwargs}
         if self.uses_g and g is not None:
             kwargs.setdefault("g", g)
-        return self.function(scores, labels, **kwargs, **common)
+        return self.function(scores, labels, **kwargs)
 
 
 def _split_args(text: str) -> list[str]:

@@ -139,10 +139,13 @@ def rank_for_metric(scores, labels, *, metric: str, g=None, mask=None, grade_cou
 
 
 def pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
-                 ideal_cutoff: int | None = None) -> PairFactors | None:
-    """Swap-delta factors of ``metric`` (at cutoff ``k``); None when no pair can change it."""
+                 ideal_cutoff: int | None = None, gains: torch.Tensor | None = None) -> PairFactors | None:
+    """Swap-delta factors of ``metric`` (at cutoff ``k``); None when no pair can change it.
+
+    ``gains``: nDCG's gain of each grade (float64, indexed by grade); default 2^l - 1."""
     if metric == "ndcg":
-        gains = _gain_table(ranked.num_grades, "exp2", ranked.grades.device)
+        if gains is None:
+            gains = _gain_table(ranked.num_grades, "exp2", ranked.grades.device)
         return ndcg_pair_factors(ranked, gains=gains, discount_cutoff=k,
                                  ideal_cutoff=k if ideal_cutoff is None else ideal_cutoff)
     kernel = metric_kernel(metric, ranked, g)

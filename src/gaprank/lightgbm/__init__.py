@@ -1,0 +1,17 @@
+"""LambdaMART for GAP: LightGBM custom objectives (GAP, eGAP, xGAP, AP, nDCG) and matching eval metrics.
+
+``lambdarank_objective`` plugs into ``lgb.train``, ``sklearn_objective`` into ``LGBMRanker``, and
+``ranking_feval`` reports gaprank's measures during training (``feval`` / ``eval_metric``).
+"""
+
+from ._eval import RankingEval, ranking_feval
+from ._objective import LambdaRankObjective, SklearnObjective, lambdarank_objective, sklearn_objective
+
+__all__ = [
+    "lambdarank_objective",
+    "sklearn_objective",
+    "ranking_feval",
+    "LambdaRankObjective",
+    "SklearnObjective",
+    "RankingEval",
+]

@@ -1,0 +1,109 @@
+"""Ranking measures as LightGBM eval functions (``feval`` of ``lgb.train``, ``eval_metric`` of ``LGBMRanker``)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .._inputs import GaprankInputError
+from .._padding import pad_by_group
+from ..metrics._letor_eval import Conventions, get_conventions
+from ..metrics._names import Measure, parse_measure
+from ..metrics._ranking import resolve_g
+from ._layout import LayoutCache, check_flat_labels, check_flat_scores, check_group_sizes
+
+
+@dataclass
+class _PaddedLabels:
+    labels: np.ndarray  # [Q, W] int64
+    mask: np.ndarray  # [Q, W] bool
+    group_sizes: np.ndarray
+
+    @classmethod
+    def build(cls, labels: Any, group: Any) -> "_PaddedLabels":
+        y = check_flat_labels(labels)
+        sizes = check_group_sizes(group, y.size)
+        padded, mask = pad_by_group(y, sizes)
+        return cls(padded, mask, sizes)
+
+
+class RankingEval:
+    """Mean of each measure over the queries of a LightGBM data set; see :func:`ranking_feval`."""
+
+    def __init__(self, measures: Sequence[str], *, g: Any = None, conventions: str | Conventions = "letor3") -> None:
+        if isinstance(measures, str):
+            measures = [measures]
+        if len(measures) == 0:
+            raise GaprankInputError("ranking_feval needs at least one measure, e.g. ['GAP', 'nDCG@10']")
+        self.measures: list[Measure] = [parse_measure(m) for m in measures]
+        names = [m.name for m in self.measures]
+        if len(set(names)) != len(names):
+            raise GaprankInputError(f"measure names must be unique (LightGBM keys results by name); got {names}")
+        self.g = None if g is None else resolve_g(g, torch.device("cpu")).tolist()
+        self.conventions = get_conventions(conventions)
+        self._layouts = LayoutCache(_PaddedLabels.build)
+
+    def __repr__(self) -> str:
+        return (f"ranking_feval({[m.name for m in self.measures]}, g={self.g}, "
+                f"conventions={self.conventions.name!r})")
+
+    def _values(self, preds: Any, labels: Any, group: Any, reduction: str) -> dict[str, Any]:
+        layout = self._layouts.get(labels, group)
+        scores = check_flat_scores(preds, int(layout.group_sizes.sum()))
+        s, _ = pad_by_group(scores, layout.group_sizes)
+        return {m.name: m(s, layout.labels, g=self.g, mask=layout.mask, reduction=reduction,
+                          **self.conventions.keywords(m.function)) for m in self.measures}
+
+    def evaluate(self, preds: Any, labels: Any, group: Any) -> dict[str, float]:
+        """``{name: mean over queries}`` for flat predictions and labels grouped by ``group`` sizes."""
+        return {name: float(value) for name, value in self._values(preds, labels, group, "mean").items()}
+
+    def per_query(self, preds: Any, labels: Any, group: Any) -> dict[str, np.ndarray]:
+        """``{name: value of each query}``, queries in the order of ``group``."""
+        return {name: np.asarray(value, dtype=np.float64) for name, value in self._values(preds, labels, group, "none").items()}
+
+    def __call__(self, first: Any, second: Any, weight: Any = None, group: Any = None) -> list[tuple[str, float, bool]]:
+        """``lgb.train`` calls ``(preds, eval_data)``; ``LGBMRanker`` calls ``(y_true, y_pred, weight, group)``."""
+        import lightgbm
+
+        if isinstance(second, lightgbm.Dataset):
+            preds, labels, group = first, second.get_label(), second.get_group()
+        else:
+            labels, preds = first, second
+        return [(name, value, True) for name, value in self.evaluate(preds, labels, group).items()]
+
+
+def ranking_feval(
+    measures: Sequence[str] = ("GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10"),
+    *,
+    g: Any = None,
+    conventions: str | Conventions = "letor3",
+) -> RankingEval:
+    """Ranking measures for LightGBM: ``lgb.train(feval=...)`` and ``LGBMRanker.fit(eval_metric=...)``.
+
+    Each measure is a :func:`gaprank.metrics.parse_measure` name ("GAP", "nDCG@10", "P(rel=2)@5", ...);
+    its value is the mean over the data set's queries of the :mod:`gaprank.metrics` function, with the
+    named ``conventions`` ("letor3": LETOR 3.0's Eval-Score tool -- NDCG gain 2^l - 1 and discount
+    1/max(1, log2 n), queries shorter than k score 0 at k, no relevant document scores 0; ties in row
+    order). ``g`` goes to GAP/xGAP/eGAP. Every value is reported as higher-is-better, so LightGBM's
+    early stopping works on any of them.
+
+    Examples
+    --------
+    >>> import lightgbm as lgb, numpy as np
+    >>> from gaprank.lightgbm import lambdarank_objective, ranking_feval
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(60, 3)), rng.integers(0, 3, 60)
+    >>> train = lgb.Dataset(X, y, group=[20, 20, 20])
+    >>> history = {}
+    >>> booster = lgb.train({"objective": lambdarank_objective("gap"), "verbosity": -1, "min_data_in_leaf": 5},
+    ...                     train, num_boost_round=3, valid_sets=[train], valid_names=["train"],
+    ...                     feval=ranking_feval(["GAP", "nDCG@10"]), callbacks=[lgb.record_evaluation(history)])
+    >>> sorted(history["train"])
+    ['GAP', 'nDCG@10']
+    """
+    return RankingEval(list(measures), g=g, conventions=conventions)

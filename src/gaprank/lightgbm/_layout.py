@@ -1,0 +1,149 @@
+"""A LightGBM data set's queries as padded torch batches, built once per data set and reused."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, TypeVar
+
+import numpy as np
+import torch
+
+from .._inputs import GaprankInputError
+
+# A new bucket starts when a query is this much longer than the bucket's shortest one. Each bucket
+# costs a fixed few dozen tensor operations, padding costs pairs: on OHSUMED and MQ2008 (20 to 320
+# documents per query) 1.5 was fastest among 1.125, 1.5, 2 and 4 (benchmarks/bench_lightgbm.py).
+BUCKET_GROWTH = 1.5
+
+
+def check_group_sizes(group: Any, num_rows: int, what: str = "group") -> np.ndarray:
+    """LightGBM's ``group``: documents per query, positive integers summing to the number of rows."""
+    if group is None:
+        raise GaprankInputError(f"ranking needs query groups: the data set has no {what} "
+                                "(pass group=... to lightgbm.Dataset or LGBMRanker.fit)")
+    sizes = np.asarray(group)
+    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.number):
+        raise GaprankInputError(f"{what} must be a non-empty 1-D array of query sizes; got shape {sizes.shape}")
+    if (sizes != np.round(sizes)).any() or (sizes < 1).any():
+        raise GaprankInputError(f"{what} sizes must be positive integers; got {sizes[(sizes < 1) | (sizes != np.round(sizes))][:5]}")
+    sizes = sizes.astype(np.int64)
+    if int(sizes.sum()) != num_rows:
+        raise GaprankInputError(f"{what} sizes sum to {int(sizes.sum())} but there are {num_rows} rows")
+    return sizes
+
+
+def check_flat_labels(labels: Any) -> np.ndarray:
+    """Labels of a LightGBM data set: finite non-negative integer grades (LightGBM stores float32)."""
+    if labels is None:
+        raise GaprankInputError("the data set has no labels")
+    y = np.asarray(labels, dtype=np.float64)
+    if y.ndim != 1:
+        raise GaprankInputError(f"labels must be 1-D; got shape {y.shape}")
+    if not np.isfinite(y).all():
+        raise GaprankInputError("labels contain NaN or infinite values")
+    if (y < 0).any() or (y != np.round(y)).any():
+        bad = y[(y < 0) | (y != np.round(y))][0]
+        raise GaprankInputError(f"labels must be non-negative integer grades; got {bad}")
+    return y.astype(np.int64)
+
+
+def check_flat_scores(preds: Any, num_rows: int) -> np.ndarray:
+    s = np.asarray(preds, dtype=np.float64)
+    if s.ndim != 1 or s.size != num_rows:
+        raise GaprankInputError(f"predictions must be 1-D with one score per row ({num_rows}); got shape {s.shape}; "
+                                "multi-class/multi-output boosting is not a ranking task")
+    if not np.isfinite(s).all():
+        row = int(np.flatnonzero(~np.isfinite(s))[0])
+        raise GaprankInputError(f"scores contain NaN or infinite values (first at row {row}: {s[row]}); "
+                                "the boosting diverged or the data holds invalid values")
+    return s
+
+
+@dataclass
+class Bucket:
+    """Queries of similar length, padded: slot (q, n) holds flat row ``rows[q, n]`` when ``mask``."""
+
+    rows: torch.Tensor  # [B, W] int64 (0 at padding)
+    mask: torch.Tensor  # [B, W] bool
+    labels: torch.Tensor  # [B, W] int64 (0 at padding)
+    flat_rows: torch.Tensor  # [m] = rows[mask], the order in which per-slot values leave the bucket
+
+
+@dataclass
+class QueryLayout:
+    """Flat rows grouped by query, as buckets of padded queries.
+
+    ``only_rankable`` keeps only the queries with at least two different labels (the only ones a
+    pairwise objective can move); the others are left out of every bucket.
+    """
+
+    num_rows: int
+    labels: np.ndarray  # [rows] int64
+    group_sizes: np.ndarray  # [queries] int64
+    buckets: list[Bucket]
+
+    @property
+    def max_label(self) -> int:
+        return int(self.labels.max()) if self.labels.size else 0
+
+    @classmethod
+    def build(cls, labels: Any, group: Any, *, only_rankable: bool, growth: float = BUCKET_GROWTH) -> "QueryLayout":
+        y = check_flat_labels(labels)
+        sizes = check_group_sizes(group, y.size)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        queries = np.arange(sizes.size)
+        if only_rankable:
+            differ = np.maximum.reduceat(y, starts) > np.minimum.reduceat(y, starts)
+            queries = queries[differ]
+        queries = queries[np.argsort(sizes[queries], kind="stable")]
+        buckets = []
+        first = 0
+        while first < queries.size:
+            limit = sizes[queries[first]] * growth
+            last = int(np.searchsorted(sizes[queries], limit, side="right"))
+            last = max(last, first + 1)
+            chosen = queries[first:last]
+            width = int(sizes[chosen].max())
+            offsets = np.arange(width)
+            mask = offsets[None, :] < sizes[chosen][:, None]
+            rows = np.where(mask, starts[chosen][:, None] + offsets[None, :], 0)
+            rows_t = torch.from_numpy(rows)
+            mask_t = torch.from_numpy(mask)
+            buckets.append(Bucket(rows_t, mask_t, torch.from_numpy(y)[rows_t].masked_fill(~mask_t, 0), rows_t[mask_t]))
+            first = last
+        return cls(y.size, y, sizes, buckets)
+
+
+T = TypeVar("T")
+
+
+class LayoutCache(Generic[T]):
+    """Remembers what was built for the last few (labels, group) pairs.
+
+    LightGBM hands the same training set to the objective every round and each validation set to
+    the eval function every round; building the padded layout once saves an O(rows) pass per call.
+    A hit needs equal contents, so a changed data set is never served stale.
+    """
+
+    def __init__(self, build: Callable[[Any, Any], T], size: int = 4) -> None:
+        self._build = build
+        self._size = size
+        self._entries: list[tuple[np.ndarray, np.ndarray, T]] = []
+
+    def get(self, labels: Any, group: Any) -> T:
+        y = np.asarray(labels)
+        sizes = np.asarray(group) if group is not None else None
+        for i, (cached_y, cached_sizes, value) in enumerate(self._entries):
+            if sizes is None or cached_sizes.shape != sizes.shape or cached_y.shape != y.shape:
+                continue
+            if np.array_equal(cached_sizes, sizes) and np.array_equal(cached_y, y):
+                self._entries.insert(0, self._entries.pop(i))
+                return value
+        value = self._build(y, sizes)
+        self._entries.insert(0, (y.copy(), np.array(sizes), value))
+        del self._entries[self._size:]
+        return value
+
+    def __getstate__(self) -> dict:
+        # Pickled or deep-copied objectives (sklearn.clone, joblib) start with an empty cache.
+        return {"_build": self._build, "_size": self._size, "_entries": []}

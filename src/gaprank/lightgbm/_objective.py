@@ -1,0 +1,212 @@
+r"""LambdaMART for the graded-AP family: LightGBM custom objectives on gaprank's swap-delta engine.
+
+Per query and per pair with :math:`l_i > l_j`, :math:`\rho_{ij} = 1 / (1 + e^{\sigma (s_i - s_j)})` and
+
+.. math::
+
+    g_i = \frac{\partial C}{\partial s_i} = -\sum_{j: l_i > l_j} \lambda_{ij} + \sum_{j: l_j > l_i} \lambda_{ji},
+    \qquad \lambda_{ij} = \sigma |\Delta M_{ij}| \rho_{ij}, \qquad
+    h_i = \sum_{j \ne i} \sigma^2 |\Delta M_{ij}| \rho_{ij} (1 - \rho_{ij})
+
+the gradient and (diagonal) hessian of :math:`C = \sum |\Delta M_{ij}| \log(1 + e^{-\sigma (s_i - s_j)})`
+with :math:`\Delta M` held fixed (Burges 2010, "From RankNet to LambdaRank to LambdaMART", sec. 7;
+FORMULAS.md "LambdaRank"). LightGBM minimises, so these are handed over as they are. The arithmetic is
+:func:`gaprank.losses._pairwise.pairwise_logistic`, the engine of :func:`gaprank.lambdarank_loss`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import torch
+
+from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
+from ..losses._pairwise import PAIR_BLOCK_ELEMENTS, pairwise_logistic, scatter_to_documents
+from ..metrics._ranking import default_g, resolve_g
+from ..metrics._swap import METRICS, pair_factors, rank_for_metric
+from ._layout import LayoutCache, QueryLayout, check_flat_scores
+
+_GAP_FAMILY = ("gap", "xgap", "egap")
+
+
+def _check_label_gain(label_gain: Any, metric: str) -> torch.Tensor | None:
+    if label_gain is None:
+        return None
+    if metric != "ndcg":
+        raise GaprankInputError(f"label_gain applies to metric='ndcg' only, not {metric!r} (the AP family uses g)")
+    gains = np.asarray(label_gain, dtype=np.float64)
+    if gains.ndim != 1 or gains.size == 0 or not np.isfinite(gains).all():
+        raise GaprankInputError(f"label_gain must be a non-empty 1-D list of finite gains, one per label; got {label_gain!r}")
+    return torch.from_numpy(gains.copy())
+
+
+class LambdaRankObjective:
+    """LightGBM custom objective: the LambdaRank gradients and hessians of a ranking metric.
+
+    Build it with :func:`lambdarank_objective` (``lgb.train``) or :func:`sklearn_objective`
+    (``LGBMRanker``); :meth:`gradients` is the plain-array form both call.
+    """
+
+    def __init__(
+        self,
+        metric: str = "gap",
+        *,
+        g: Any = None,
+        sigma: float = 1.0,
+        truncation_level: int | None = None,
+        norm: bool = False,
+        label_gain: Any = None,
+        block_elements: int = PAIR_BLOCK_ELEMENTS,
+    ) -> None:
+        check_choice(metric, "metric", METRICS)
+        self.metric = metric
+        self.sigma = check_sigma(sigma)
+        self.truncation_level = check_positive_int(truncation_level)
+        if not isinstance(norm, (bool, np.bool_)):
+            raise GaprankInputError(f"norm must be True or False; got {norm!r}")
+        self.norm = bool(norm)
+        if g is not None and metric not in _GAP_FAMILY:
+            raise GaprankInputError(f"g applies to gap, xgap and egap, not {metric!r}")
+        self.g = None if g is None else resolve_g(g, torch.device("cpu"))
+        self.label_gain = _check_label_gain(label_gain, metric)
+        self.block_elements = check_positive_int(block_elements)
+        self._layouts = LayoutCache(functools.partial(QueryLayout.build, only_rankable=True))
+
+    def __repr__(self) -> str:
+        g = None if self.g is None else self.g.tolist()
+        return (f"{type(self).__name__}(metric={self.metric!r}, g={g}, sigma={self.sigma}, "
+                f"truncation_level={self.truncation_level}, norm={self.norm})")
+
+    def _scale_g(self, layout: QueryLayout) -> torch.Tensor | None:
+        """g for the whole data set: the user's, or uniform over grades 1..(largest label)."""
+        if self.metric not in _GAP_FAMILY:
+            return None
+        if self.g is None:
+            return default_g(layout.max_label, torch.device("cpu"))
+        if layout.max_label > self.g.numel():
+            raise GaprankInputError(f"label {layout.max_label} is above the grade scale 0..{self.g.numel()} "
+                                    f"set by g (c = {self.g.numel()} grades)")
+        return self.g
+
+    def gradients(self, preds: Any, labels: Any, group: Any, weight: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
+
+        Queries with fewer than two different labels get 0 and 0. ``weight`` (one per row), when
+        given, multiplies both, as LightGBM's own lambdarank does.
+        """
+        layout = self._layouts.get(labels, group)
+        scores = torch.from_numpy(check_flat_scores(preds, layout.num_rows))
+        grad = torch.zeros(layout.num_rows, dtype=torch.float64)
+        hess = torch.zeros(layout.num_rows, dtype=torch.float64)
+        g = self._scale_g(layout)
+        if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
+            raise GaprankInputError(f"label {layout.max_label} has no gain: label_gain has {self.label_gain.numel()} "
+                                    f"entries (labels 0..{self.label_gain.numel() - 1})")
+        for bucket in layout.buckets:
+            s = scores[bucket.rows].masked_fill(~bucket.mask, 0.0)
+            ranked, g_t = rank_for_metric(s, bucket.labels, metric=self.metric, g=g, mask=bucket.mask)
+            factors = pair_factors(self.metric, ranked, g_t, ideal_cutoff=self.truncation_level, gains=self.label_gain)
+            terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, factors,
+                                      sigma=self.sigma, truncation=self.truncation_level, norm=self.norm,
+                                      with_hessian=True, with_cost=False, block_elements=self.block_elements)
+            grad[bucket.flat_rows] = scatter_to_documents(terms.grad, ranked.order)[bucket.mask]
+            hess[bucket.flat_rows] = scatter_to_documents(terms.hess, ranked.order)[bucket.mask]
+        grad_np, hess_np = grad.numpy(), hess.numpy()
+        if weight is not None:
+            w = np.asarray(weight, dtype=np.float64)
+            if w.shape != grad_np.shape or not np.isfinite(w).all() or (w < 0).any():
+                raise GaprankInputError(f"weight must hold one finite non-negative number per row ({grad_np.size}); "
+                                        f"got shape {w.shape}")
+            grad_np, hess_np = grad_np * w, hess_np * w
+        return grad_np, hess_np
+
+    def __call__(self, preds: np.ndarray, train_data: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``lgb.train`` form: ``(preds, train_data) -> (grad, hess)``."""
+        return self.gradients(preds, train_data.get_label(), train_data.get_group(), train_data.get_weight())
+
+
+class SklearnObjective:
+    """``LGBMRanker`` form: ``(y_true, y_pred, weight, group) -> (grad, hess)``.
+
+    LightGBM 4 passes the sample weights as third argument and the query sizes as fourth (LightGBM 3
+    passed ``(y_true, y_pred, group)``); it picks the form by counting parameters, so all four are named.
+    """
+
+    def __init__(self, objective: LambdaRankObjective) -> None:
+        self.objective = objective
+
+    def __call__(self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any) -> tuple[np.ndarray, np.ndarray]:
+        return self.objective.gradients(y_pred, y_true, group, weight)
+
+    def __repr__(self) -> str:
+        return f"sklearn_objective({self.objective!r})"
+
+
+def lambdarank_objective(
+    metric: str = "gap",
+    *,
+    g: Any = None,
+    sigma: float = 1.0,
+    truncation_level: int | None = None,
+    norm: bool = False,
+    label_gain: Any = None,
+) -> LambdaRankObjective:
+    r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
+
+    ``metric``: "gap", "egap", "xgap" (with threshold probabilities ``g``, default uniform over the
+    data set's grades), "ap" (relevant = label >= 1) or "ndcg" (gain ``label_gain``, default
+    :math:`2^l - 1`; ideal DCG at ``truncation_level``, discounts :math:`1/\log_2(1 + n)` at every rank).
+    :math:`\Delta M_{ij}` is the exact change of the metric when documents i and j swap places in the
+    ranking the current scores induce (ties in row order), in O(c) per pair (FORMULAS.md result 2).
+
+    ``truncation_level`` k keeps the pairs whose higher-ranked document is in the current top k
+    (None: all pairs); ``norm`` divides :math:`|\Delta M|` by :math:`0.01 + |s_i - s_j|` and scales
+    each query's gradients by :math:`\log_2(1 + S)/S` (S: its lambda sum). With ``metric="ndcg",
+    truncation_level=30, norm=True`` this is LightGBM's own ``objective="lambdarank"`` (its defaults
+    ``lambdarank_truncation_level=30``, ``lambdarank_norm=true``, ``sigmoid=1``).
+
+    Returns a callable ``(preds, train_data) -> (grad, hess)``: ``lgb.train({"objective": obj}, data)``.
+    Pairs are processed as dense blocks over queries bucketed by length (no Python loop over pairs or
+    queries); a query of N documents needs O(N) memory beyond a bounded block of pairs.
+
+    Examples
+    --------
+    >>> import lightgbm as lgb, numpy as np
+    >>> from gaprank.lightgbm import lambdarank_objective
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(60, 3)), rng.integers(0, 3, 60)
+    >>> train = lgb.Dataset(X, y, group=[20, 20, 20])
+    >>> params = {"objective": lambdarank_objective("gap", g=[0.5, 0.5]), "verbosity": -1, "min_data_in_leaf": 5}
+    >>> booster = lgb.train(params, train, num_boost_round=5)
+    >>> booster.predict(X).shape
+    (60,)
+    """
+    return LambdaRankObjective(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
+                               label_gain=label_gain)
+
+
+def sklearn_objective(
+    metric: str = "gap",
+    *,
+    g: Any = None,
+    sigma: float = 1.0,
+    truncation_level: int | None = None,
+    norm: bool = False,
+    label_gain: Any = None,
+) -> SklearnObjective:
+    """The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.
+
+    Examples
+    --------
+    >>> import lightgbm as lgb, numpy as np
+    >>> from gaprank.lightgbm import sklearn_objective
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(60, 3)), rng.integers(0, 3, 60)
+    >>> ranker = lgb.LGBMRanker(objective=sklearn_objective("egap"), n_estimators=5, min_child_samples=5, verbosity=-1)
+    >>> ranker.fit(X, y, group=[20, 20, 20]).predict(X).shape
+    (60,)
+    """
+    return SklearnObjective(lambdarank_objective(metric, g=g, sigma=sigma, truncation_level=truncation_level,
+                                                 norm=norm, label_gain=label_gain))

@@ -1,0 +1,389 @@
+"""gaprank.lightgbm: native LambdaRank reproduced, gradients against finite differences and the PyTorch
+loss, eval values against gaprank.metrics, edge queries, and LightGBM's own machinery (importance,
+early stopping, LGBMRanker)."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+import torch
+
+import gaprank
+from gaprank import GaprankInputError
+from gaprank._padding import pad_by_group
+from gaprank.data import DataNotFoundError, load_fold
+from gaprank.lightgbm import lambdarank_objective, ranking_feval, sklearn_objective
+
+METRICS = ("gap", "xgap", "egap", "ap", "ndcg")
+G = (0.5, 0.5)
+BASE = dict(verbosity=-1, num_threads=1, seed=7, deterministic=True, force_row_wise=True)
+
+
+def _g(metric):
+    return G if metric in ("gap", "xgap", "egap") else None
+
+
+@pytest.fixture(scope="module")
+def ohsumed():
+    try:
+        return load_fold("OHSUMED", 1)
+    except DataNotFoundError as exc:  # pragma: no cover - the shared data sits beside the repository
+        pytest.skip(str(exc))
+
+
+def _random_queries(rng, sizes, max_label=2):
+    y = np.concatenate([rng.integers(0, max_label + 1, n) for n in sizes]).astype(np.float64)
+    s = rng.normal(size=y.size)
+    return s, y, np.asarray(sizes)
+
+
+# ---------------------------------------------------------------- native LambdaRank, reproduced
+
+
+@pytest.mark.parametrize(
+    "native_params, ours",
+    [
+        ({}, dict(truncation_level=30, norm=True)),  # LightGBM's defaults
+        ({"lambdarank_truncation_level": 5, "lambdarank_norm": False, "sigmoid": 2.0, "label_gain": [0, 1, 5]},
+         dict(truncation_level=5, norm=False, sigma=2.0, label_gain=[0, 1, 5])),
+    ],
+)
+def test_ndcg_objective_reproduces_native_lambdarank(ohsumed, native_params, ours):
+    X, y, group = ohsumed.train.to_flat()
+    Xt = ohsumed.test.features
+    for rounds, tol in ((1, 1e-6), (20, 1e-3)):
+        native = lgb.train({**BASE, **native_params, "objective": "lambdarank"}, lgb.Dataset(X, y, group=group),
+                           num_boost_round=rounds)
+        mine = lgb.train({**BASE, "objective": lambdarank_objective("ndcg", **ours)}, lgb.Dataset(X, y, group=group),
+                         num_boost_round=rounds)
+        for features in (X, Xt):
+            a, b = native.predict(features), mine.predict(features)
+            assert np.abs(a).max() > 0.01  # the models did learn something
+            np.testing.assert_allclose(b, a, rtol=0, atol=tol)
+
+
+def test_first_round_gradients_equal_native_with_weights(ohsumed):
+    """Per-document weights multiply grad and hess, as in LightGBM's lambdarank."""
+    X, y, group = ohsumed.train.to_flat()
+    w = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    params = {**BASE, "min_data_in_leaf": 20}
+    native = lgb.train({**params, "objective": "lambdarank"}, lgb.Dataset(X, y, group=group, weight=w), 1)
+    mine = lgb.train({**params, "objective": lambdarank_objective("ndcg", truncation_level=30, norm=True)},
+                     lgb.Dataset(X, y, group=group, weight=w), 1)
+    np.testing.assert_allclose(mine.predict(X), native.predict(X), atol=1e-6)
+
+
+# ---------------------------------------------------------------- gradients and hessians
+
+
+def _pair_cost(s, y, deltas, sigma, keep):
+    """C(s) = sum over kept pairs l_i > l_j of |dM_ij| log(1 + exp(-sigma (s_i - s_j))), dM frozen."""
+    total = 0.0
+    for i in range(s.size):
+        for j in range(s.size):
+            if y[i] > y[j] and keep[i, j]:
+                total += abs(deltas[i, j]) * np.logaddexp(0.0, -sigma * (s[i] - s[j]))
+    return total
+
+
+def _idcg(y, k):
+    ideal = np.sort(y)[::-1][:k]
+    return float(((2.0**ideal - 1) / np.log2(np.arange(2, ideal.size + 2))).sum())
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("truncation", [None, 2])
+def test_grad_hess_are_derivatives_of_the_pairwise_cost(metric, truncation):
+    rng = np.random.default_rng(11)
+    sigma = 1.7
+    for n in (2, 3, 6):
+        y = rng.integers(0, 3, n).astype(float)
+        y[:2] = [2, 0]  # at least one pair
+        s = rng.normal(size=n)
+        obj = lambdarank_objective(metric, g=_g(metric), sigma=sigma, truncation_level=truncation)
+        grad, hess = obj.gradients(s, y, [n])
+        # the oracle: swap deltas by brute force recomputation (tests/test_swap_deltas.py), frozen
+        deltas = gaprank.swap_deltas(torch.tensor(s), torch.tensor(y, dtype=torch.long), metric=metric,
+                                     g=_g(metric)).numpy()
+        if metric == "ndcg" and truncation is not None:  # LightGBM's rule: the ideal DCG at the truncation level
+            deltas *= _idcg(y, None) / _idcg(y, truncation)
+        rank = np.empty(n, int)
+        rank[np.argsort(-s, kind="stable")] = np.arange(n)
+        top = n if truncation is None else truncation
+        keep = np.minimum(rank[:, None], rank[None, :]) < top  # the higher-ranked document in the top k
+        eps = 1e-5
+        for i in range(n):
+            e = np.zeros(n)
+            e[i] = eps
+            c_plus, c0, c_minus = (_pair_cost(s + d, y, deltas, sigma, keep) for d in (e, 0 * e, -e))
+            assert grad[i] == pytest.approx((c_plus - c_minus) / (2 * eps), abs=1e-7)
+            assert hess[i] == pytest.approx((c_plus - 2 * c0 + c_minus) / eps**2, abs=2e-4)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("k", [None, 4])
+def test_grad_equals_pytorch_lambdarank_gradient(metric, k):
+    rng = np.random.default_rng(3)
+    s, y, sizes = _random_queries(rng, [9, 1, 14, 5, 30, 7])
+    grad, _ = lambdarank_objective(metric, g=_g(metric), sigma=0.8, truncation_level=k).gradients(s, y, sizes)
+    # the same queries, padded, through the PyTorch loss (sum over queries: no mean scaling)
+    scores, mask = pad_by_group(s, sizes)
+    labels, _ = pad_by_group(y.astype(np.int64), sizes)
+    st = torch.tensor(scores, requires_grad=True)
+    gaprank.lambdarank_loss(st, torch.tensor(labels), metric=metric, g=_g(metric), sigma=0.8, k=k,
+                            mask=torch.tensor(mask), reduction="sum").backward()
+    np.testing.assert_allclose(grad, st.grad.numpy()[mask], rtol=1e-12, atol=1e-14)
+    assert np.abs(grad).max() > 1e-3
+
+
+def test_bucketing_does_not_change_gradients():
+    """Queries of very different lengths land in different buckets; each query alone gives the same."""
+    rng = np.random.default_rng(5)
+    s, y, sizes = _random_queries(rng, [3, 200, 17, 60, 2, 121, 18])
+    obj = lambdarank_objective("egap", g=G, norm=True)
+    grad, hess = obj.gradients(s, y, sizes)
+    start = 0
+    for n in sizes:
+        g1, h1 = lambdarank_objective("egap", g=G, norm=True).gradients(s[start:start + n], y[start:start + n], [n])
+        np.testing.assert_allclose(grad[start:start + n], g1, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(hess[start:start + n], h1, rtol=1e-12, atol=1e-15)
+        start += n
+
+
+def test_gradients_sum_to_zero_and_push_relevant_up():
+    rng = np.random.default_rng(8)
+    s, y, sizes = _random_queries(rng, [40, 25])
+    for metric in METRICS:
+        grad, hess = lambdarank_objective(metric, g=_g(metric)).gradients(s, y, sizes)
+        assert abs(grad[:40].sum()) < 1e-12 and abs(grad[40:].sum()) < 1e-12  # lambdas are antisymmetric
+        assert (hess >= 0).all()
+        assert grad[y == 2].mean() < 0 < grad[y == 0].mean()  # LightGBM descends: negative = move up
+
+
+# ---------------------------------------------------------------- edge queries
+
+
+def test_no_relevant_and_single_document_queries_get_zero():
+    y = np.array([0, 0, 0, 1, 2, 0, 1, 1, 1], dtype=float)
+    s = np.array([0.3, -1.0, 2.0, 5.0, 0.1, 0.2, 0.0, 0.0, 0.0])
+    sizes = [3, 1, 2, 3]  # no relevant; single document; a real pair; all labels equal
+    for metric in METRICS:
+        grad, hess = lambdarank_objective(metric, g=_g(metric), norm=True).gradients(s, y, sizes)
+        assert np.isfinite(grad).all() and np.isfinite(hess).all()
+        np.testing.assert_array_equal(grad[[0, 1, 2, 3, 6, 7, 8]], 0.0)
+        np.testing.assert_array_equal(hess[[0, 1, 2, 3, 6, 7, 8]], 0.0)
+        assert grad[4] < 0 < grad[5] and hess[4] > 0
+
+
+def test_training_with_degenerate_queries_runs():
+    rng = np.random.default_rng(2)
+    sizes = [1, 1, 30, 4, 30, 2]
+    X = rng.normal(size=(sum(sizes), 4))
+    y = (X[:, 0] > 0.5).astype(float) + (X[:, 1] > 1.0)
+    y[:6] = 0  # the single-document queries and the 4-document one have no relevant document
+    booster = lgb.train({**BASE, "objective": lambdarank_objective("gap", g=G), "min_data_in_leaf": 3},
+                        lgb.Dataset(X, y, group=sizes), num_boost_round=5)
+    assert np.isfinite(booster.predict(X)).all()
+
+
+LONG_QUERY_SCRIPT = textwrap.dedent("""
+    import resource, numpy as np, torch
+    from gaprank.lightgbm import lambdarank_objective
+    torch.set_num_threads(2)
+    rng = np.random.default_rng(0)
+    n = 10_000
+    y = rng.integers(0, 3, n).astype(float)
+    s = rng.normal(size=n)
+    obj = lambdarank_objective("gap", g=[0.5, 0.5])
+    obj.gradients(s[:50], y[:50], [50])  # warm up the imports and allocator
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    grad, hess = obj.gradients(s, y, [n])
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert np.isfinite(grad).all() and np.isfinite(hess).all() and (hess > 0).all()
+    assert abs(grad.sum()) < 1e-9
+    print((after - before) / 1024)
+""")
+
+
+def test_ten_thousand_document_query_memory():
+    env = {"MALLOC_MMAP_THRESHOLD_": "131072", "PATH": "/usr/bin:/bin"}  # freed blocks go back to the OS
+    out = subprocess.run([sys.executable, "-c", LONG_QUERY_SCRIPT], capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    peak_mb = float(out.stdout.strip())
+    assert peak_mb < 512, f"a 10,000-document query took {peak_mb:.0f} MB"
+
+
+# ---------------------------------------------------------------- eval functions
+
+
+def _expected_letor3(scores, labels, sizes, g):
+    s, m = pad_by_group(scores, sizes)
+    y, _ = pad_by_group(labels.astype(np.int64), sizes)
+    common = dict(mask=m, ties="stable", empty_value=0.0, reduction="mean")
+    return {
+        "GAP": gaprank.gap(s, y, g=g, **common),
+        "eGAP": gaprank.egap(s, y, g=g, **common),
+        "xGAP": gaprank.xgap(s, y, g=g, **common),
+        "nDCG@10": gaprank.ndcg(s, y, k=10, gain="exp2", discount="jk", short_list="zero", **common),
+        "MAP": gaprank.average_precision(s, y, **common),
+        "P@10": gaprank.precision(s, y, k=10, short_list="zero", **common),
+        "nDCG(gain=linear)@5": gaprank.ndcg(s, y, k=5, gain="linear", discount="jk", short_list="zero", **common),
+    }
+
+
+def test_feval_values_equal_metrics_in_all_three_call_forms():
+    rng = np.random.default_rng(4)
+    sizes = [12, 3, 25, 8, 1, 40]
+    X = rng.normal(size=(sum(sizes), 5))
+    y = np.clip(np.round(X[:, 0] + rng.normal(size=len(X)) * 0.5), 0, 2)
+    y[12:15] = 0  # a query with no relevant document
+    feval = ranking_feval(["GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10", "nDCG(gain=linear)@5"], g=G)
+    scores = rng.normal(size=len(X)).round(1)  # rounded: ties, kept in row order
+    expected = _expected_letor3(scores, y, sizes, G)
+    assert feval.evaluate(scores, y, sizes) == pytest.approx(expected, abs=0, rel=0)
+    data = lgb.Dataset(X, y, group=sizes, free_raw_data=False).construct()
+    train_form = feval(scores, data)
+    sklearn_form = feval(y, scores, None, np.asarray(sizes))
+    assert train_form == sklearn_form == [(name, expected[name], True) for name in expected]
+    # and inside lgb.train: the recorded value after the last round = the metrics on its predictions
+    history = {}
+    booster = lgb.train({**BASE, "objective": lambdarank_objective("gap", g=G), "min_data_in_leaf": 3},
+                        lgb.Dataset(X, y, group=sizes), 4, valid_sets=[data], valid_names=["v"], feval=feval,
+                        callbacks=[lgb.record_evaluation(history)])
+    final = _expected_letor3(booster.predict(X), y, sizes, G)
+    for name, value in final.items():
+        assert history["v"][name][-1] == pytest.approx(value, rel=1e-12)
+
+
+def test_feval_letor4_conventions_and_measure_options():
+    y = np.array([1, 0, 2, 0, 1], dtype=float)
+    s = np.array([0.9, 0.8, 0.7, 0.1, 0.0])
+    letor4 = ranking_feval(["P@10"], conventions="letor4").evaluate(s, y, [5])
+    letor3 = ranking_feval(["P@10"], conventions="letor3").evaluate(s, y, [5])
+    assert letor4["P@10"] == pytest.approx(3 / 10) and letor3["P@10"] == 0.0  # a 5-document query at k = 10
+    assert ranking_feval(["P(rel=2)@3"]).evaluate(s, y, [5])["P(rel=2)@3"] == pytest.approx(1 / 3)
+
+
+# ---------------------------------------------------------------- LightGBM machinery
+
+
+def test_early_stopping_feature_importance_and_training_improves(ohsumed):
+    X, y, group = ohsumed.train.to_flat()
+    Xv, yv, gv = ohsumed.vali.to_flat()
+    train = lgb.Dataset(X, y, group=group)
+    vali = lgb.Dataset(Xv, yv, group=gv, reference=train)
+    history = {}
+    booster = lgb.train(
+        {**BASE, "objective": lambdarank_objective("gap", g=G), "learning_rate": 0.1, "num_leaves": 15},
+        train, num_boost_round=300, valid_sets=[vali], valid_names=["vali"],
+        feval=ranking_feval(["GAP"], g=G),
+        callbacks=[lgb.early_stopping(10, verbose=False), lgb.record_evaluation(history)],
+    )
+    assert booster.best_iteration < 300 and len(history["vali"]["GAP"]) == booster.best_iteration + 10
+    assert max(history["vali"]["GAP"]) == history["vali"]["GAP"][booster.best_iteration - 1]
+    importance = booster.feature_importance("gain")
+    assert importance.shape == (X.shape[1],) and importance.sum() > 0
+    # GAP on the training queries rises above the unfitted (all-tied) model's
+    fit = ranking_feval(["GAP"], g=G).evaluate(booster.predict(X), y, group)["GAP"]
+    flat = ranking_feval(["GAP"], g=G).evaluate(np.zeros(len(y)), y, group)["GAP"]
+    assert fit > flat + 0.05
+
+
+@pytest.mark.filterwarnings("ignore:The argument 'eval_set' is deprecated")  # LightGBM 4.7; kept for 4.0-4.6
+def test_lgbm_ranker_with_our_objective_and_eval_metric(ohsumed):
+    X, y, group = ohsumed.train.to_flat()
+    Xv, yv, gv = ohsumed.vali.to_flat()
+    ranker = lgb.LGBMRanker(objective=sklearn_objective("egap", g=G), n_estimators=200, learning_rate=0.1,
+                            num_leaves=15, verbosity=-1, n_jobs=1, random_state=1)
+    ranker.fit(X, y, group=group, eval_set=[(Xv, yv)], eval_group=[gv], eval_metric=ranking_feval(["eGAP"], g=G),
+               callbacks=[lgb.early_stopping(10, verbose=False)])
+    scores = ranker.predict(Xv, num_iteration=ranker.best_iteration_)
+    best = ranking_feval(["eGAP"], g=G).evaluate(scores, yv, gv)["eGAP"]
+    assert best == pytest.approx(ranker.best_score_["valid_0"]["eGAP"], rel=1e-12)
+    assert ranker.feature_importances_.sum() > 0
+    # sklearn.clone deep-copies the objective; the clone trains to the same model
+    from sklearn.base import clone
+
+    again = clone(ranker).set_params(n_estimators=5).fit(X, y, group=group)
+    first = clone(ranker).set_params(n_estimators=5).fit(X, y, group=group)
+    np.testing.assert_array_equal(again.predict(Xv), first.predict(Xv))
+
+
+def test_objective_pickles_and_its_cache_follows_the_data():
+    rng = np.random.default_rng(1)
+    s, y, sizes = _random_queries(rng, [10, 20])
+    obj = lambdarank_objective("gap", g=G)
+    g1, _ = obj.gradients(s, y, sizes)
+    clone = pickle.loads(pickle.dumps(obj))
+    np.testing.assert_array_equal(clone.gradients(s, y, sizes)[0], g1)
+    np.testing.assert_array_equal(copy.deepcopy(obj).gradients(s, y, sizes)[0], g1)
+    y2 = y.copy()
+    y2[0] = 2 - y2[0]  # same shapes, different labels: the cached layout must not be reused
+    fresh = lambdarank_objective("gap", g=G).gradients(s, y2, sizes)[0]
+    np.testing.assert_array_equal(obj.gradients(s, y2, sizes)[0], fresh)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: lambdarank_objective("dcg"), "metric"),
+        (lambda: lambdarank_objective("ndcg", g=G), "g applies"),
+        (lambda: lambdarank_objective("gap", label_gain=[0, 1, 3]), "label_gain applies"),
+        (lambda: lambdarank_objective("ndcg", label_gain=[0, np.nan]), "label_gain"),
+        (lambda: lambdarank_objective("gap", g=[0.5, 0.6]), "sum to 1"),
+        (lambda: lambdarank_objective("gap", sigma=0), "sigma"),
+        (lambda: lambdarank_objective("gap", truncation_level=0), "positive"),
+        (lambda: lambdarank_objective("gap", norm="yes"), "norm"),
+        (lambda: ranking_feval([]), "at least one"),
+        (lambda: ranking_feval(["GAP", "GAP"]), "unique"),
+        (lambda: ranking_feval(["nDCG@x"]), "cannot parse|unknown"),
+        (lambda: ranking_feval(["GAP"], conventions="trec"), "conventions"),
+    ],
+)
+def test_bad_options_raise(make, match):
+    with pytest.raises(GaprankInputError, match=match):
+        make()
+
+
+@pytest.mark.parametrize(
+    "preds, labels, group, match",
+    [
+        ([0.0, np.nan, 1.0], [0, 1, 2], [3], "NaN"),
+        ([0.0, np.inf, 1.0], [0, 1, 2], [3], "NaN or infinite"),
+        ([0.0, 0.5, 1.0], [0, 1.5, 2], [3], "integer"),
+        ([0.0, 0.5, 1.0], [0, -1, 2], [3], "non-negative"),
+        ([0.0, 0.5, 1.0], [0, 3, 2], [3], "above the grade scale"),
+        ([0.0, 0.5, 1.0], [0, 1, 2], [2], "sum to 2"),
+        ([0.0, 0.5, 1.0], [0, 1, 2], [3, 0], "positive"),
+        ([0.0, 0.5, 1.0], [0, 1, 2], None, "query groups"),
+        ([0.0, 0.5], [0, 1, 2], [3], "one score per row"),
+    ],
+)
+def test_bad_data_raises(preds, labels, group, match):
+    with pytest.raises(GaprankInputError, match=match):
+        lambdarank_objective("gap", g=G).gradients(np.asarray(preds), np.asarray(labels, float), group)
+    if match not in ("above the grade scale",):
+        with pytest.raises(GaprankInputError, match=match):
+            ranking_feval(["MAP"]).evaluate(np.asarray(preds), np.asarray(labels, float), group)
+
+
+def test_label_without_gain_raises():
+    with pytest.raises(GaprankInputError, match="has no gain"):
+        lambdarank_objective("ndcg", label_gain=[0, 1]).gradients(np.zeros(3), np.array([0.0, 1, 2]), [3])
+
+
+def test_lgb_train_without_groups_raises():
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    with pytest.raises(GaprankInputError, match="query groups"):
+        lgb.train({**BASE, "objective": lambdarank_objective("gap")}, lgb.Dataset(X, np.arange(200) % 2), 1)

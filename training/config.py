@@ -1,0 +1,141 @@
+"""YAML configs validated into typed dataclasses, with messages that name the file, the key and the fix.
+
+A config section is a dataclass; its fields' annotations say what is allowed (``int``, ``float``,
+``str``, ``bool``, ``X | None``, ``list[X]``, ``tuple[X, ...]``, ``Literal[...]``, nested dataclasses
+and ``dict[str, Any]`` for pass-through options). Unknown keys, wrong types and missing required keys
+raise :class:`ConfigError`; nothing is looked up by name at run time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+from gaprank import GaprankInputError
+
+T = TypeVar("T")
+
+
+class ConfigError(GaprankInputError):
+    """A config file that cannot be used; the message says where and why."""
+
+
+def _describe(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(a) for a in get_args(tp))
+    if origin in (list, tuple):
+        return f"a list of {_describe(get_args(tp)[0])}"
+    if origin is dict:
+        return "a mapping"
+    if dataclasses.is_dataclass(tp):
+        return f"a mapping with keys {', '.join(f.name for f in dataclasses.fields(tp))}"
+    return {type(None): "null", int: "an integer", float: "a number", str: "a string", bool: "true/false"}.get(tp, str(tp))
+
+
+def _convert(value: Any, tp: Any, where: str) -> Any:
+    origin = get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        options = get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _convert(value, option, where)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{where} must be {_describe(tp)}; got {value!r}")
+    if origin is Literal:
+        if value not in get_args(tp):
+            raise ConfigError(f"{where} must be one of {_describe(tp)}; got {value!r}")
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where} must be {_describe(tp)}; got {value!r}")
+        item = get_args(tp)[0]
+        items = [_convert(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise ConfigError(f"{where} must be a mapping with string keys; got {value!r}")
+        return dict(value)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, where)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false; got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer; got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number; got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string; got {value!r}")
+        return value
+    raise TypeError(f"config type {tp!r} at {where} is not supported")  # a bug in a dataclass, not in the file
+
+
+def _build(cls: type[T], data: Any, where: str) -> T:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be {_describe(cls)}; got {data!r}")
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                          f"known keys: {', '.join(fields)}")
+    values = {}
+    for name, field in fields.items():
+        key = f"{where}.{name}" if where else name
+        if name in data:
+            values[name] = _convert(data[name], hints[name], key)
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{key} is required ({_describe(hints[name])})")
+    obj = cls(**values)
+    check = getattr(obj, "validate", None)
+    if check is not None:
+        try:
+            check()
+        except GaprankInputError as exc:
+            raise ConfigError(f"{where or 'config'}: {exc}") from None
+    return obj
+
+
+def load_config(path: str | Path, cls: type[T]) -> T:
+    """Read a YAML file into ``cls``; every problem is a :class:`ConfigError` naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return _build(cls, data, "")
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def to_dict(obj: Any) -> Any:
+    """A config as plain data (for summary.json)."""
+    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
+
+
+__all__ = ["ConfigError", "load_config", "to_dict"]
