@@ -1,4 +1,4 @@
-"""The README's "Train your PyTorch ranker for GAP" example runs as written and learns."""
+"""The README's training examples (PyTorch, LightGBM) run as written and learn."""
 
 from __future__ import annotations
 
@@ -15,16 +15,26 @@ from gaprank.data import DataNotFoundError, load_fold
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_readme_training_example_runs_and_beats_the_untrained_model(capsys):
+def _ohsumed_fold1():
     try:
-        fold = load_fold("OHSUMED", 1)
+        return load_fold("OHSUMED", 1)
     except DataNotFoundError as exc:  # pragma: no cover - CI has ../shared/data
         pytest.skip(f"OHSUMED not available: {exc}")
-    section = README.read_text(encoding="utf-8").split("## Train your PyTorch ranker for GAP", 1)[1]
+
+
+def _run_readme_example(heading: str) -> dict:
+    """Execute the first python block under ``heading``; returns its namespace."""
+    section = README.read_text(encoding="utf-8").split(heading, 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    torch.manual_seed(0)
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    return namespace
+
+
+def test_readme_training_example_runs_and_beats_the_untrained_model(capsys):
+    fold = _ohsumed_fold1()
+    torch.manual_seed(0)
+    _run_readme_example("## Train your PyTorch ranker for GAP")
     printed = float(capsys.readouterr().out.strip().removeprefix("tensor(").removesuffix(")"))
     test = fold.test.to_padded()
     torch.manual_seed(0)
@@ -35,14 +45,8 @@ def test_readme_training_example_runs_and_beats_the_untrained_model(capsys):
 
 
 def test_readme_lambdamart_example_runs_and_learns(capsys):
-    try:
-        fold = load_fold("OHSUMED", 1)
-    except DataNotFoundError as exc:  # pragma: no cover - CI has ../shared/data
-        pytest.skip(f"OHSUMED not available: {exc}")
-    section = README.read_text(encoding="utf-8").split("## LambdaMART for GAP with LightGBM", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    fold = _ohsumed_fold1()
+    namespace = _run_readme_example("## LambdaMART for GAP with LightGBM")
     printed = capsys.readouterr().out
     assert "'GAP'" in printed and "'nDCG@10'" in printed
     test = fold.test
