@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -10,11 +9,11 @@ import numpy as np
 import torch
 
 from .._inputs import GaprankInputError
-from .._padding import pad_by_group
+from .._padding import check_group_sizes, pad_by_group
 from ..metrics._letor_eval import Conventions, get_conventions
 from ..metrics._names import Measure, parse_measure
 from ..metrics._ranking import resolve_g
-from ._layout import LayoutCache, check_flat_labels, check_flat_scores, check_group_sizes
+from ._layout import LayoutCache, check_flat_labels, check_flat_scores
 
 
 @dataclass

@@ -9,27 +9,12 @@ import numpy as np
 import torch
 
 from .._inputs import GaprankInputError
+from .._padding import check_group_sizes
 
 # A new bucket starts when a query is this much longer than the bucket's shortest one. Each bucket
 # costs a fixed few dozen tensor operations, padding costs pairs: on OHSUMED and MQ2008 (20 to 320
 # documents per query) 1.5 was fastest among 1.125, 1.5, 2 and 4 (benchmarks/bench_lightgbm.py).
 BUCKET_GROWTH = 1.5
-
-
-def check_group_sizes(group: Any, num_rows: int, what: str = "group") -> np.ndarray:
-    """LightGBM's ``group``: documents per query, positive integers summing to the number of rows."""
-    if group is None:
-        raise GaprankInputError(f"ranking needs query groups: the data set has no {what} "
-                                "(pass group=... to lightgbm.Dataset or LGBMRanker.fit)")
-    sizes = np.asarray(group)
-    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.number):
-        raise GaprankInputError(f"{what} must be a non-empty 1-D array of query sizes; got shape {sizes.shape}")
-    if (sizes != np.round(sizes)).any() or (sizes < 1).any():
-        raise GaprankInputError(f"{what} sizes must be positive integers; got {sizes[(sizes < 1) | (sizes != np.round(sizes))][:5]}")
-    sizes = sizes.astype(np.int64)
-    if int(sizes.sum()) != num_rows:
-        raise GaprankInputError(f"{what} sizes sum to {int(sizes.sum())} but there are {num_rows} rows")
-    return sizes
 
 
 def check_flat_labels(labels: Any) -> np.ndarray:

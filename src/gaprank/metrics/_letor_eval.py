@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import GaprankInputError
-from .._padding import pad_by_group
+from .._padding import check_group_sizes, pad_by_group
 from . import _functional as F
 
 
@@ -90,11 +90,9 @@ def evaluate_letor(
     conv = get_conventions(conventions)
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels)
-    sizes = np.asarray(group_sizes, dtype=np.int64)
     if scores.ndim != 1 or labels.shape != scores.shape:
         raise GaprankInputError(f"scores and labels must be 1-D of the same length; got {scores.shape} and {labels.shape}")
-    if sizes.ndim != 1 or (sizes < 1).any() or sizes.sum() != scores.size:
-        raise GaprankInputError(f"group_sizes must be positive and sum to {scores.size}; got sum {sizes.sum()}")
+    sizes = check_group_sizes(group_sizes, scores.size, what="group_sizes")
     s, mask = pad_by_group(scores, sizes)
     y, _ = pad_by_group(labels, sizes)
     out: dict[str, np.ndarray] = {}
