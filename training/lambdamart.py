@@ -1,6 +1,6 @@
 """LambdaMART across the five LETOR folds: train on train, early-stop on vali, evaluate once on test.
 
-    python -m training.lambdamart --config configs/ohsumed/lambdamart_gap.yaml [--folds 1,2] [--force]
+    python -m training.lambdamart --config configs/ohsumed/lambdamart_gap.yaml [--folds 1,2] [--force] [--quick]
 
 The objective is gaprank's (``objective.kind: gaprank``: GAP, eGAP, xGAP, AP or nDCG swap weights) or
 LightGBM's native ``lambdarank`` (``kind: native``, nDCG). Early stopping watches
@@ -10,43 +10,28 @@ metrics are off), and the test fold is scored at the best iteration with ``evalu
 Writes to ``output_dir``: ``folds/FoldK.json`` (one per fold: best iteration, seconds, vali history,
 test means and per-query values; a fold whose file exists with the same config is skipped on re-run),
 ``summary.json`` (config, conventions, per-fold and mean test values), ``per_query.tsv``, ``table.md``
-and ``log.jsonl`` (one JSON line per event); prints the table.
+and ``log.jsonl`` (one JSON line per event); prints the table. ``--quick`` (fold 1, 5 rounds) writes under
+``<output_dir>-quick`` instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import lightgbm as lgb
-import numpy as np
-from tqdm import tqdm
 
 from gaprank import GaprankInputError
 from gaprank.data import load_fold
-from gaprank.lightgbm import lambdarank_objective, ranking_feval
-from gaprank.metrics import get_conventions, parse_measure
+from gaprank.lightgbm import lambdarank_objective
 
-from .config import ConfigError, load_config, to_dict
-
-DEFAULT_MEASURES = ["NDCG@10", "MAP", "P@10", "GAP"]
-
-
-@dataclass
-class DataConfig:
-    dataset: Literal["OHSUMED", "MQ2008", "MQ2007"]
-    variant: str | None = None  # OHSUMED: QueryLevelNorm (default), Feature-min, Feature-null
-    data_dir: str | None = None  # default: $GAPRANK_DATA, then ../shared/data beside the repository
-    folds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
-
-    def validate(self) -> None:
-        if not self.folds or any(f not in (1, 2, 3, 4, 5) for f in self.folds) or len(set(self.folds)) != len(self.folds):
-            raise GaprankInputError(f"data.folds must be distinct fold numbers from 1..5; got {self.folds}")
+from ._runner import parse_folds, run_folds
+from ._sections import DataConfig, EvaluationConfig
+from .config import load_config
 
 
 @dataclass
@@ -106,19 +91,6 @@ class BoosterConfig:
 
 
 @dataclass
-class EvaluationConfig:
-    selection: str = "GAP"  # the measure early stopping maximises on the validation fold
-    measures: list[str] = field(default_factory=lambda: list(DEFAULT_MEASURES))
-    g: list[float] | None = field(default_factory=lambda: [0.5, 0.5])  # for GAP/xGAP/eGAP
-    conventions: Literal["letor3", "letor4"] = "letor3"
-
-    def validate(self) -> None:
-        for name in [self.selection, *self.measures]:
-            parse_measure(name)
-        ranking_feval(self.measures, g=self.g, conventions=self.conventions)
-
-
-@dataclass
 class LambdaMARTConfig:
     name: str
     data: DataConfig
@@ -128,9 +100,14 @@ class LambdaMARTConfig:
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
 
 
-def _log(path: Path, **event: Any) -> None:
-    with path.open("a") as fh:
-        fh.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **event}) + "\n")
+def quick(config: LambdaMARTConfig) -> LambdaMARTConfig:
+    """CI's smoke version: fold 1 (the first configured), at most 5 boosting rounds."""
+    return dataclasses.replace(
+        config,
+        data=dataclasses.replace(config.data, folds=config.data.folds[:1]),
+        booster=dataclasses.replace(config.booster, num_boost_round=min(config.booster.num_boost_round, 5)),
+        output_dir=f"{config.output_dir}-quick",
+    )
 
 
 def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
@@ -146,17 +123,18 @@ def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
     start = time.perf_counter()
     booster = lgb.train(
         params, train, num_boost_round=config.booster.num_boost_round, valid_sets=[vali], valid_names=["vali"],
-        feval=ranking_feval([ev.selection], g=ev.g, conventions=ev.conventions),
+        feval=ev.scorer([ev.selection]),
         callbacks=[lgb.early_stopping(config.booster.early_stopping_rounds, verbose=False),
                    lgb.record_evaluation(history)],
     )
     seconds = time.perf_counter() - start
     best = booster.best_iteration or booster.current_iteration()
     test = fold.test
-    per_query = ranking_feval(ev.measures, g=ev.g, conventions=ev.conventions).per_query(
+    per_query = ev.scorer().per_query(
         booster.predict(test.features, num_iteration=best), test.labels, test.group_sizes)
     return {
         "fold": f"Fold{fold_number}",
+        "selected": {"iteration": int(best)},
         "best_iteration": int(best),
         "rounds_trained": int(booster.current_iteration()),
         "seconds": round(seconds, 3),
@@ -167,62 +145,13 @@ def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
     }
 
 
-def _table(config: LambdaMARTConfig, folds: list[dict[str, Any]], means: dict[str, float]) -> str:
-    measures = config.evaluation.measures
-    lines = [f"| {config.name} | " + " | ".join(measures) + " | best iter |",
-             "|---|" + "---:|" * (len(measures) + 1)]
-    for record in folds:
-        lines.append(f"| {record['fold']} | " + " | ".join(f"{record['test'][m]:.4f}" for m in measures)
-                     + f" | {record['best_iteration']} |")
-    lines.append("| **mean** | " + " | ".join(f"**{means[m]:.4f}**" for m in measures) + " | |")
-    return "\n".join(lines) + "\n"
-
-
-def run(config: LambdaMARTConfig, *, folds: list[int] | None = None, force: bool = False) -> dict[str, Any]:
-    out = Path(config.output_dir)
-    (out / "folds").mkdir(parents=True, exist_ok=True)
-    log = out / "log.jsonl"
-    config_data = to_dict(config)
-    records = []
-    for number in tqdm(folds or config.data.folds, desc=config.name, unit="fold", file=sys.stderr):
-        path = out / "folds" / f"Fold{number}.json"
-        if path.exists() and not force:
-            record = json.loads(path.read_text())
-            if record.get("config") == config_data:
-                _log(log, event="fold_skipped", fold=number, reason="finished with the same config")
-                records.append(record)
-                continue
-        _log(log, event="fold_start", fold=number)
-        record = run_fold(config, number)
-        record["config"] = config_data
-        path.write_text(json.dumps(record, indent=1))
-        _log(log, event="fold_done", fold=number, best_iteration=record["best_iteration"],
-             seconds=record["seconds"], test=record["test"])
-        records.append(record)
-    measures = config.evaluation.measures
-    means = {m: float(np.mean([r["test"][m] for r in records])) for m in measures}
-    summary = {
-        "name": config.name,
-        "dataset": config.data.dataset,
-        "folds": [r["fold"] for r in records],
-        "mean": means,
-        "per_fold": {r["fold"]: {**r["test"], "best_iteration": r["best_iteration"], "seconds": r["seconds"]}
-                     for r in records},
-        "conventions": get_conventions(config.evaluation.conventions).describe(),
-        "g": config.evaluation.g,
-        "config": config_data,
-        "versions": {"lightgbm": lgb.__version__},
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    with (out / "per_query.tsv").open("w") as fh:
-        fh.write("fold\tqid\t" + "\t".join(measures) + "\n")
-        for r in records:
-            for qid in r["per_query"][measures[0]]:
-                fh.write(f"{r['fold']}\t{qid}\t" + "\t".join(f"{r['per_query'][m][qid]:.6f}" for m in measures) + "\n")
-    table = _table(config, records, means)
-    (out / "table.md").write_text(table)
-    _log(log, event="run_done", mean=means)
-    return summary | {"table": table}
+def run(config: LambdaMARTConfig, *, folds: list[int] | None = None, force: bool = False,
+        progress: bool = True) -> dict[str, Any]:
+    """Every fold of ``config`` (or ``folds``); see the module doc for what is written."""
+    ev = config.evaluation
+    return run_folds(config, run_fold=lambda number: run_fold(config, number), folds=folds or config.data.folds,
+                     measures=ev.measures, conventions=ev.conventions, g=ev.g,
+                     versions={"lightgbm": lgb.__version__}, force=force, progress=progress)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,15 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="YAML config, e.g. configs/ohsumed/lambdamart_gap.yaml")
     parser.add_argument("--folds", help="comma-separated subset of the config's folds, e.g. 1,2")
     parser.add_argument("--force", action="store_true", help="retrain folds that already have results")
+    parser.add_argument("--quick", action="store_true", help="fold 1, 5 boosting rounds (CI)")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config, LambdaMARTConfig)
-        folds = None
-        if args.folds:
-            try:
-                folds = [int(f) for f in args.folds.split(",")]
-            except ValueError:
-                raise ConfigError(f"--folds must be comma-separated fold numbers; got {args.folds!r}") from None
+        if args.quick:
+            config = quick(config)
+        folds = parse_folds(args.folds)
+        if folds:
             DataConfig(config.data.dataset, folds=folds).validate()
         result = run(config, folds=folds, force=args.force)
     except GaprankInputError as exc:

@@ -1,0 +1,115 @@
+"""The five-fold loop every training script shares: skip finished folds, write fold records, a summary,
+per-query scores, a markdown table and a JSON log.
+
+A trainer supplies ``run_fold(fold_number) -> record``; a record holds ``"fold"`` ("Fold1"), ``"test"``
+(``{measure: mean}``), ``"per_query"`` (``{measure: {qid: value}}``), ``"seconds"`` and ``"selected"``
+(what validation chose, e.g. ``{"iteration": 120}`` or ``{"epoch": 37, "learning_rate": 0.01}``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from tqdm import tqdm
+
+from gaprank.metrics import get_conventions
+
+from .config import to_dict
+
+
+def log_event(path: Path, **event: Any) -> None:
+    """Append one JSON line to ``path``."""
+    with path.open("a") as fh:
+        fh.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **event}) + "\n")
+
+
+def _selected_text(selected: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in selected.items())
+
+
+def fold_table(name: str, measures: list[str], records: list[dict[str, Any]], means: dict[str, float]) -> str:
+    """One row per fold, then the mean (markdown)."""
+    lines = [f"| {name} | " + " | ".join(measures) + " | selected on vali |",
+             "|---|" + "---:|" * len(measures) + "---|"]
+    for record in records:
+        lines.append(f"| {record['fold']} | " + " | ".join(f"{record['test'][m]:.4f}" for m in measures)
+                     + f" | {_selected_text(record['selected'])} |")
+    lines.append("| **mean** | " + " | ".join(f"**{means[m]:.4f}**" for m in measures) + " | |")
+    return "\n".join(lines) + "\n"
+
+
+def run_folds(
+    config: Any,
+    *,
+    run_fold: Callable[[int], dict[str, Any]],
+    folds: list[int],
+    measures: list[str],
+    conventions: str,
+    g: Any,
+    versions: dict[str, str],
+    force: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run ``run_fold`` for each fold (reusing ``folds/FoldK.json`` written with the same config unless
+    ``force``) and write ``summary.json``, ``per_query.tsv``, ``table.md`` and ``log.jsonl`` under
+    ``config.output_dir``. Returns the summary plus its ``"table"``."""
+    out = Path(config.output_dir)
+    (out / "folds").mkdir(parents=True, exist_ok=True)
+    log = out / "log.jsonl"
+    config_data = to_dict(config)
+    records = []
+    for number in tqdm(folds, desc=config.name, unit="fold", file=sys.stderr, disable=not progress):
+        path = out / "folds" / f"Fold{number}.json"
+        if path.exists() and not force:
+            record = json.loads(path.read_text())
+            if record.get("config") == config_data and "selected" in record:
+                log_event(log, event="fold_skipped", fold=number, reason="finished with the same config")
+                records.append(record)
+                continue
+        log_event(log, event="fold_start", fold=number)
+        record = run_fold(number)
+        record["config"] = config_data
+        path.write_text(json.dumps(record, indent=1))
+        log_event(log, event="fold_done", fold=number, selected=record["selected"], seconds=record["seconds"],
+                  test=record["test"])
+        records.append(record)
+    means = {m: float(np.mean([r["test"][m] for r in records])) for m in measures}
+    summary = {
+        "name": config.name,
+        "dataset": config.data.dataset,
+        "folds": [r["fold"] for r in records],
+        "mean": means,
+        "per_fold": {r["fold"]: {**r["test"], "selected": r["selected"], "seconds": r["seconds"]} for r in records},
+        "seconds": round(sum(r["seconds"] for r in records), 3),
+        "conventions": get_conventions(conventions).describe(),
+        "g": g,
+        "config": config_data,
+        "versions": versions,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    with (out / "per_query.tsv").open("w") as fh:
+        fh.write("fold\tqid\t" + "\t".join(measures) + "\n")
+        for r in records:
+            for qid in r["per_query"][measures[0]]:
+                fh.write(f"{r['fold']}\t{qid}\t" + "\t".join(f"{r['per_query'][m][qid]:.6f}" for m in measures) + "\n")
+    table = fold_table(config.name, measures, records, means)
+    (out / "table.md").write_text(table)
+    log_event(log, event="run_done", mean=means)
+    return summary | {"table": table}
+
+
+def parse_folds(text: str | None) -> list[int] | None:
+    """``--folds 1,2`` -> [1, 2] (validated by the data config)."""
+    from .config import ConfigError
+
+    if not text:
+        return None
+    try:
+        return [int(f) for f in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--folds must be comma-separated fold numbers; got {text!r}") from None

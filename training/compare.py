@@ -1,0 +1,388 @@
+"""Every objective on the same five folds, side by side, with significance tests, reference numbers and plots.
+
+    python -m training.compare --config configs/ohsumed/compare.yaml [--quick] [--force] [--out DIR]
+
+``runs`` lists the objectives: each is a :mod:`training.cv` or :mod:`training.lambdamart` config (its
+own file; run as that script would, so finished folds are skipped on re-run), a display name, the
+learner (SoftRank, LambdaRank, LambdaMART, ...) and the measure it optimises. All runs must use the same
+data set and evaluation conventions, and must report the comparison's ``measures``.
+
+Significance: for every run that optimises a GAP-family measure (gap, xgap, egap), against every run of
+the same learner that optimises ndcg or ap: a paired t-test (``scipy.stats.ttest_rel``) and a paired
+randomisation test (``scipy.stats.permutation_test``, sign flips of the per-query differences, two-sided)
+over all test queries of the folds run (each query is in exactly one test fold).
+
+Writes under ``output_dir``: ``summary.json`` (``{"objectives": {name: {measure: mean, "per_fold": ...}},
+"conventions", "config", "significance", "reference", "run"}`` where ``run`` records the commit, the
+command and the wall time), ``per_query.tsv`` (one line per objective and test query), ``table.md`` (the
+comparison, the reference numbers, the p-values), ``plots/*.png`` and ``log.jsonl``. ``--quick``
+(fold 1, a few epochs / rounds per run) writes under ``<output_dir>-quick``; ``--out DIR`` puts the
+comparison and every run under ``DIR`` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats
+
+from gaprank import GaprankInputError
+from gaprank.data import resolve_data_dir
+from gaprank.metrics import get_conventions
+
+from . import cv, lambdamart
+from ._runner import log_event
+from .config import ConfigError, load_config, to_dict
+
+GAP_FAMILY = ("gap", "xgap", "egap")
+COUNTERPARTS = ("ndcg", "ap")
+TRAINERS = {"cv": (cv.CVConfig, cv.run, cv.quick), "lambdamart": (lambdamart.LambdaMARTConfig, lambdamart.run,
+                                                                   lambdamart.quick)}
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class RunEntry:
+    name: str  # shown in the table, e.g. "SoftGAP"
+    learner: str  # runs of one learner are compared with each other, e.g. "SoftRank", "LambdaMART"
+    config: str  # the run's own config file, relative to the repository root
+    trainer: Literal["cv", "lambdamart"] = "cv"
+    optimises: Literal["gap", "xgap", "egap", "ap", "ndcg"] | None = None
+
+
+@dataclass
+class ReferenceRow:
+    source: str  # e.g. "GAP paper, Table 2"
+    learner: str
+    objective: str
+    values: dict[str, float]  # measure -> reported value
+
+
+@dataclass
+class SignificanceConfig:
+    measures: list[str] = field(default_factory=lambda: ["NDCG@10", "MAP", "P@10"])
+    resamples: int = 100_000
+    seed: int = 1
+
+    def validate(self) -> None:
+        if self.resamples < 100:
+            raise GaprankInputError(f"significance.resamples must be >= 100; got {self.resamples}")
+
+
+@dataclass
+class CompareConfig:
+    name: str
+    output_dir: str
+    runs: list[RunEntry]
+    measures: list[str] = field(default_factory=lambda: ["NDCG@10", "MAP", "P@10", "GAP"])
+    significance: SignificanceConfig = field(default_factory=SignificanceConfig)
+    letor_baselines: str | None = None  # CSV of the official LETOR baselines, relative to the data directory
+    reference: list[ReferenceRow] = field(default_factory=list)  # published numbers shown next to ours
+
+    def validate(self) -> None:
+        names = [r.name for r in self.runs]
+        if not names:
+            raise GaprankInputError("runs must list at least one objective")
+        if len(set(names)) != len(names):
+            raise GaprankInputError(f"runs: names must be unique; got {names}")
+
+
+@dataclass
+class _Loaded:
+    entry: RunEntry
+    config: Any
+    run: Any
+
+
+def load_runs(config: CompareConfig, *, quick: bool = False, out: Path | None = None) -> list[_Loaded]:
+    """Each run's own config, loaded and checked against the comparison (same data, conventions, measures)."""
+    loaded = []
+    for entry in config.runs:
+        cls, run, make_quick = TRAINERS[entry.trainer]
+        path = Path(entry.config)
+        run_config = load_config(path if path.is_absolute() else REPO / path, cls)
+        if quick:
+            run_config = make_quick(run_config)
+        if out is not None:
+            run_config = dataclasses.replace(run_config, output_dir=str(out / run_config.name))
+        missing = [m for m in config.measures + config.significance.measures
+                   if m not in run_config.evaluation.measures]
+        if missing:
+            raise ConfigError(f"run {entry.name!r} ({entry.config}) does not report {missing}; "
+                              f"add them to its evaluation.measures")
+        loaded.append(_Loaded(entry, run_config, run))
+    first = loaded[0].config
+    for item in loaded[1:]:
+        c = item.config
+        if (c.data.dataset, c.data.folds, c.evaluation.conventions, c.evaluation.g) != (
+                first.data.dataset, first.data.folds, first.evaluation.conventions, first.evaluation.g):
+            raise ConfigError(f"run {item.entry.name!r} uses different data, folds, conventions or g than "
+                              f"run {loaded[0].entry.name!r}; a comparison needs the same for all")
+    return loaded
+
+
+def _per_query(run_config: Any) -> dict[str, dict[str, dict[str, float]]]:
+    """{fold: {measure: {qid: value}}} from the run's fold records."""
+    folds = {}
+    for number in run_config.data.folds:
+        record = json.loads((Path(run_config.output_dir) / "folds" / f"Fold{number}.json").read_text())
+        folds[record["fold"]] = record["per_query"]
+    return folds
+
+
+def _aligned(per_query: dict[str, dict[str, dict[str, float]]], measure: str) -> tuple[list[str], np.ndarray]:
+    keys, values = [], []
+    for fold, by_measure in per_query.items():
+        for qid, value in by_measure[measure].items():
+            keys.append(f"{fold}:{qid}")
+            values.append(value)
+    return keys, np.asarray(values)
+
+
+def paired_tests(a: np.ndarray, b: np.ndarray, *, resamples: int, seed: int) -> dict[str, float]:
+    """Mean difference a - b, paired t-test and paired randomisation (sign-flip) test p-values (two-sided)."""
+    diff = a - b
+    if np.all(diff == 0):  # identical runs: no evidence either way (scipy would return nan)
+        return {"mean_difference": 0.0, "t_test_p": 1.0, "randomisation_p": 1.0, "wins": 0, "ties": int(diff.size),
+                "losses": 0}
+    t_p = float(stats.ttest_rel(a, b).pvalue)
+    perm = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), vectorized=True,
+                                  permutation_type="samples", n_resamples=resamples, alternative="two-sided",
+                                  random_state=np.random.default_rng(seed))
+    return {"mean_difference": float(diff.mean()), "t_test_p": t_p, "randomisation_p": float(perm.pvalue),
+            "wins": int((diff > 0).sum()), "ties": int((diff == 0).sum()), "losses": int((diff < 0).sum())}
+
+
+def significance(config: CompareConfig, per_query: dict[str, Any], loaded: list[_Loaded]) -> list[dict[str, Any]]:
+    """Every GAP-family run against its same-learner nDCG and AP counterparts."""
+    rows = []
+    sig = config.significance
+    for item in loaded:
+        if item.entry.optimises not in GAP_FAMILY:
+            continue
+        for other in loaded:
+            if other.entry.learner != item.entry.learner or other.entry.optimises not in COUNTERPARTS:
+                continue
+            row: dict[str, Any] = {"objective": item.entry.name, "versus": other.entry.name,
+                                   "learner": item.entry.learner}
+            for measure in sig.measures:
+                keys_a, a = _aligned(per_query[item.entry.name], measure)
+                keys_b, b = _aligned(per_query[other.entry.name], measure)
+                if keys_a != keys_b:
+                    raise GaprankInputError(f"{item.entry.name} and {other.entry.name} were tested on different queries")
+                row[measure] = paired_tests(a, b, resamples=sig.resamples, seed=sig.seed) | {"queries": a.size}
+            rows.append(row)
+    return rows
+
+
+def letor_baselines(path: Path, measures: list[str]) -> dict[str, dict[str, float]]:
+    """{algorithm: {measure: test mean over the five folds}} from the flattened LETOR 3.0 spreadsheet."""
+    table: dict[str, dict[str, float]] = {}
+    with path.open() as fh:
+        for row in csv.DictReader(fh):
+            if row["split"] == "test" and row["fold"] == "average" and row["metric"] in measures:
+                table.setdefault(row["algorithm"], {})[row["metric"]] = float(row["value"])
+    if not table:
+        raise ConfigError(f"{path}: no test averages for {measures}")
+    return table
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def render_table(summary: dict[str, Any], measures: list[str]) -> str:
+    objectives = summary["objectives"]
+    folds = len(next(iter(objectives.values()))["per_fold"])
+    best = {m: max(o[m] for o in objectives.values()) for m in measures}
+    lines = [f"### {summary['config']['name']}: test means over {folds} fold(s)", "",
+             "| objective | learner | optimises | " + " | ".join(measures) + " | train s |",
+             "|---|---|---|" + "---:|" * (len(measures) + 1)]
+    for name, o in objectives.items():
+        cells = [f"**{o[m]:.4f}**" if o[m] == best[m] else f"{o[m]:.4f}" for m in measures]
+        lines.append(f"| {name} | {o['learner']} | {o['optimises'] or '–'} | " + " | ".join(cells)
+                     + f" | {o['seconds']:.0f} |")
+    reference = summary["reference"]
+    if reference["letor_baselines"] or reference["published"]:
+        shown = [m for m in measures if m != "GAP"]
+        lines += ["", "### Reference numbers (as published; not rerun here)", "",
+                  "| source | learner | objective | " + " | ".join(shown) + " |", "|---|---|---|" + "---:|" * len(shown)]
+        for algorithm, values in reference["letor_baselines"].items():
+            lines.append(f"| LETOR 3.0 baseline | {algorithm} | – | " + " | ".join(_fmt(values.get(m)) for m in shown) + " |")
+        for row in reference["published"]:
+            lines.append(f"| {row['source']} | {row['learner']} | {row['objective']} | "
+                         + " | ".join(_fmt(row["values"].get(m)) for m in shown) + " |")
+    if summary["significance"]:
+        sig_measures = [m for m in summary["config"]["significance"]["measures"]]
+        lines += ["", "### GAP objectives vs their nDCG and AP counterparts (same learner), paired over test queries",
+                  "", "Δ = mean difference (GAP objective − counterpart); p: paired t-test / paired randomisation test "
+                  f"({summary['config']['significance']['resamples']} resamples); W/T/L: per-query wins/ties/losses.", "",
+                  "| objective | vs | " + " | ".join(f"Δ {m} | p (t / rand.) | W/T/L" for m in sig_measures) + " |",
+                  "|---|---|" + "---:|---:|---:|" * len(sig_measures)]
+        for row in summary["significance"]:
+            cells = []
+            for m in sig_measures:
+                r = row[m]
+                cells.append(f"{r['mean_difference']:+.4f} | {_p(r['t_test_p'])} / {_p(r['randomisation_p'])} | "
+                             f"{r['wins']}/{r['ties']}/{r['losses']}")
+            lines.append(f"| {row['objective']} | {row['versus']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(summary: dict[str, Any], per_query: dict[str, Any], measures: list[str], out: Path) -> list[str]:
+    """Per-measure bars with 95% t confidence intervals over test queries, and GAP-vs-nDCG per-query scatters."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = list(summary["objectives"])
+    written = []
+    fig, axes = plt.subplots(1, len(measures), figsize=(4.2 * len(measures), 0.32 * len(names) + 1.6), sharey=True)
+    for ax, measure in zip(np.atleast_1d(axes), measures):
+        means, half = [], []
+        for name in names:
+            _, v = _aligned(per_query[name], measure)
+            means.append(v.mean())
+            half.append(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0)
+        ax.barh(range(len(names)), means, xerr=half, color="#4c72b0", ecolor="#333333", capsize=2)
+        ax.set_yticks(range(len(names)), names)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"test {measure} (mean, 95% CI)")
+        ax.set_xlim(max(0.0, min(means) - 0.12), min(1.0, max(means) + 0.12))
+    fig.tight_layout()
+    fig.savefig(out / "means.png", dpi=110)
+    plt.close(fig)
+    written.append("plots/means.png")
+    pairs = [(row["objective"], row["versus"]) for row in summary["significance"]
+             if summary["objectives"][row["versus"]]["optimises"] == "ndcg"]
+    if pairs:
+        fig, axes = plt.subplots(1, len(pairs), figsize=(3.6 * len(pairs), 3.6), squeeze=False)
+        for ax, (gap_name, ndcg_name) in zip(axes[0], pairs):
+            _, a = _aligned(per_query[gap_name], "NDCG@10")
+            _, b = _aligned(per_query[ndcg_name], "NDCG@10")
+            ax.scatter(b, a, s=10, alpha=0.7)
+            ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
+            ax.set_xlabel(f"{ndcg_name} NDCG@10")
+            ax.set_ylabel(f"{gap_name} NDCG@10")
+            ax.set_title(f"{(a > b).sum()} above / {(a < b).sum()} below", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / "gap_vs_ndcg_per_query.png", dpi=110)
+        plt.close(fig)
+        written.append("plots/gap_vs_ndcg_per_query.png")
+    return written
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                               text=True, check=True).stdout.strip()
+        return head + ("+uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+
+
+def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out: str | Path | None = None,
+        progress: bool = True, command: str | None = None) -> dict[str, Any]:
+    """Train (or reuse) every run, then compare; see the module doc for what is written."""
+    started = time.perf_counter()
+    root = Path(out) if out is not None else Path(config.output_dir + ("-quick" if quick else ""))
+    loaded = load_runs(config, quick=quick, out=root if out is not None else None)
+    root.mkdir(parents=True, exist_ok=True)
+    log = root / "log.jsonl"
+    log_event(log, event="compare_start", runs=[item.entry.name for item in loaded], quick=quick)
+    objectives, per_query = {}, {}
+    for item in loaded:
+        result = item.run(item.config, force=force, progress=progress)
+        per_query[item.entry.name] = _per_query(item.config)
+        objectives[item.entry.name] = {
+            **{m: result["mean"][m] for m in item.config.evaluation.measures},
+            "learner": item.entry.learner, "optimises": item.entry.optimises,
+            "seconds": result["seconds"], "output_dir": item.config.output_dir,
+            "per_fold": {fold: {m: values[m] for m in item.config.evaluation.measures}
+                         for fold, values in result["per_fold"].items()},
+        }
+        log_event(log, event="run_done", run=item.entry.name, mean=result["mean"], seconds=result["seconds"])
+    first = loaded[0].config
+    baselines = {}
+    if config.letor_baselines:
+        path = resolve_data_dir(first.data.data_dir) / config.letor_baselines
+        if not path.is_file():
+            raise ConfigError(f"letor_baselines: {path} does not exist")
+        baselines = letor_baselines(path, config.measures)
+    summary: dict[str, Any] = {
+        "objectives": objectives,
+        "conventions": get_conventions(first.evaluation.conventions).describe(),
+        "g": first.evaluation.g,
+        "dataset": first.data.dataset,
+        "folds": [f"Fold{n}" for n in first.data.folds],
+        "config": to_dict(config),
+        "run_configs": {item.entry.name: to_dict(item.config) for item in loaded},
+        "significance": significance(config, per_query, loaded),
+        "reference": {"letor_baselines": baselines, "published": [to_dict(r) for r in config.reference]},
+    }
+    summary["plots"] = plot(summary, per_query, config.measures, root / "plots")
+    summary["run"] = {
+        "commit": _commit(), "command": command or "training.compare.run(...)", "quick": quick,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "train_seconds": round(sum(o["seconds"] for o in objectives.values()), 1),
+        "machine": f"{platform.machine()}, {platform.system()}, python {platform.python_version()}",
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    (root / "summary.json").write_text(json.dumps(summary, indent=1))
+    with (root / "per_query.tsv").open("w") as fh:
+        fh.write("objective\tfold\tqid\t" + "\t".join(config.measures) + "\n")
+        for name, folds in per_query.items():
+            for fold, by_measure in folds.items():
+                for qid in by_measure[config.measures[0]]:
+                    fh.write(f"{name}\t{fold}\t{qid}\t" + "\t".join(f"{by_measure[m][qid]:.6f}" for m in config.measures) + "\n")
+    table = render_table(summary, config.measures)
+    run_info = summary["run"]
+    table += (f"\nProduced by `{run_info['command']}` at commit {run_info['commit']} in "
+              f"{run_info['wall_seconds']:.0f} s wall ({run_info['machine']}); conventions "
+              f"{first.evaluation.conventions}, g = {first.evaluation.g}, seeds and settings in summary.json.\n")
+    (root / "table.md").write_text(table)
+    log_event(log, event="compare_done", wall_seconds=run_info["wall_seconds"])
+    return summary | {"table": table, "output_dir": str(root)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.compare", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="YAML config, e.g. configs/ohsumed/compare.yaml")
+    parser.add_argument("--quick", action="store_true", help="fold 1 and a few epochs / rounds per run (CI)")
+    parser.add_argument("--force", action="store_true", help="retrain runs whose folds already have results")
+    parser.add_argument("--out", help="write the comparison and every run under this directory")
+    args = parser.parse_args(argv)
+    command = "python -m training.compare " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    try:
+        config = load_config(args.config, CompareConfig)
+        result = run(config, quick=args.quick, force=args.force, out=args.out, command=command)
+    except GaprankInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result["table"], end="")
+    print(f"written to {result['output_dir']}/")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
