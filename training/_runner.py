@@ -62,7 +62,7 @@ def run_folds(
     (out / "folds").mkdir(parents=True, exist_ok=True)
     log = out / "log.jsonl"
     config_data = to_dict(config)
-    records = []
+    records, trained = [], []
     for number in tqdm(folds, desc=config.name, unit="fold", file=sys.stderr, disable=not progress):
         path = out / "folds" / f"Fold{number}.json"
         if path.exists() and not force:
@@ -74,6 +74,7 @@ def run_folds(
         log_event(log, event="fold_start", fold=number)
         record = run_fold(number)
         record["config"] = config_data
+        trained.append(record["fold"])
         path.write_text(json.dumps(record, indent=1))
         log_event(log, event="fold_done", fold=number, selected=record["selected"], seconds=record["seconds"],
                   test=record["test"])
@@ -100,16 +101,46 @@ def run_folds(
     table = fold_table(config.name, measures, records, means)
     (out / "table.md").write_text(table)
     log_event(log, event="run_done", mean=means)
-    return summary | {"table": table}
+    return summary | {"table": table, "trained_now": trained}
 
 
-def parse_folds(text: str | None) -> list[int] | None:
-    """``--folds 1,2`` -> [1, 2] (validated by the data config)."""
+def parse_folds(text: str | None, dataset: str) -> list[int] | None:
+    """``--folds 1,2`` -> [1, 2], checked like ``data.folds``."""
+    from ._sections import DataConfig
     from .config import ConfigError
 
     if not text:
         return None
     try:
-        return [int(f) for f in text.split(",")]
+        folds = [int(f) for f in text.split(",")]
     except ValueError:
         raise ConfigError(f"--folds must be comma-separated fold numbers; got {text!r}") from None
+    DataConfig(dataset, folds=folds).validate()
+    return folds
+
+
+def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: str, config_class: type,
+                     run: Callable[..., dict[str, Any]], quick: Callable[[Any], Any], quick_help: str) -> int:
+    """The command line of a five-fold training script: config errors are one line and exit status 2."""
+    import argparse
+
+    from gaprank import GaprankInputError
+
+    from .config import load_config
+
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help=f"YAML config, e.g. {example}")
+    parser.add_argument("--folds", help="comma-separated subset of the config's folds, e.g. 1,2")
+    parser.add_argument("--force", action="store_true", help="retrain folds that already have results")
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config, config_class)
+        if args.quick:
+            config = quick(config)
+        result = run(config, folds=parse_folds(args.folds, config.data.dataset), force=args.force)
+    except GaprankInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result["table"], end="")
+    return 0

@@ -158,9 +158,11 @@ def paired_tests(a: np.ndarray, b: np.ndarray, *, resamples: int, seed: int) -> 
         return {"mean_difference": 0.0, "t_test_p": 1.0, "randomisation_p": 1.0, "wins": 0, "ties": int(diff.size),
                 "losses": 0}
     t_p = float(stats.ttest_rel(a, b).pvalue)
-    perm = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), vectorized=True,
+    # one sample + permutation_type="samples" is scipy's sign-flip test of the paired differences;
+    # batches keep memory at 5,000 x queries
+    perm = stats.permutation_test((diff,), lambda d, axis: np.mean(d, axis=axis), vectorized=True,
                                   permutation_type="samples", n_resamples=resamples, alternative="two-sided",
-                                  random_state=np.random.default_rng(seed))
+                                  batch=5_000, random_state=np.random.default_rng(seed))
     return {"mean_difference": float(diff.mean()), "t_test_p": t_p, "randomisation_p": float(perm.pvalue),
             "wins": int((diff > 0).sum()), "ties": int((diff == 0).sum()), "losses": int((diff < 0).sum())}
 
@@ -317,6 +319,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
             **{m: result["mean"][m] for m in item.config.evaluation.measures},
             "learner": item.entry.learner, "optimises": item.entry.optimises,
             "seconds": result["seconds"], "output_dir": item.config.output_dir,
+            "folds_trained_in_this_invocation": result["trained_now"],
             "per_fold": {fold: {m: values[m] for m in item.config.evaluation.measures}
                          for fold, values in result["per_fold"].items()},
         }
@@ -344,6 +347,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
         "commit": _commit(), "command": command or "training.compare.run(...)", "quick": quick,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "train_seconds": round(sum(o["seconds"] for o in objectives.values()), 1),
+        "runs_reused": [n for n, o in objectives.items() if not o["folds_trained_in_this_invocation"]],
         "machine": f"{platform.machine()}, {platform.system()}, python {platform.python_version()}",
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -356,9 +360,13 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
                     fh.write(f"{name}\t{fold}\t{qid}\t" + "\t".join(f"{by_measure[m][qid]:.6f}" for m in config.measures) + "\n")
     table = render_table(summary, config.measures)
     run_info = summary["run"]
-    table += (f"\nProduced by `{run_info['command']}` at commit {run_info['commit']} in "
-              f"{run_info['wall_seconds']:.0f} s wall ({run_info['machine']}); conventions "
-              f"{first.evaluation.conventions}, g = {first.evaluation.g}, seeds and settings in summary.json.\n")
+    reused = run_info["runs_reused"]
+    table += (f"\nProduced by `{run_info['command']}` at commit {run_info['commit']}: {run_info['wall_seconds']:.0f} s wall "
+              f"({run_info['machine']}), "
+              + (f"{len(reused)} of {len(objectives)} runs reused from earlier invocations with the same configs; "
+                 if reused else "every run trained in this invocation; ")
+              + f"training time of all runs {run_info['train_seconds']:.0f} s. Conventions "
+              f"{first.evaluation.conventions}, g = {first.evaluation.g}; seeds and settings in summary.json.\n")
     (root / "table.md").write_text(table)
     log_event(log, event="compare_done", wall_seconds=run_info["wall_seconds"])
     return summary | {"table": table, "output_dir": str(root)}

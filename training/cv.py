@@ -23,7 +23,6 @@ first learning rate) writes under ``<output_dir>-quick`` instead.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import sys
@@ -39,11 +38,14 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold
 
-from ._runner import parse_folds, run_folds
+from ._runner import fold_script_main, run_folds
 from ._sections import DataConfig, EvaluationConfig
-from .config import load_config
 
 AP_FAMILY = ("gap", "xgap", "egap", "ap")
+
+
+class TrainingDiverged(GaprankInputError):
+    """The loss became NaN or infinite: the configured learning rate is too large for this objective."""
 METRIC_LOSSES = ("soft", "exact", "lambdarank")
 
 
@@ -209,7 +211,7 @@ def _train_one_rate(config: CVConfig, train: list[_Batch], vali: RankingSplit, l
             optimizer.zero_grad()
             loss = loss_fn(model(batch.features), batch.labels, batch.mask)
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"{config.name}: loss became {loss.item()} at epoch {epoch} "
+                raise TrainingDiverged(f"{config.name}: loss became {loss.item()} at epoch {epoch} "
                                          f"(learning rate {learning_rate:g}); try a smaller learning rate")
             loss.backward()
             optimizer.step()
@@ -262,26 +264,8 @@ def run(config: CVConfig, *, folds: list[int] | None = None, force: bool = False
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.cv", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True, help="YAML config, e.g. configs/ohsumed/softgap.yaml")
-    parser.add_argument("--folds", help="comma-separated subset of the config's folds, e.g. 1,2")
-    parser.add_argument("--force", action="store_true", help="retrain folds that already have results")
-    parser.add_argument("--quick", action="store_true", help="fold 1, 2 epochs, first learning rate (CI)")
-    args = parser.parse_args(argv)
-    try:
-        config = load_config(args.config, CVConfig)
-        if args.quick:
-            config = quick(config)
-        folds = parse_folds(args.folds)
-        if folds:
-            DataConfig(config.data.dataset, folds=folds).validate()
-        result = run(config, folds=folds, force=args.force)
-    except GaprankInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(result["table"], end="")
-    return 0
+    return fold_script_main(argv, prog="python -m training.cv", doc=__doc__, example="configs/ohsumed/soft_gap.yaml",
+                            config_class=CVConfig, run=run, quick=quick, quick_help="fold 1, 2 epochs, first learning rate (CI)")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,7 @@ and ``log.jsonl`` (one JSON line per event); prints the table. ``--quick`` (fold
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,9 +27,8 @@ from gaprank import GaprankInputError
 from gaprank.data import load_fold
 from gaprank.lightgbm import lambdarank_objective
 
-from ._runner import parse_folds, run_folds
+from ._runner import fold_script_main, run_folds
 from ._sections import DataConfig, EvaluationConfig
-from .config import load_config
 
 
 @dataclass
@@ -155,26 +152,8 @@ def run(config: LambdaMARTConfig, *, folds: list[int] | None = None, force: bool
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.lambdamart", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True, help="YAML config, e.g. configs/ohsumed/lambdamart_gap.yaml")
-    parser.add_argument("--folds", help="comma-separated subset of the config's folds, e.g. 1,2")
-    parser.add_argument("--force", action="store_true", help="retrain folds that already have results")
-    parser.add_argument("--quick", action="store_true", help="fold 1, 5 boosting rounds (CI)")
-    args = parser.parse_args(argv)
-    try:
-        config = load_config(args.config, LambdaMARTConfig)
-        if args.quick:
-            config = quick(config)
-        folds = parse_folds(args.folds)
-        if folds:
-            DataConfig(config.data.dataset, folds=folds).validate()
-        result = run(config, folds=folds, force=args.force)
-    except GaprankInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(result["table"], end="")
-    return 0
+    return fold_script_main(argv, prog="python -m training.lambdamart", doc=__doc__, example="configs/ohsumed/lambdamart_gap.yaml",
+                            config_class=LambdaMARTConfig, run=run, quick=quick, quick_help="fold 1, 5 boosting rounds (CI)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,218 @@
+"""training.cv: PyTorch rankers over the LETOR folds (selection on vali, determinism, re-runs, config errors)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from gaprank.data import load_fold
+from gaprank.lightgbm import ranking_feval
+from training.config import ConfigError, load_config
+from training.cv import CVConfig, LossConfig, ModelConfig, length_batches, main, predict, run, run_fold
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(p for folder in ("ohsumed", "mq2008") for p in (ROOT / "configs" / folder).glob("*.yaml")
+                 if not p.name.startswith(("lambdamart_", "compare")))
+
+
+@pytest.fixture(scope="module")
+def ohsumed_fold1():
+    try:
+        return load_fold("OHSUMED", 1)
+    except Exception as exc:  # pragma: no cover - no data beside the repository
+        pytest.skip(f"OHSUMED not available: {exc}")
+
+
+def _write(tmp_path: Path, data: dict, name: str = "config.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _small(tmp_path: Path, **loss) -> dict:
+    return {
+        "name": "small",
+        "data": {"dataset": "OHSUMED", "folds": [1]},
+        "loss": loss or {"kind": "lambdarank", "metric": "gap", "g": [0.5, 0.5]},
+        "training": {"epochs": 4, "batch_size": 16, "learning_rates": [0.001, 0.01], "patience": None,
+                     "num_threads": 1},
+        "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"]},
+        "output_dir": str(tmp_path / "out"),
+    }
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_shipped_configs_load(path):
+    config = load_config(path, CVConfig)
+    assert config.data.folds == [1, 2, 3, 4, 5] and config.output_dir == f"results/{path.parent.name}/{path.stem}"
+    assert config.evaluation.conventions == ("letor3" if path.parent.name == "ohsumed" else "letor4")
+    assert config.evaluation.g == [0.5, 0.5]
+
+
+def test_fold_run_selects_on_vali_and_is_deterministic(tmp_path, ohsumed_fold1):
+    config = load_config(_write(tmp_path, _small(tmp_path)), CVConfig)
+    record = run_fold(config, 1, progress=False)
+    # the chosen (learning rate, epoch) is the argmax of the validation curves, first one on ties
+    curves = {float(lr): np.asarray(r["GAP"]) for lr, r in record["vali"].items()}
+    best_lr = max(curves, key=lambda lr: curves[lr].max())
+    assert record["selected"]["learning_rate"] == best_lr
+    assert record["selected"]["epoch"] == int(np.argmax(curves[best_lr])) + 1
+    assert record["selected"]["vali GAP"] == pytest.approx(curves[best_lr].max(), abs=1e-6)
+    assert all(len(c) == 4 for c in curves.values())  # patience off: every epoch ran
+    assert len(record["per_query"]["GAP"]) == 22
+    for measure, mean in record["test"].items():
+        assert mean == pytest.approx(np.mean(list(record["per_query"][measure].values())))
+    # same seed, same numbers; another seed, other numbers
+    again = run_fold(config, 1, progress=False)
+    assert again["per_query"] == record["per_query"] and again["vali"] == record["vali"]
+    other = load_config(_write(tmp_path, {**_small(tmp_path), "training": {**_small(tmp_path)["training"], "seed": 7}}),
+                        CVConfig)
+    assert run_fold(other, 1, progress=False)["vali"] != record["vali"]
+
+
+def test_test_scores_are_gaprank_metrics_of_the_selected_model(tmp_path, ohsumed_fold1):
+    data = _small(tmp_path, kind="listnet")
+    data["training"].update(learning_rates=[0.01], epochs=3)
+    config = load_config(_write(tmp_path, data), CVConfig)
+    record = run_fold(config, 1, progress=False)
+    # retrain up to the selected epoch by hand and score the test fold with ranking_feval
+    torch.manual_seed(1)
+    model = config.model.build(ohsumed_fold1.train.num_features)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    batches = length_batches(ohsumed_fold1.train, 16, torch.float32)
+    shuffle = torch.Generator().manual_seed(1)
+    loss_fn = config.loss.build()
+    for _ in range(record["selected"]["epoch"]):
+        for index in torch.randperm(len(batches), generator=shuffle).tolist():
+            b = batches[index]
+            optimizer.zero_grad()
+            loss_fn(model(b.features), b.labels, b.mask).backward()
+            optimizer.step()
+    test = ohsumed_fold1.test
+    expected = ranking_feval(["NDCG@10", "MAP", "P@10", "GAP"], g=[0.5, 0.5]).evaluate(
+        predict(model, test, torch.float32), test.labels, test.group_sizes)
+    for measure, value in expected.items():
+        assert record["test"][measure] == pytest.approx(value, abs=1e-12)
+
+
+def test_run_writes_results_skips_finished_folds_and_retrains_on_change(tmp_path, ohsumed_fold1):
+    data = _small(tmp_path)
+    data["training"].update(epochs=2, learning_rates=[0.01])
+    config = load_config(_write(tmp_path, data), CVConfig)
+    summary = run(config, progress=False)
+    out = tmp_path / "out"
+    assert summary["folds"] == ["Fold1"] and set(summary["mean"]) == {"NDCG@10", "MAP", "P@10", "GAP"}
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["conventions"]["name"] == "letor3" and saved["config"]["loss"]["kind"] == "lambdarank"
+    assert (out / "per_query.tsv").read_text().count("\n") == 23 and "| **mean** |" in (out / "table.md").read_text()
+    run(config, progress=False)
+    events = [json.loads(line)["event"] for line in (out / "log.jsonl").read_text().splitlines()]
+    assert events.count("fold_start") == 1 and "fold_skipped" in events
+    data["training"]["epochs"] = 1
+    run(load_config(_write(tmp_path, data), CVConfig), progress=False)
+    events = [json.loads(line)["event"] for line in (out / "log.jsonl").read_text().splitlines()]
+    assert events.count("fold_start") == 2
+
+
+LOSSES = [
+    {"kind": "soft", "metric": m, **({"g": [0.5, 0.5]} if m in ("gap", "xgap", "egap") else {})}
+    for m in ("gap", "xgap", "egap", "ap", "ndcg")
+] + [
+    {"kind": "exact", "metric": "gap", "g": [0.5, 0.5]},
+    {"kind": "lambdarank", "metric": "ndcg", "k": 10},
+    {"kind": "ranknet"},
+    {"kind": "listnet"},
+]
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda d: f"{d['kind']}-{d.get('metric', '')}")
+def test_every_loss_kind_gives_a_finite_descent_direction(loss):
+    config = LossConfig(**loss)
+    config.validate()
+    fn = config.build()
+    torch.manual_seed(0)
+    scores = torch.randn(3, 6, dtype=torch.float64, requires_grad=True)
+    labels = torch.tensor([[2, 1, 0, 0, 1, 0], [0, 0, 1, 0, 0, 0], [1, 2, 0, 2, 0, 0]])
+    mask = torch.ones(3, 6, dtype=torch.bool)
+    mask[1, 4:] = False
+    value = fn(scores, labels, mask)
+    value.backward()
+    assert torch.isfinite(value) and torch.isfinite(scores.grad).all() and scores.grad.abs().sum() > 0
+    assert (scores.grad[1, 4:] == 0).all()  # padding
+    stepped = fn((scores - 1e-3 * scores.grad).detach(), labels, mask)
+    assert stepped < value  # a small step against the gradient lowers the loss
+
+
+def test_models_and_length_batches(ohsumed_fold1):
+    linear = ModelConfig().build(45)
+    mlp = ModelConfig(kind="mlp", hidden=[16, 8], dropout=0.1).build(45)
+    x = torch.rand(2, 7, 45)
+    assert linear(x).shape == (2, 7) and mlp(x).shape == (2, 7)
+    batches = length_batches(ohsumed_fold1.train, 8, torch.float32)
+    sizes = sorted(ohsumed_fold1.train.group_sizes.tolist())
+    assert [int(n) for b in batches for n in b.mask.sum(1)] == sizes  # every query once, sorted by length
+    assert all(b.mask[:, -1].any() for b in batches)  # each batch padded only to its own longest query
+    assert sum(int(b.labels[b.mask].sum()) for b in batches) == int(ohsumed_fold1.train.labels.sum())
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d["training"].update(epoks=3), "unknown key 'epoks'"),
+        (lambda d: d["training"].update(epochs="ten"), "training.epochs must be an integer"),
+        (lambda d: d["training"].update(learning_rates=[]), "learning_rates"),
+        (lambda d: d["training"].update(dtype="float16"), "training.dtype must be one of"),
+        (lambda d: d.pop("loss"), "loss is required"),
+        (lambda d: d["loss"].update(kind="softmax"), "loss.kind must be one of"),
+        (lambda d: d["loss"].pop("metric"), "loss.metric is required"),
+        (lambda d: d["loss"].update(kind="exact", metric="ndcg"), "AP family"),
+        (lambda d: d["loss"].update(metric="ap"), "loss.g is only for"),
+        (lambda d: d["loss"].update(kind="soft", k=5), "only for loss.kind 'lambdarank'"),
+        (lambda d: d["loss"].update(g=[0.5, 0.6]), "sum to 1"),
+        (lambda d: d["loss"].update(sigma=0), "sigma"),
+        (lambda d: d["model"].update(kind="mlp", hidden=[]), "model.hidden"),
+        (lambda d: d["data"].update(folds=[0]), "folds"),
+        (lambda d: d["evaluation"].update(selection="GAP@ten"), "GAP@ten"),
+    ],
+)
+def test_config_errors_are_clear_messages(tmp_path, change, message):
+    data = {**_small(tmp_path), "model": {"kind": "linear"}}
+    change(data)
+    with pytest.raises(ConfigError, match=message):
+        load_config(_write(tmp_path, data), CVConfig)
+
+
+def test_cli_quick_mode_and_errors(tmp_path, ohsumed_fold1):
+    data = _small(tmp_path)
+    data["data"]["folds"] = [1, 2]
+    assert main(["--config", str(_write(tmp_path, data)), "--quick"]) == 0
+    quick = tmp_path / "out-quick"
+    record = json.loads((quick / "folds" / "Fold1.json").read_text())
+    assert not (quick / "folds" / "Fold2.json").exists() and list(record["vali"]) == ["0.001"]
+    assert len(record["vali"]["0.001"]["GAP"]) == 2 and not (tmp_path / "out").exists()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ndata: {dataset: OHSUMED, data_dir: /nonexistent}\noutput_dir: o\nloss: {kind: listnet}\n")
+    out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(bad)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "/nonexistent" in out.stderr and "Traceback" not in out.stderr
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("name: x\ndata: {dataset: OHSUMED}\noutput_dir: o\nloss: {kind: listnet, metric: gap}\n")
+    out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(typo)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "takes no metric" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_diverging_loss_is_a_clear_error(tmp_path, ohsumed_fold1, monkeypatch):
+    from training import cv
+
+    config = load_config(_write(tmp_path, _small(tmp_path, kind="listnet")), CVConfig)
+    monkeypatch.setattr(cv.LossConfig, "build", lambda self: (lambda s, y, m: s.sum() * float("nan")))
+    with pytest.raises(cv.TrainingDiverged, match="loss became nan at epoch 1 .*smaller learning rate"):
+        run_fold(config, 1, progress=False)
