@@ -295,8 +295,9 @@ def plot(summary: dict[str, Any], per_query: dict[str, Any], measures: list[str]
 def _commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                               text=True, check=True).stdout.strip()
+        # results/ is what the run writes; anything else uncommitted means the code or configs differ from HEAD
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"], cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
         return head + ("+uncommitted changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
@@ -306,6 +307,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
         progress: bool = True, command: str | None = None) -> dict[str, Any]:
     """Train (or reuse) every run, then compare; see the module doc for what is written."""
     started = time.perf_counter()
+    commit = _commit()
     root = Path(out) if out is not None else Path(config.output_dir + ("-quick" if quick else ""))
     loaded = load_runs(config, quick=quick, out=root if out is not None else None)
     root.mkdir(parents=True, exist_ok=True)
@@ -344,7 +346,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
     }
     summary["plots"] = plot(summary, per_query, config.measures, root / "plots")
     summary["run"] = {
-        "commit": _commit(), "command": command or "training.compare.run(...)", "quick": quick,
+        "commit": commit, "command": command or "training.compare.run(...)", "quick": quick,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "train_seconds": round(sum(o["seconds"] for o in objectives.values()), 1),
         "runs_reused": [n for n, o in objectives.items() if not o["folds_trained_in_this_invocation"]],
