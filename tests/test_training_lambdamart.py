@@ -34,7 +34,7 @@ def _quick(tmp_path: Path, **objective) -> dict:
     }
 
 
-@pytest.mark.parametrize("name", ["lambdamart_gap", "lambdamart_egap", "lambdamart_ndcg"])
+@pytest.mark.parametrize("name", ["lambdamart_gap", "lambdamart_egap", "lambdamart_ap", "lambdamart_ndcg"])
 def test_shipped_configs_load(name):
     config = load_config(ROOT / "configs" / "ohsumed" / f"{name}.yaml", LambdaMARTConfig)
     assert config.data.folds == [1, 2, 3, 4, 5] and config.output_dir.startswith("results/ohsumed/")

@@ -233,7 +233,8 @@ def render_table(summary: dict[str, Any], measures: list[str]) -> str:
     if summary["significance"]:
         sig_measures = [m for m in summary["config"]["significance"]["measures"]]
         lines += ["", "### GAP objectives vs their nDCG and AP counterparts (same learner), paired over test queries",
-                  "", "Δ = mean difference (GAP objective − counterpart); p: paired t-test / paired randomisation test "
+                  "", "Δ = mean per-query difference (GAP objective − counterpart) over all test queries (the means above "
+                  "average the per-fold means, as LETOR reports them); p: paired t-test / paired randomisation test "
                   f"({summary['config']['significance']['resamples']} resamples); W/T/L: per-query wins/ties/losses.", "",
                   "| objective | vs | " + " | ".join(f"Δ {m} | p (t / rand.) | W/T/L" for m in sig_measures) + " |",
                   "|---|---|" + "---:|---:|---:|" * len(sig_measures)]
