@@ -97,7 +97,7 @@ def test_test_scores_are_gaprank_metrics_of_the_selected_model(tmp_path, ohsumed
             optimizer.step()
     test = ohsumed_fold1.test
     expected = ranking_feval(["NDCG@10", "MAP", "P@10", "GAP"], g=[0.5, 0.5]).evaluate(
-        predict(model, test, torch.float32), test.labels, test.group_sizes)
+        predict(model, torch.as_tensor(test.features, dtype=torch.float32)), test.labels, test.group_sizes)
     for measure, value in expected.items():
         assert record["test"][measure] == pytest.approx(value, abs=1e-12)
 

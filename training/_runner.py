@@ -57,7 +57,8 @@ def run_folds(
 ) -> dict[str, Any]:
     """Run ``run_fold`` for each fold (reusing ``folds/FoldK.json`` written with the same config unless
     ``force``) and write ``summary.json``, ``per_query.tsv``, ``table.md`` and ``log.jsonl`` under
-    ``config.output_dir``. Returns the summary plus its ``"table"``."""
+    ``config.output_dir``. Returns the summary plus its ``"table"``, the folds trained in this call
+    (``"trained_now"``) and the test values of each query (``"per_query"``: ``{fold: {measure: {qid: value}}}``)."""
     out = Path(config.output_dir)
     (out / "folds").mkdir(parents=True, exist_ok=True)
     log = out / "log.jsonl"
@@ -101,7 +102,8 @@ def run_folds(
     table = fold_table(config.name, measures, records, means)
     (out / "table.md").write_text(table)
     log_event(log, event="run_done", mean=means)
-    return summary | {"table": table, "trained_now": trained}
+    return summary | {"table": table, "trained_now": trained,
+                      "per_query": {r["fold"]: r["per_query"] for r in records}}
 
 
 def parse_folds(text: str | None, dataset: str) -> list[int] | None:

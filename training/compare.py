@@ -133,15 +133,6 @@ def load_runs(config: CompareConfig, *, quick: bool = False, out: Path | None = 
     return loaded
 
 
-def _per_query(run_config: Any) -> dict[str, dict[str, dict[str, float]]]:
-    """{fold: {measure: {qid: value}}} from the run's fold records."""
-    folds = {}
-    for number in run_config.data.folds:
-        record = json.loads((Path(run_config.output_dir) / "folds" / f"Fold{number}.json").read_text())
-        folds[record["fold"]] = record["per_query"]
-    return folds
-
-
 def _aligned(per_query: dict[str, dict[str, dict[str, float]]], measure: str) -> tuple[list[str], np.ndarray]:
     keys, values = [], []
     for fold, by_measure in per_query.items():
@@ -317,7 +308,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
     objectives, per_query = {}, {}
     for item in loaded:
         result = item.run(item.config, force=force, progress=progress)
-        per_query[item.entry.name] = _per_query(item.config)
+        per_query[item.entry.name] = result["per_query"]
         objectives[item.entry.name] = {
             **{m: result["mean"][m] for m in item.config.evaluation.measures},
             "learner": item.entry.learner, "optimises": item.entry.optimises,

@@ -183,11 +183,11 @@ def length_batches(split: RankingSplit, batch_size: int, dtype: torch.dtype) -> 
     return batches
 
 
-def predict(model: torch.nn.Module, split: RankingSplit, dtype: torch.dtype) -> np.ndarray:
-    """Flat scores, in the split's row order."""
+def predict(model: torch.nn.Module, features: torch.Tensor) -> np.ndarray:
+    """Flat scores of the rows of ``features`` ``[rows, F]``, in row order."""
     model.eval()
     with torch.no_grad():
-        return model(torch.as_tensor(split.features, dtype=dtype)).double().numpy()
+        return model(features).double().numpy()
 
 
 def _train_one_rate(config: CVConfig, train: list[_Batch], vali: RankingSplit, learning_rate: float,
@@ -199,6 +199,7 @@ def _train_one_rate(config: CVConfig, train: list[_Batch], vali: RankingSplit, l
     loss_fn = config.loss.build()
     selection = ev.scorer([ev.selection])
     shuffle = torch.Generator().manual_seed(tr.seed)
+    vali_features = torch.as_tensor(vali.features, dtype=dtype)  # converted once, scored every epoch
     history, losses = [], []
     best = (-np.inf, 0, copy.deepcopy(model.state_dict()))
     bar = tqdm(range(1, tr.epochs + 1), desc=f"  lr {learning_rate:g}", unit="epoch", leave=False,
@@ -216,7 +217,7 @@ def _train_one_rate(config: CVConfig, train: list[_Batch], vali: RankingSplit, l
             loss.backward()
             optimizer.step()
             total += loss.item()
-        value = selection.evaluate(predict(model, vali, dtype), vali.labels, vali.group_sizes)[ev.selection]
+        value = selection.evaluate(predict(model, vali_features), vali.labels, vali.group_sizes)[ev.selection]
         history.append(value)
         losses.append(total / len(train))
         bar.set_postfix({ev.selection: f"{value:.4f}"})
@@ -242,7 +243,7 @@ def run_fold(config: CVConfig, fold_number: int, *, progress: bool = True) -> di
     chosen = max(tr.learning_rates, key=lambda lr: runs[lr]["value"])  # ties: the first listed
     best = runs[chosen]
     test = fold.test
-    per_query = ev.scorer().per_query(predict(best["model"], test, dtype), test.labels, test.group_sizes)
+    per_query = ev.scorer().per_query(predict(best["model"], torch.as_tensor(test.features, dtype=dtype)), test.labels, test.group_sizes)
     return {
         "fold": f"Fold{fold_number}",
         "selected": {"epoch": best["epoch"], "learning_rate": chosen, f"vali {ev.selection}": round(best["value"], 6)},
