@@ -198,7 +198,8 @@ def test_cli_quick_mode_and_errors(tmp_path, ohsumed_fold1):
     assert not (quick / "folds" / "Fold2.json").exists() and list(record["vali"]) == ["0.001"]
     assert len(record["vali"]["0.001"]["GAP"]) == 2 and not (tmp_path / "out").exists()
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\ndata: {dataset: OHSUMED, data_dir: /nonexistent}\noutput_dir: o\nloss: {kind: listnet}\n")
+    bad.write_text(f"name: x\ndata: {{dataset: OHSUMED, data_dir: /nonexistent}}\noutput_dir: {tmp_path / 'o'}\n"
+                   "loss: {kind: listnet}\n")
     out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(bad)], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 2 and "/nonexistent" in out.stderr and "Traceback" not in out.stderr
