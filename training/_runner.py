@@ -8,6 +8,7 @@ A trainer supplies ``run_fold(fold_number) -> record``; a record holds ``"fold"`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -104,6 +105,13 @@ def run_folds(
     log_event(log, event="run_done", mean=means)
     return summary | {"table": table, "trained_now": trained,
                       "per_query": {r["fold"]: r["per_query"] for r in records}}
+
+
+def quick_variant(config: Any, **changes: Any) -> Any:
+    """The ``--quick`` form of a run config: its first fold only, written under ``<output_dir>-quick``,
+    with the script's own shortening in ``changes`` (e.g. fewer epochs)."""
+    return dataclasses.replace(config, data=dataclasses.replace(config.data, folds=config.data.folds[:1]),
+                               output_dir=f"{config.output_dir}-quick", **changes)
 
 
 def parse_folds(text: str | None, dataset: str) -> list[int] | None:

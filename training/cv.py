@@ -38,7 +38,7 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold
 
-from ._runner import fold_script_main, run_folds
+from ._runner import fold_script_main, quick_variant, run_folds
 from ._sections import DataConfig, EvaluationConfig
 
 AP_FAMILY = ("gap", "xgap", "egap", "ap")
@@ -151,13 +151,8 @@ class CVConfig:
 
 def quick(config: CVConfig) -> CVConfig:
     """CI's smoke version: fold 1 (the first configured), 2 epochs, the first learning rate."""
-    return dataclasses.replace(
-        config,
-        data=dataclasses.replace(config.data, folds=config.data.folds[:1]),
-        training=dataclasses.replace(config.training, epochs=min(config.training.epochs, 2),
-                                     learning_rates=config.training.learning_rates[:1]),
-        output_dir=f"{config.output_dir}-quick",
-    )
+    return quick_variant(config, training=dataclasses.replace(
+        config.training, epochs=min(config.training.epochs, 2), learning_rates=config.training.learning_rates[:1]))
 
 
 @dataclass

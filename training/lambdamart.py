@@ -27,7 +27,7 @@ from gaprank import GaprankInputError
 from gaprank.data import load_fold
 from gaprank.lightgbm import lambdarank_objective
 
-from ._runner import fold_script_main, run_folds
+from ._runner import fold_script_main, quick_variant, run_folds
 from ._sections import DataConfig, EvaluationConfig
 
 
@@ -99,12 +99,8 @@ class LambdaMARTConfig:
 
 def quick(config: LambdaMARTConfig) -> LambdaMARTConfig:
     """CI's smoke version: fold 1 (the first configured), at most 5 boosting rounds."""
-    return dataclasses.replace(
-        config,
-        data=dataclasses.replace(config.data, folds=config.data.folds[:1]),
-        booster=dataclasses.replace(config.booster, num_boost_round=min(config.booster.num_boost_round, 5)),
-        output_dir=f"{config.output_dir}-quick",
-    )
+    return quick_variant(config, booster=dataclasses.replace(
+        config.booster, num_boost_round=min(config.booster.num_boost_round, 5)))
 
 
 def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
