@@ -14,7 +14,7 @@ from .._padding import check_group_sizes
 # A new bucket starts when a query is this much longer than the bucket's shortest one. Each bucket
 # costs a fixed few dozen tensor operations, padding costs pairs: on OHSUMED and MQ2008 (20 to 320
 # documents per query) 1.5 was fastest among 1.125, 1.5, 2 and 4 (benchmarks/bench_lightgbm.py).
-BUCKET_GROWTH = 1.5
+BUCKET_GROWTH = 4.0
 
 
 def check_flat_labels(labels: Any) -> np.ndarray:

@@ -16,19 +16,27 @@ FORMULAS.md "LambdaRank"). LightGBM minimises, so these are handed over as they 
 
 from __future__ import annotations
 
-import functools
+import dataclasses
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
-from ..losses._pairwise import PAIR_BLOCK_ELEMENTS, pairwise_logistic, scatter_to_documents
-from ..metrics._ranking import default_g, resolve_g
-from ..metrics._swap import METRICS, pair_factors, rank_for_metric
-from ._layout import LayoutCache, QueryLayout, check_flat_scores
+from ..losses._pairwise import (PairWorkspace, RankedBatch, pairwise_logistic_batches,
+                                scatter_to_documents)
+from ..metrics._ranking import RankedLists, default_g, rank_lists, resolve_g
+from ..metrics._swap import METRICS, FactorPlan, plan_pair_factors
+from ._layout import Bucket, LayoutCache, QueryLayout, check_flat_scores
 
 _GAP_FAMILY = ("gap", "xgap", "egap")
+PRECISIONS = ("float32", "float64")
+# Pairs per chunk: small enough that a chunk's scratch buffers stay in a core's L2 cache across the
+# dozen elementwise passes (2^18 was fastest among 2^15..2^22 on OHSUMED and MQ2008 in
+# benchmarks/bench_lightgbm.py; larger chunks spill to memory, smaller ones add per-chunk overhead).
+CACHE_BLOCK_ELEMENTS = 1 << 18
 
 
 def _check_label_gain(label_gain: Any, metric: str) -> torch.Tensor | None:
@@ -40,6 +48,22 @@ def _check_label_gain(label_gain: Any, metric: str) -> torch.Tensor | None:
     if gains.ndim != 1 or gains.size == 0 or not np.isfinite(gains).all():
         raise GaprankInputError(f"label_gain must be a non-empty 1-D list of finite gains, one per label; got {label_gain!r}")
     return torch.from_numpy(gains.copy())
+
+
+@dataclass
+class _PreparedBucket:
+    """A bucket with what stays fixed across rounds: its lists' grade counts and factor plan."""
+
+    bucket: Bucket
+    lists: RankedLists  # grade counts, list sizes; grades are filled in per round
+    plan: FactorPlan
+
+
+@dataclass
+class _PreparedData:
+    layout: QueryLayout
+    buckets: list[_PreparedBucket]
+    workspace: PairWorkspace  # the pair blocks' scratch buffers, reused every round
 
 
 class LambdaRankObjective:
@@ -58,7 +82,8 @@ class LambdaRankObjective:
         truncation_level: int | None = None,
         norm: bool = False,
         label_gain: Any = None,
-        block_elements: int = PAIR_BLOCK_ELEMENTS,
+        precision: str = "float32",
+        block_elements: int = CACHE_BLOCK_ELEMENTS,
     ) -> None:
         check_choice(metric, "metric", METRICS)
         self.metric = metric
@@ -72,12 +97,14 @@ class LambdaRankObjective:
         self.g = None if g is None else resolve_g(g, torch.device("cpu"))
         self.label_gain = _check_label_gain(label_gain, metric)
         self.block_elements = check_positive_int(block_elements)
-        self._layouts = LayoutCache(functools.partial(QueryLayout.build, only_rankable=True))
+        check_choice(precision, "precision", PRECISIONS)
+        self.precision = precision
+        self._prepared = LayoutCache(self._prepare)
 
     def __repr__(self) -> str:
         g = None if self.g is None else self.g.tolist()
         return (f"{type(self).__name__}(metric={self.metric!r}, g={g}, sigma={self.sigma}, "
-                f"truncation_level={self.truncation_level}, norm={self.norm})")
+                f"truncation_level={self.truncation_level}, norm={self.norm}, precision={self.precision!r})")
 
     def _scale_g(self, layout: QueryLayout) -> torch.Tensor | None:
         """g for the whole data set: the user's, or uniform over grades 1..(largest label)."""
@@ -90,29 +117,52 @@ class LambdaRankObjective:
                                     f"set by g (c = {self.g.numel()} grades)")
         return self.g
 
+    def _prepare(self, labels: Any, group: Any) -> _PreparedData:
+        """Bucket the rankable queries and build each bucket's factor plan (once per data set)."""
+        layout = QueryLayout.build(labels, group, only_rankable=True)
+        if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
+            raise GaprankInputError(f"label {layout.max_label} has no gain: label_gain has {self.label_gain.numel()} "
+                                    f"entries (labels 0..{self.label_gain.numel() - 1})")
+        g = self._scale_g(layout)
+        num_grades = layout.max_label if g is None else g.numel()
+        prepared = []
+        for bucket in layout.buckets:
+            lists = rank_lists(torch.zeros(bucket.mask.shape, dtype=torch.float64), bucket.labels, mask=bucket.mask,
+                               num_grades=num_grades)
+            plan = plan_pair_factors(self.metric, lists, g, ideal_cutoff=self.truncation_level, gains=self.label_gain)
+            if plan is not None:  # None: no grade above 0, so no pair to move (not in a rankable bucket)
+                prepared.append(_PreparedBucket(bucket, lists, plan))
+        return _PreparedData(layout, prepared, PairWorkspace())
+
     def gradients(self, preds: Any, labels: Any, group: Any, weight: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
 
         Queries with fewer than two different labels get 0 and 0. ``weight`` (one per row), when
         given, multiplies both, as LightGBM's own lambdarank does.
         """
-        layout = self._layouts.get(labels, group)
+        prepared = self._prepared.get(labels, group)
+        layout = prepared.layout
         scores = torch.from_numpy(check_flat_scores(preds, layout.num_rows))
         grad = torch.zeros(layout.num_rows, dtype=torch.float64)
         hess = torch.zeros(layout.num_rows, dtype=torch.float64)
-        g = self._scale_g(layout)
-        if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
-            raise GaprankInputError(f"label {layout.max_label} has no gain: label_gain has {self.label_gain.numel()} "
-                                    f"entries (labels 0..{self.label_gain.numel() - 1})")
-        for bucket in layout.buckets:
-            s = scores[bucket.rows].masked_fill(~bucket.mask, 0.0)
-            ranked, g_t = rank_for_metric(s, bucket.labels, metric=self.metric, g=g, mask=bucket.mask)
-            factors = pair_factors(self.metric, ranked, g_t, ideal_cutoff=self.truncation_level, gains=self.label_gain)
-            terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, factors,
-                                      sigma=self.sigma, truncation=self.truncation_level, norm=self.norm,
-                                      with_hessian=True, with_cost=False, block_elements=self.block_elements)
-            grad[bucket.flat_rows] = scatter_to_documents(terms.grad, ranked.order)[bucket.mask]
-            hess[bucket.flat_rows] = scatter_to_documents(terms.hess, ranked.order)[bucket.mask]
+        batches, orders = [], []
+        for part in prepared.buckets:
+            bucket = part.bucket
+            # Rank each query: scores descending, ties in row order, padding (-inf) last.
+            ranked_scores, order = torch.sort(scores[bucket.rows].masked_fill_(~bucket.mask, -math.inf), dim=-1,
+                                              descending=True, stable=True)
+            grades = bucket.labels.gather(1, order)
+            factors = part.plan.factors(dataclasses.replace(part.lists, grades=grades))
+            batches.append(RankedBatch(ranked_scores, grades, bucket.mask, factors))
+            orders.append(order)
+        all_terms = pairwise_logistic_batches(batches, sigma=self.sigma, truncation=self.truncation_level,
+                                              norm=self.norm, with_hessian=True, with_cost=False,
+                                              block_elements=self.block_elements, dtype=getattr(torch, self.precision),
+                                              workspace=prepared.workspace)
+        for part, order, terms in zip(prepared.buckets, orders, all_terms):
+            bucket = part.bucket
+            grad[bucket.flat_rows] = scatter_to_documents(terms.grad, order)[bucket.mask].to(grad.dtype)
+            hess[bucket.flat_rows] = scatter_to_documents(terms.hess, order)[bucket.mask].to(hess.dtype)
         grad_np, hess_np = grad.numpy(), hess.numpy()
         if weight is not None:
             w = np.asarray(weight, dtype=np.float64)
@@ -152,6 +202,7 @@ def lambdarank_objective(
     truncation_level: int | None = None,
     norm: bool = False,
     label_gain: Any = None,
+    precision: str = "float32",
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
@@ -166,6 +217,13 @@ def lambdarank_objective(
     each query's gradients by :math:`\log_2(1 + S)/S` (S: its lambda sum). With ``metric="ndcg",
     truncation_level=30, norm=True`` this is LightGBM's own ``objective="lambdarank"`` (its defaults
     ``lambdarank_truncation_level=30``, ``lambdarank_norm=true``, ``sigmoid=1``).
+
+    ``precision`` is the floating type of the per-pair arithmetic (rho, lambdas, hessians and their
+    sums): "float32" (default) or "float64". LightGBM keeps gradients and hessians in float32 (its
+    Python API rounds a custom objective's output to float32; its own lambdarank sums in float32), so
+    float32 gives up nothing LightGBM would keep beyond about 1e-6 relative, at a fraction of the
+    cost. :math:`\Delta M` and the score differences are formed in float64 and rounded once;
+    "float64" gives the numbers of :func:`gaprank.lambdarank_loss` to rounding.
 
     Returns a callable ``(preds, train_data) -> (grad, hess)``: ``lgb.train({"objective": obj}, data)``.
     Pairs are processed as dense blocks over queries bucketed by length (no Python loop over pairs or
@@ -184,7 +242,7 @@ def lambdarank_objective(
     (60,)
     """
     return LambdaRankObjective(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                               label_gain=label_gain)
+                               label_gain=label_gain, precision=precision)
 
 
 def sklearn_objective(
@@ -195,6 +253,7 @@ def sklearn_objective(
     truncation_level: int | None = None,
     norm: bool = False,
     label_gain: Any = None,
+    precision: str = "float32",
 ) -> SklearnObjective:
     """The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.
 
@@ -209,4 +268,4 @@ def sklearn_objective(
     (60,)
     """
     return SklearnObjective(lambdarank_objective(metric, g=g, sigma=sigma, truncation_level=truncation_level,
-                                                 norm=norm, label_gain=label_gain))
+                                                 norm=norm, label_gain=label_gain, precision=precision))

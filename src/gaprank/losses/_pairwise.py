@@ -45,6 +45,183 @@ class PairwiseTerms:
     hess: torch.Tensor | None  # [B, N]
 
 
+@dataclass
+class RankedBatch:
+    """One batch of ranked lists for :func:`pairwise_logistic_batches` (arguments as in
+    :func:`pairwise_logistic`)."""
+
+    scores: torch.Tensor  # [B, N], sorted descending, padding last
+    grades: torch.Tensor  # [B, N] int64
+    valid: torch.Tensor  # [B, N] bool
+    factors: PairFactors | None
+
+
+class PairWorkspace:
+    """Flat scratch buffers kept from one call to the next (LightGBM calls the objective every round
+    with the same shapes): reusing them spares the allocator a few megabytes of fresh pages per call."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[tuple[str, torch.dtype, torch.device], torch.Tensor] = {}
+
+    def get(self, name: str, numel: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        key = (name, dtype, device)
+        buffer = self._buffers.get(key)
+        if buffer is None or buffer.numel() < numel:
+            buffer = self._buffers[key] = torch.empty(numel, dtype=dtype, device=device)
+        return buffer[:numel]
+
+
+@dataclass
+class _Prepared:
+    """A batch made ready for its pair blocks, and the sums its blocks add to."""
+
+    scores: torch.Tensor  # [B, N] sigma (score - top score), padding replaced by the lowest; pair dtype
+    grades: torch.Tensor  # [B, N] in the pair dtype
+    valid: torch.Tensor  # [B, N] in the pair dtype
+    left: torch.Tensor | None  # [B, N, F] float64 (a transposed view), 0 at padding
+    right: torch.Tensor | None  # [B, F, N] float64, 0 at padding
+    top: int  # upper ranks 0..top-1 take part
+    cost: torch.Tensor  # [B]
+    grad: torch.Tensor  # [B, N]
+    hess: torch.Tensor | None  # [B, N]
+    weight_sum: torch.Tensor  # [B]: sum over pairs of |dM| rho (the lambdas over sigma)
+
+
+def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hessian: bool,
+             dtype: torch.dtype) -> _Prepared:
+    scores, valid = batch.scores.detach(), batch.valid
+    size = scores.shape[1]
+    # Padding takes the query's lowest score, so whatever the padding held never reaches a number.
+    lowest = scores.masked_fill(~valid, math.inf).min(-1, keepdim=True).values
+    s = torch.where(valid, scores, torch.where(torch.isfinite(lowest), lowest, 0.0))
+    # Measured from the query's top score before rounding to the pair dtype, so that float32 keeps
+    # differences to the precision of the query's score range, whatever the scores' magnitude.
+    s = ((s - s[:, :1]) * sigma).to(dtype)
+    left = right = None
+    if batch.factors is not None:  # zero factors at padding: every pair that touches padding weighs 0
+        padding = ~valid[:, None, :]
+        # The factors were built for this call alone, so they are zeroed in place (no copy).
+        left = batch.factors.left.masked_fill_(padding, 0.0).transpose(1, 2)
+        right = batch.factors.right.masked_fill_(padding, 0.0)
+    zeros = torch.zeros(s.shape, dtype=dtype, device=s.device)
+    return _Prepared(s, batch.grades.to(dtype), valid.to(dtype), left, right,
+                     size if truncation is None else min(truncation, size), zeros.new_zeros(s.shape[0]), zeros,
+                     zeros.clone() if with_hessian else None, zeros.new_zeros(s.shape[0]))
+
+
+def _pair_blocks(prepared: list[_Prepared], block_elements: int):
+    """Blocks ``(batch, start, stop)`` of upper ranks, packed into chunks of at most ``block_elements``
+    pairs (a single block may exceed it when one row of a batch does)."""
+    chunk, filled = [], 0
+    for index, p in enumerate(prepared):
+        batch, size = p.scores.shape
+        rows = max(1, block_elements // max(1, batch * size))
+        for start in range(0, p.top, rows):
+            stop = min(p.top, start + rows)
+            elements = batch * (stop - start) * size
+            if chunk and filled + elements > block_elements:
+                yield chunk
+                chunk, filled = [], 0
+            chunk.append((index, start, stop, elements))
+            filled += elements
+    if chunk:
+        yield chunk
+
+
+def pairwise_logistic_batches(
+    batches: list[RankedBatch],
+    *,
+    sigma: float,
+    truncation: int | None = None,
+    norm: bool = False,
+    with_hessian: bool = False,
+    with_cost: bool = True,
+    block_elements: int | None = None,
+    dtype: torch.dtype | None = None,
+    workspace: PairWorkspace | None = None,
+) -> list[PairwiseTerms]:
+    """:func:`pairwise_logistic` for several batches of ranked lists at once (one result per batch).
+
+    The pairs of all batches are cut into blocks of upper ranks and packed into chunks of about
+    ``block_elements`` pairs; each chunk is one flat buffer on which every elementwise step runs
+    once, so many small batches (LightGBM's length buckets) cost a few operations each, not dozens.
+    ``dtype`` is the pair arithmetic's (default: the scores'). Swap deltas are formed in float64 and
+    rounded once; scores are taken relative to their query's top score before rounding, so float32
+    loses no more than its rounding of each pair's terms. The batches' factors are zeroed at padding in place. A
+    ``workspace`` given by the caller keeps the scratch buffers for its next call.
+    """
+    block_elements = PAIR_BLOCK_ELEMENTS if block_elements is None else block_elements
+    dtype = batches[0].scores.dtype if dtype is None else dtype
+    device = batches[0].scores.device
+    workspace = PairWorkspace() if workspace is None else workspace
+    prepared = [_prepare(b, sigma, truncation, with_hessian, dtype) for b in batches]
+    for chunk in _pair_blocks(prepared, block_elements):
+        total = sum(elements for *_, elements in chunk)
+        weight, sign, diff = (workspace.get(name, total, dtype, device) for name in ("weight", "sign", "diff"))
+        deltas = workspace.get("deltas", max(elements for *_, elements in chunk), torch.float64, device)
+        blocks, offset = [], 0
+        for index, start, stop, elements in chunk:
+            p = prepared[index]
+            shape = (p.scores.shape[0], stop - start, p.scores.shape[1])
+            span = slice(offset, offset + elements)
+            offset += elements
+            w, sg, d = (buf[span].view(shape) for buf in (weight, sign, diff))
+            torch.sub(p.grades[:, start:stop, None], p.grades[:, None, :], out=sg)
+            sg[:, :, :stop].triu_(start + 1)  # a pair needs its upper rank strictly above the lower
+            if p.left is None:  # unit weights (RankNet) on pairs of real documents
+                torch.mul(p.valid[:, start:stop, None], p.valid[:, None, :], out=w)
+            elif dtype == torch.float64:
+                torch.bmm(p.left[:, start:stop], p.right, out=w)
+            else:  # dM in float64, rounded once
+                w.copy_(torch.bmm(p.left[:, start:stop], p.right, out=deltas[:elements].view(shape)))
+            torch.sub(p.scores[:, None, :], p.scores[:, start:stop, None], out=d)  # sigma (s_lower - s_upper)
+            blocks.append((p, start, stop, span, shape))
+
+        def each(flat: torch.Tensor):
+            for p, start, stop, span, shape in blocks:
+                yield p, start, stop, flat[span].view(shape)
+
+        # Every step below runs once over the whole chunk.
+        sign.clamp_(-1.0, 1.0)  # +1 / -1: the upper / lower document has the higher label; 0: no pair
+        weight.mul_(sign).abs_()  # |dM| on pairs, 0 elsewhere
+        if norm:  # LightGBM's lambdarank_norm: |dM| / (0.01 + |s_i - s_j|), here in sigma units (see _finish)
+            weight.div_(diff.abs().add_(NORM_OFFSET * sigma))
+        z = diff.mul_(sign)  # -sigma (s_better - s_worse)
+        if with_cost:
+            for p, _, _, block in each(torch.nn.functional.softplus(z).mul_(weight)):
+                p.cost += block.sum((1, 2))
+        rho = z.sigmoid_()  # 1 / (1 + exp(sigma (s_better - s_worse)))
+        lam = weight.mul_(rho)  # |dM| rho: the lambda over sigma
+        if norm:
+            for p, _, _, block in each(lam):
+                p.weight_sum += block.sum((1, 2))
+        if with_hessian:
+            for p, start, stop, block in each(torch.addcmul(lam, lam, rho, value=-1.0, out=rho)):  # |dM| rho (1 - rho)
+                p.hess[:, start:stop] += block.sum(-1)
+                p.hess += block.sum(1)
+        for p, start, stop, block in each(lam.mul_(sign)):
+            p.grad[:, start:stop] -= block.sum(-1)
+            p.grad += block.sum(1)
+    return [_finish(p, sigma, norm) for p in prepared]
+
+
+def _finish(p: _Prepared, sigma: float, norm: bool) -> PairwiseTerms:
+    """Apply sigma, and LightGBM's per-query rescaling when ``norm``."""
+    cost, grad = p.cost, p.grad * sigma
+    hess = None if p.hess is None else p.hess * sigma ** 2
+    if norm:
+        flat = p.scores.amax(-1) == p.scores.amin(-1)  # padding holds the lowest score: no effect
+        # The blocks divided |dM| by sigma (0.01 + |s_i - s_j|). LightGBM divides by 0.01 + |s_i - s_j|
+        # only when a query's scores are not all equal; such a query was divided by sigma 0.01.
+        unscale = torch.where(flat, NORM_OFFSET * sigma, sigma).to(grad.dtype)
+        lambda_sum = 2.0 * sigma * p.weight_sum * unscale
+        factor = torch.where(lambda_sum > 0, torch.log2(1.0 + lambda_sum) / lambda_sum.clamp_min(1e-300),
+                             torch.ones_like(lambda_sum)) * unscale
+        cost, grad = cost * factor, grad * factor[:, None]
+        hess = None if hess is None else hess * factor[:, None]
+    return PairwiseTerms(cost, grad, hess)
+
+
 def pairwise_logistic(
     ranked_scores: torch.Tensor,
     grades: torch.Tensor,
@@ -56,7 +233,8 @@ def pairwise_logistic(
     norm: bool = False,
     with_hessian: bool = False,
     with_cost: bool = True,
-    block_elements: int = PAIR_BLOCK_ELEMENTS,
+    block_elements: int | None = None,
+    dtype: torch.dtype | None = None,
 ) -> PairwiseTerms:
     r"""Cost, gradient (and LightGBM's hessian) of the |Delta M|-weighted pairwise logistic cost.
 
@@ -67,62 +245,13 @@ def pairwise_logistic(
     not all equal) and the query's gradients and hessians are scaled by ``log2(1 + S) / S``,
     S = the sum of its lambdas counted on both documents. The hessian is
     :math:`\sigma^2 |\Delta M| \rho (1 - \rho)` on both documents of each pair. ``with_cost=False``
-    skips the cost (returned as zeros) when only the derivatives are wanted.
+    skips the cost (returned as zeros) when only the derivatives are wanted. Pairs are taken in
+    blocks of upper ranks of at most ``block_elements`` pairs (default ``PAIR_BLOCK_ELEMENTS``),
+    which bounds the working memory of long lists.
     """
-    batch, size = ranked_scores.shape
-    dtype, device = ranked_scores.dtype, ranked_scores.device
-    valid_f = valid.to(dtype)
-    # Padding takes the query's lowest score, so that s_upper - s_lower >= 0 on every kept pair and
-    # whatever the padding held never reaches a number.
-    lowest = ranked_scores.detach().masked_fill(~valid, math.inf).min(-1, keepdim=True).values
-    s = torch.where(valid, ranked_scores.detach(), torch.where(torch.isfinite(lowest), lowest, 0.0))
-    grades_f = grades.to(dtype)
-    cost = torch.zeros(batch, dtype=dtype, device=device)
-    grad = torch.zeros(batch, size, dtype=dtype, device=device)
-    hess = torch.zeros(batch, size, dtype=dtype, device=device) if with_hessian else None
-    lambda_total = torch.zeros(batch, dtype=dtype, device=device)
-    if factors is not None:  # zero factors at padding: every pair that touches padding weighs 0
-        left = torch.where(valid[..., None], factors.left, 0.0).to(dtype)
-        right_t = torch.where(valid[..., None], factors.right, 0.0).to(dtype).transpose(1, 2)
-    if norm:  # LightGBM divides by 0.01 + |s_i - s_j| only when the query's scores are not all equal
-        spread = s.max(-1).values != s.min(-1).values
-        offset = torch.where(spread, NORM_OFFSET, 1.0).to(dtype)[:, None, None]
-    top = size if truncation is None else min(truncation, size)
-    rows = max(1, block_elements // max(1, batch * size))
-    cols = torch.arange(size, device=device)
-    # Each block is one dense [B, rows, N] step over upper ranks start..stop-1; in-place arithmetic
-    # keeps it to a few temporaries (boolean masks and torch.where are slow on CPU, so masks are 0/1).
-    for start in range(0, top, rows):
-        stop = min(top, start + rows)
-        upper = (cols[None, :] > torch.arange(start, stop, device=device)[:, None]).to(dtype)  # [rows, N]
-        # +1 / -1: the upper / lower document has the higher label; 0: equal labels or not a pair
-        sign = (grades_f[:, start:stop, None] - grades_f[:, None, :]).clamp_(-1.0, 1.0).mul_(upper)
-        if factors is None:
-            weight = sign.abs().mul_(valid_f[:, start:stop, None]).mul_(valid_f[:, None, :])
-        else:
-            weight = torch.bmm(left[:, start:stop], right_t).mul_(sign).abs_()  # |dM| on pairs, 0 elsewhere
-        diff = s[:, start:stop, None] - s[:, None, :]  # >= 0 on kept pairs: ranks are sorted
-        if norm:
-            weight.div_(diff.abs().add_(offset))
-        z = diff.mul_(sign).mul_(sigma)  # sigma (s_better - s_worse)
-        if with_cost:
-            cost += (weight * torch.nn.functional.softplus(-z)).sum((1, 2))
-        rho = z.neg_().sigmoid_()  # 1 / (1 + exp(sigma (s_better - s_worse)))
-        lam = weight.mul_(rho).mul_(sigma)
-        lambda_total += 2.0 * lam.sum((1, 2))
-        if hess is not None:
-            h = rho.neg_().add_(1.0).mul_(lam).mul_(sigma)  # sigma^2 |dM| rho (1 - rho)
-            hess[:, start:stop] += h.sum(-1)
-            hess += h.sum(1)
-        signed = lam.mul_(sign)
-        grad[:, start:stop] -= signed.sum(-1)
-        grad += signed.sum(1)
-    if norm:
-        factor = torch.where(lambda_total > 0, torch.log2(1.0 + lambda_total) / lambda_total.clamp_min(1e-300),
-                             torch.ones_like(lambda_total))
-        cost, grad = cost * factor, grad * factor[:, None]
-        hess = None if hess is None else hess * factor[:, None]
-    return PairwiseTerms(cost, grad, hess)
+    batch = RankedBatch(ranked_scores, grades, valid, factors)
+    return pairwise_logistic_batches([batch], sigma=sigma, truncation=truncation, norm=norm, with_hessian=with_hessian,
+                                     with_cost=with_cost, block_elements=block_elements, dtype=dtype)[0]
 
 
 def scatter_to_documents(rank_space: torch.Tensor, order: torch.Tensor) -> torch.Tensor:

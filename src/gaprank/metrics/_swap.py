@@ -31,21 +31,22 @@ METRICS = ("gap", "xgap", "egap", "ap", "ndcg")
 
 @dataclass
 class PairFactors:
-    """Rank-space factors of the swap deltas: ``delta(a, b) = left[a] . right[b]`` for ranks a < b.
+    """Rank-space factors of the swap deltas: ``delta(a, b) = sum_f left[f, a] right[f, b]`` for ranks
+    a < b. Both are stored ``[B, F, N]`` (factor-major), so each factor is a contiguous row over ranks.
 
     Entries with a >= b, equal grades or padding are not meaningful; :meth:`block` masks them.
     """
 
-    left: torch.Tensor  # [B, N, F] float64
-    right: torch.Tensor  # [B, N, F] float64
+    left: torch.Tensor  # [B, F, N] float64
+    right: torch.Tensor  # [B, F, N] float64
     grades: torch.Tensor  # [B, N] int64, ranked
     valid: torch.Tensor  # [B, N] bool, ranked
 
     def block(self, start: int, stop: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
         """Deltas for upper ranks ``start..stop-1`` against every lower rank: ``[B, stop-start, N]``,
         exactly 0 where the upper rank is not above, grades are equal, or either side is padding."""
-        left, right = self.left[:, start:stop].to(dtype), self.right.to(dtype)
-        deltas = torch.bmm(left, right.transpose(1, 2))
+        left, right = self.left[:, :, start:stop].to(dtype), self.right.to(dtype)
+        deltas = torch.bmm(left.transpose(1, 2), right)
         keep = pair_keep(self.grades, self.valid, start, stop)
         return torch.where(keep, deltas, torch.zeros((), dtype=dtype, device=deltas.device))
 
@@ -61,56 +62,74 @@ def pair_keep(grades: torch.Tensor, valid: torch.Tensor, start: int, stop: int) 
 
 def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = None) -> PairFactors:
     """Factors for a kernel measure (the measure at cutoff ``k`` when given: terms beyond rank k,
-    each weighted by its pivot's 1/n, are dropped by zeroing 1/n there)."""
+    each weighted by its pivot's 1/n, are dropped by zeroing 1/n there).
+
+    Tables are grade-major, ``X[u, n]``: the value at rank n for grade u (x = r_a, y = r_b below).
+    """
     grades, valid = ranked.grades, ranked.valid
-    matrix, diag = kernel.matrix, kernel.diag  # [B, c+1, c+1], [B, c+1]
-    onehot = torch.nn.functional.one_hot(grades, matrix.shape[-1]).to(torch.float64) * valid[..., None]
-    positions = ranked.positions()
-    inv_pos = 1.0 / positions
+    matrix, diag = kernel.matrix, kernel.diag  # K[t, u]: [B, c+1, c+1]; D[u]: [B, c+1]
+    batch, size = grades.shape
+    c1 = matrix.shape[-1]
+    onehot = ((grades[:, None, :] == torch.arange(c1, device=grades.device)[:, None]) & valid[:, None, :])
+    onehot = onehot.to(torch.float64)  # [B, c+1, N]: 1[r_n = u] at real documents
+    inv = 1.0 / ranked.positions()
     if k is not None:
-        inv_pos = torch.where(positions <= k, inv_pos, torch.zeros_like(inv_pos))
-    inv = inv_pos[None, :, None]
-    from_above = torch.bmm(torch.cumsum(onehot, 1) - onehot, matrix)  # A[n, u] = sum_{m<n} K[r_m, u]
+        inv[k:] = 0.0
+    k_t = matrix.transpose(1, 2)
+    from_above = torch.bmm(k_t, torch.cumsum(onehot, -1).sub_(onehot))  # A[u, n] = sum_{m<n} K[r_m, u]
     weighted = onehot * inv
-    h_incl = torch.cumsum(weighted, 1)  # H[n, t] = sum of 1/n' over n' <= n holding grade t
-    q_excl = torch.bmm(h_incl - weighted, matrix.transpose(1, 2))  # Qe[n, u] = sum_t H_excl[n, t] K[u, t]
-    q_incl = torch.bmm(h_incl, matrix.transpose(1, 2))
-
-    def own(table: torch.Tensor) -> torch.Tensor:  # table[b, n, r_n], kept as [B, N, 1]
-        return table.gather(-1, grades[..., None])
-
-    d_own = diag.gather(-1, grades)[..., None]  # D[r_n]
-    k_row = matrix.gather(1, grades[..., None].expand(-1, -1, matrix.shape[-1]))  # K[r_n, :]
-    k_diag = torch.diagonal(matrix, dim1=-2, dim2=-1)[:, None, :]  # K[t, t]
-    ones = torch.ones_like(d_own)
-    # upper rank a:  Qi[a,x] - (1/a)(D[x] + A[a,x])  +  (1/a) A[a,y] - Qi[a,y]  +  (1/a) D[y]
-    #                - Qe[b,x] + (1/b)(D[x] - K[x,x] + K[y,x] + A[b,x])       (x = r_a, y = r_b)
-    # lower rank b:  Qe[b,y] - (1/b)(D[y] + A[b,y])
-    row = own(q_incl) - inv * (d_own + own(from_above))
-    col = own(q_excl) - inv * (d_own + own(from_above))
-    left = torch.cat([onehot, inv * from_above - q_incl, inv.expand_as(d_own), row, ones], -1)
-    right = torch.cat([-q_excl + inv * (diag[:, None, :] - k_diag + k_row + from_above), onehot, d_own, ones, col], -1)
+    q_excl = torch.bmm(matrix, torch.cumsum(weighted, -1).sub_(weighted))  # Qe[u, n] = sum_{m<n} K[u, r_m] / m
+    # One product reads, at each rank, the kernel at its own grade: K[r_n, u], K[u, r_n], D[r_n], K[r_n, r_n].
+    own = torch.bmm(torch.cat([k_t, matrix, diag[:, None, :], torch.diagonal(matrix, dim1=-2, dim2=-1)[:, None, :]], 1),
+                    onehot)
+    k_row, k_col, d_own, k_own = own[:, :c1], own[:, c1:2 * c1], own[:, 2 * c1], own[:, 2 * c1 + 1]
+    left = torch.empty(batch, 2 * c1 + 3, size, dtype=torch.float64, device=grades.device)
+    right = torch.empty_like(left)
+    # upper rank a:  Qi[x,a] - (1/a)(D[x] + A[x,a])  +  (1/a) A[y,a] - Qi[y,a]  +  (1/a) D[y]
+    #                - Qe[x,b] + (1/b)(D[x] - K[x,x] + K[y,x] + A[x,b])       (x = r_a, y = r_b)
+    # lower rank b:  Qe[y,b] - (1/b)(D[y] + A[y,b])
+    # with Qi[u, n] = Qe[u, n] + (1/n) K[u, r_n], the sums over m <= n.
+    upper_grade = left[:, c1:2 * c1]  # (1/a) A[u,a] - Qi[u,a], read at u = y
+    torch.sub(from_above, k_col, out=upper_grade).mul_(inv).sub_(q_excl)
+    # Read at u = x, the same table gives (1/a) A[x,a] - (1/a) K[x,x] - Qe[x,a] = -(row term) - (1/a)(D[x] + K[x,x]) + ...
+    own_upper = (upper_grade * onehot).sum(1)
+    left[:, :c1] = onehot
+    left[:, 2 * c1] = inv
+    torch.mul(d_own, inv, out=left[:, 2 * c1 + 1]).add_(own_upper).neg_()  # Qi[x,a] - (1/a)(D[x] + A[x,a])
+    left[:, 2 * c1 + 2] = 1.0
+    lower_grade = right[:, :c1]
+    torch.add(from_above, k_row, out=lower_grade).add_((diag - torch.diagonal(matrix, dim1=-2, dim2=-1))[:, :, None])
+    lower_grade.mul_(inv).sub_(q_excl)
+    right[:, c1:2 * c1] = onehot
+    right[:, 2 * c1] = d_own
+    right[:, 2 * c1 + 1] = 1.0
+    torch.sub(left[:, 2 * c1 + 1], k_own * inv, out=right[:, 2 * c1 + 2])  # Qe[y,b] - (1/b)(D[y] + A[y,b])
     return PairFactors(left, right, grades, valid)
 
 
 def ndcg_pair_factors(
-    ranked: RankedLists, *, gains: torch.Tensor, discount_cutoff: int | None = None, ideal_cutoff: int | None = None
+    ranked: RankedLists, *, gains: torch.Tensor, inv_idcg: torch.Tensor, discount_cutoff: int | None = None
 ) -> PairFactors:
     """nDCG (discount 1/log2(n+1)): ``(gain(y) - gain(x)) (D(a) - D(b)) / IDCG``.
 
-    ``discount_cutoff`` zeroes discounts beyond that rank (the delta of nDCG@k); ``ideal_cutoff`` is the
-    depth of the ideal DCG (LightGBM's LambdaRank uses the truncation level here and full discounts)."""
+    ``inv_idcg`` ``[B]`` is 1 / IDCG (0 where IDCG is 0), from :func:`ndcg_inverse_ideal`;
+    ``discount_cutoff`` zeroes discounts beyond that rank (the delta of nDCG@k)."""
     positions = ranked.positions()
     disc = _discount(positions, "log2p1")
     if discount_cutoff is not None:
-        disc = torch.where(positions <= discount_cutoff, disc, torch.zeros_like(disc))
-    idcg = _ideal_dcg(ranked, gains, "log2p1", ideal_cutoff)
-    inv_idcg = _safe_div(torch.ones_like(idcg), idcg)[:, None, None]
-    gain = (gains[ranked.grades] * ranked.valid)[..., None]
-    disc = disc[None, :, None].expand_as(gain)
-    left = torch.cat([disc, gain, -gain * disc, torch.ones_like(gain)], -1)
-    right = torch.cat([gain, disc, torch.ones_like(gain), -gain * disc], -1) * inv_idcg
+        disc[discount_cutoff:] = 0.0
+    gain = gains[ranked.grades] * ranked.valid  # [B, N]
+    gain_disc = gain * disc
+    left = torch.stack([disc.expand_as(gain), gain, -gain_disc, torch.ones_like(gain)], 1)
+    right = torch.stack([gain, disc.expand_as(gain), torch.ones_like(gain), -gain_disc], 1) * inv_idcg[:, None, None]
     return PairFactors(left, right, ranked.grades, ranked.valid)
+
+
+def ndcg_inverse_ideal(ranked: RankedLists, gains: torch.Tensor, ideal_cutoff: int | None) -> torch.Tensor:
+    """1 / IDCG@``ideal_cutoff`` per list, 0 where no document has a gain (LightGBM's LambdaRank
+    takes the ideal DCG at its truncation level, with full discounts)."""
+    idcg = _ideal_dcg(ranked, gains, "log2p1", ideal_cutoff)
+    return _safe_div(torch.ones_like(idcg), idcg)
 
 
 def metric_kernel(metric: str, ranked: RankedLists, g: torch.Tensor | None) -> Kernel | None:
@@ -138,18 +157,47 @@ def rank_for_metric(scores, labels, *, metric: str, g=None, mask=None, grade_cou
     return ranked, g_t
 
 
-def pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
-                 ideal_cutoff: int | None = None, gains: torch.Tensor | None = None) -> PairFactors | None:
-    """Swap-delta factors of ``metric`` (at cutoff ``k``); None when no pair can change it.
+@dataclass
+class FactorPlan:
+    """What the swap-delta factors of a batch of lists need besides the ranking: the kernel of an
+    AP-family measure, or nDCG's gains and 1/IDCG. Both depend only on each list's grade counts,
+    so a plan built once serves every later ranking of the same lists (LambdaMART's rounds)."""
 
-    ``gains``: nDCG's gain of each grade (float64, indexed by grade); default 2^l - 1."""
+    metric: str
+    k: int | None
+    kernel: Kernel | None = None
+    gains: torch.Tensor | None = None
+    inv_idcg: torch.Tensor | None = None
+
+    def factors(self, ranked: RankedLists) -> PairFactors:
+        """Factors for ``ranked``: the same lists (same grade counts) in any order."""
+        if self.metric == "ndcg":
+            return ndcg_pair_factors(ranked, gains=self.gains, inv_idcg=self.inv_idcg, discount_cutoff=self.k)
+        return kernel_pair_factors(ranked, self.kernel, self.k)
+
+
+def plan_pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
+                      ideal_cutoff: int | None = None, gains: torch.Tensor | None = None) -> FactorPlan | None:
+    """The :class:`FactorPlan` of ``metric`` (at cutoff ``k``) for these lists; None when no pair can
+    change the metric (no grades above 0).
+
+    ``gains``: nDCG's gain of each grade (float64, indexed by grade); default 2^l - 1. nDCG's ideal
+    DCG is taken at ``ideal_cutoff``, default ``k``."""
     if metric == "ndcg":
         if gains is None:
             gains = _gain_table(ranked.num_grades, "exp2", ranked.grades.device)
-        return ndcg_pair_factors(ranked, gains=gains, discount_cutoff=k,
-                                 ideal_cutoff=k if ideal_cutoff is None else ideal_cutoff)
+        inv_idcg = ndcg_inverse_ideal(ranked, gains, k if ideal_cutoff is None else ideal_cutoff)
+        return FactorPlan(metric, k, gains=gains, inv_idcg=inv_idcg)
     kernel = metric_kernel(metric, ranked, g)
-    return None if kernel is None else kernel_pair_factors(ranked, kernel, k)
+    return None if kernel is None else FactorPlan(metric, k, kernel=kernel)
+
+
+def pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
+                 ideal_cutoff: int | None = None, gains: torch.Tensor | None = None) -> PairFactors | None:
+    """Swap-delta factors of ``metric`` (at cutoff ``k``); None when no pair can change it.
+    Options as in :func:`plan_pair_factors`."""
+    plan = plan_pair_factors(metric, ranked, g, k=k, ideal_cutoff=ideal_cutoff, gains=gains)
+    return None if plan is None else plan.factors(ranked)
 
 
 def kernel_swap_deltas(ranked: RankedLists, kernel: Kernel, k: int | None = None) -> torch.Tensor:
