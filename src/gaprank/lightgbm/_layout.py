@@ -11,10 +11,40 @@ import torch
 from .._inputs import GaprankInputError
 from .._padding import check_group_sizes
 
-# A new bucket starts when a query is this much longer than the bucket's shortest one. Each bucket
-# costs a fixed few dozen tensor operations, padding costs pairs: on OHSUMED and MQ2008 (20 to 320
-# documents per query) 1.5 was fastest among 1.125, 1.5, 2 and 4 (benchmarks/bench_lightgbm.py).
-BUCKET_GROWTH = 4.0
+# The cost model that cuts queries, sorted by length, into buckets padded to their longest query.
+# In units of one pair of the pair blocks (the objective's dominant cost): a bucket costs a fixed
+# few dozen tensor operations (about as much as 70,000 pairs), each pair of its [B, rows, W] blocks
+# one unit, and each padded slot about 10 units (the swap-delta factors, sorting). Measured on the
+# 2-core benchmark machine (benchmarks/bench_lightgbm.py); small data sets get a few buckets, large
+# ones many tight ones.
+BUCKET_COST = 70_000.0
+SLOT_COST = 10.0
+
+
+def bucket_bounds(sorted_sizes: np.ndarray, rows: int | None) -> list[tuple[int, int]]:
+    """Cut queries sorted by length into buckets ``[first, last)`` of least modelled cost.
+
+    A bucket of ``B`` queries whose longest has ``W`` documents costs ``BUCKET_COST + B (R W +
+    SLOT_COST W)``, R = min(rows, W) upper ranks (all W when ``rows`` is None). Exact dynamic
+    programming over the distinct lengths (equal lengths never need to be split).
+    """
+    if sorted_sizes.size == 0:
+        return []
+    lengths, counts = np.unique(sorted_sizes, return_counts=True)
+    before = np.concatenate([[0], np.cumsum(counts)])  # queries shorter than lengths[i]
+    best = np.zeros(lengths.size + 1)
+    start = np.zeros(lengths.size + 1, dtype=np.int64)
+    for j in range(1, lengths.size + 1):  # a bucket holding lengths[i..j-1], padded to lengths[j-1]
+        width = float(lengths[j - 1])
+        upper = width if rows is None else min(float(rows), width)
+        costs = best[:j] + BUCKET_COST + (before[j] - before[:j]) * (upper * width + SLOT_COST * width)
+        start[j] = int(np.argmin(costs))
+        best[j] = costs[start[j]]
+    bounds, j = [], lengths.size
+    while j > 0:
+        bounds.append((int(before[start[j]]), int(before[j])))
+        j = int(start[j])
+    return bounds[::-1]
 
 
 def check_flat_labels(labels: Any) -> np.ndarray:
@@ -51,7 +81,7 @@ class Bucket:
     rows: torch.Tensor  # [B, W] int64 (0 at padding)
     mask: torch.Tensor  # [B, W] bool
     labels: torch.Tensor  # [B, W] int64 (0 at padding)
-    flat_rows: torch.Tensor  # [m] = rows[mask], the order in which per-slot values leave the bucket
+    slots: torch.Tensor  # [m] int64: the real slots, as indices into the flattened [B * W]
 
 
 @dataclass
@@ -72,7 +102,8 @@ class QueryLayout:
         return int(self.labels.max()) if self.labels.size else 0
 
     @classmethod
-    def build(cls, labels: Any, group: Any, *, only_rankable: bool, growth: float = BUCKET_GROWTH) -> "QueryLayout":
+    def build(cls, labels: Any, group: Any, *, only_rankable: bool, rows: int | None = None) -> "QueryLayout":
+        """``rows``: how many upper ranks of each query take part in pairs (None: all), for the cost model."""
         y = check_flat_labels(labels)
         sizes = check_group_sizes(group, y.size)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -82,20 +113,15 @@ class QueryLayout:
             queries = queries[differ]
         queries = queries[np.argsort(sizes[queries], kind="stable")]
         buckets = []
-        first = 0
-        while first < queries.size:
-            limit = sizes[queries[first]] * growth
-            last = int(np.searchsorted(sizes[queries], limit, side="right"))
-            last = max(last, first + 1)
+        for first, last in bucket_bounds(sizes[queries], rows):
             chosen = queries[first:last]
             width = int(sizes[chosen].max())
             offsets = np.arange(width)
             mask = offsets[None, :] < sizes[chosen][:, None]
-            rows = np.where(mask, starts[chosen][:, None] + offsets[None, :], 0)
-            rows_t = torch.from_numpy(rows)
+            rows_t = torch.from_numpy(np.where(mask, starts[chosen][:, None] + offsets[None, :], 0))
             mask_t = torch.from_numpy(mask)
-            buckets.append(Bucket(rows_t, mask_t, torch.from_numpy(y)[rows_t].masked_fill(~mask_t, 0), rows_t[mask_t]))
-            first = last
+            buckets.append(Bucket(rows_t, mask_t, torch.from_numpy(y)[rows_t].masked_fill(~mask_t, 0),
+                                  torch.from_numpy(np.flatnonzero(mask))))
         return cls(y.size, y, sizes, buckets)
 
 

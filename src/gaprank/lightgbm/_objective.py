@@ -25,8 +25,7 @@ import numpy as np
 import torch
 
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
-from ..losses._pairwise import (PairWorkspace, RankedBatch, pairwise_logistic_batches,
-                                scatter_to_documents)
+from ..losses._pairwise import PairWorkspace, RankedBatch, pairwise_logistic_batches
 from ..metrics._ranking import RankedLists, default_g, rank_lists, resolve_g
 from ..metrics._swap import METRICS, FactorPlan, plan_pair_factors
 from ._layout import Bucket, LayoutCache, QueryLayout, check_flat_scores
@@ -119,7 +118,7 @@ class LambdaRankObjective:
 
     def _prepare(self, labels: Any, group: Any) -> _PreparedData:
         """Bucket the rankable queries and build each bucket's factor plan (once per data set)."""
-        layout = QueryLayout.build(labels, group, only_rankable=True)
+        layout = QueryLayout.build(labels, group, only_rankable=True, rows=self.truncation_level)
         if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
             raise GaprankInputError(f"label {layout.max_label} has no gain: label_gain has {self.label_gain.numel()} "
                                     f"entries (labels 0..{self.label_gain.numel() - 1})")
@@ -161,8 +160,10 @@ class LambdaRankObjective:
                                               workspace=prepared.workspace)
         for part, order, terms in zip(prepared.buckets, orders, all_terms):
             bucket = part.bucket
-            grad[bucket.flat_rows] = scatter_to_documents(terms.grad, order)[bucket.mask].to(grad.dtype)
-            hess[bucket.flat_rows] = scatter_to_documents(terms.hess, order)[bucket.mask].to(hess.dtype)
+            # rank slot (q, r) holds row rows[q, order[q, r]]; padding slots are left out
+            destination = bucket.rows.gather(1, order).view(-1)[bucket.slots]
+            grad[destination] = terms.grad.view(-1)[bucket.slots].to(grad.dtype)
+            hess[destination] = terms.hess.view(-1)[bucket.slots].to(hess.dtype)
         grad_np, hess_np = grad.numpy(), hess.numpy()
         if weight is not None:
             w = np.asarray(weight, dtype=np.float64)

@@ -78,12 +78,11 @@ class _Prepared:
     scores: torch.Tensor  # [B, N] sigma (score - top score), padding replaced by the lowest; pair dtype
     grades: torch.Tensor  # [B, N] in the pair dtype
     valid: torch.Tensor  # [B, N] in the pair dtype
-    left: torch.Tensor | None  # [B, N, F] float64 (a transposed view), 0 at padding
+    left: torch.Tensor | None  # [B, N, F] float64 (a transposed view)
     right: torch.Tensor | None  # [B, F, N] float64, 0 at padding
     top: int  # upper ranks 0..top-1 take part
     cost: torch.Tensor  # [B]
-    grad: torch.Tensor  # [B, N]
-    hess: torch.Tensor | None  # [B, N]
+    sums: torch.Tensor  # [1 or 2, B, N]: the gradient, and the hessian when asked for (over sigma, sigma^2)
     weight_sum: torch.Tensor  # [B]: sum over pairs of |dM| rho (the lambdas over sigma)
 
 
@@ -98,15 +97,16 @@ def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hess
     # differences to the precision of the query's score range, whatever the scores' magnitude.
     s = ((s - s[:, :1]) * sigma).to(dtype)
     left = right = None
-    if batch.factors is not None:  # zero factors at padding: every pair that touches padding weighs 0
-        padding = ~valid[:, None, :]
-        # The factors were built for this call alone, so they are zeroed in place (no copy).
-        left = batch.factors.left.masked_fill_(padding, 0.0).transpose(1, 2)
-        right = batch.factors.right.masked_fill_(padding, 0.0)
-    zeros = torch.zeros(s.shape, dtype=dtype, device=s.device)
+    if batch.factors is not None:
+        # Zero the lower-rank factors at padding: every pair that touches padding has its lower rank
+        # there (padding is ranked last), so it weighs 0. The factors were built for this call
+        # alone, so this happens in place.
+        left = batch.factors.left.transpose(1, 2)
+        right = batch.factors.right.mul_(valid[:, None, :])
+    sums = torch.zeros((2 if with_hessian else 1, *s.shape), dtype=dtype, device=s.device)
     return _Prepared(s, batch.grades.to(dtype), valid.to(dtype), left, right,
-                     size if truncation is None else min(truncation, size), zeros.new_zeros(s.shape[0]), zeros,
-                     zeros.clone() if with_hessian else None, zeros.new_zeros(s.shape[0]))
+                     size if truncation is None else min(truncation, size), sums.new_zeros(s.shape[0]), sums,
+                     sums.new_zeros(s.shape[0]))
 
 
 def _pair_blocks(prepared: list[_Prepared], block_elements: int):
@@ -147,7 +147,7 @@ def pairwise_logistic_batches(
     once, so many small batches (LightGBM's length buckets) cost a few operations each, not dozens.
     ``dtype`` is the pair arithmetic's (default: the scores'). Swap deltas are formed in float64 and
     rounded once; scores are taken relative to their query's top score before rounding, so float32
-    loses no more than its rounding of each pair's terms. The batches' factors are zeroed at padding in place. A
+    loses no more than its rounding of each pair's terms. The batches' lower-rank factors are zeroed at padding in place. A
     ``workspace`` given by the caller keeps the scratch buffers for its next call.
     """
     block_elements = PAIR_BLOCK_ELEMENTS if block_elements is None else block_elements
@@ -155,16 +155,22 @@ def pairwise_logistic_batches(
     device = batches[0].scores.device
     workspace = PairWorkspace() if workspace is None else workspace
     prepared = [_prepare(b, sigma, truncation, with_hessian, dtype) for b in batches]
+    parts = 2 if with_hessian else 1
+    # Row sums enter the upper document's gradient with a minus and its hessian with a plus.
+    row_sign = torch.tensor([-1.0, 1.0][:parts], dtype=dtype, device=device)[:, None, None]
     for chunk in _pair_blocks(prepared, block_elements):
         total = sum(elements for *_, elements in chunk)
-        weight, sign, diff = (workspace.get(name, total, dtype, device) for name in ("weight", "sign", "diff"))
+        # weight and diff are the two halves of one buffer: at the end they hold the signed lambdas
+        # and the hessian terms, and one strided view per block reduces both at once.
+        pair = workspace.get("pair", 2 * total, dtype, device)
+        weight, diff = pair[:total], pair[total:]
+        sign = workspace.get("sign", total, dtype, device)
         deltas = workspace.get("deltas", max(elements for *_, elements in chunk), torch.float64, device)
         blocks, offset = [], 0
         for index, start, stop, elements in chunk:
             p = prepared[index]
             shape = (p.scores.shape[0], stop - start, p.scores.shape[1])
             span = slice(offset, offset + elements)
-            offset += elements
             w, sg, d = (buf[span].view(shape) for buf in (weight, sign, diff))
             torch.sub(p.grades[:, start:stop, None], p.grades[:, None, :], out=sg)
             sg[:, :, :stop].triu_(start + 1)  # a pair needs its upper rank strictly above the lower
@@ -175,51 +181,58 @@ def pairwise_logistic_batches(
             else:  # dM in float64, rounded once
                 w.copy_(torch.bmm(p.left[:, start:stop], p.right, out=deltas[:elements].view(shape)))
             torch.sub(p.scores[:, None, :], p.scores[:, start:stop, None], out=d)  # sigma (s_lower - s_upper)
-            blocks.append((p, start, stop, span, shape))
-
-        def each(flat: torch.Tensor):
-            for p, start, stop, span, shape in blocks:
-                yield p, start, stop, flat[span].view(shape)
+            both = pair.as_strided((parts, *shape), (total, shape[1] * shape[2], shape[2], 1),
+                                   pair.storage_offset() + offset)
+            blocks.append((p, start, stop, span, shape, both))
+            offset += elements
 
         # Every step below runs once over the whole chunk.
         sign.clamp_(-1.0, 1.0)  # +1 / -1: the upper / lower document has the higher label; 0: no pair
         weight.mul_(sign).abs_()  # |dM| on pairs, 0 elsewhere
         if norm:  # LightGBM's lambdarank_norm: |dM| / (0.01 + |s_i - s_j|), here in sigma units (see _finish)
-            weight.div_(diff.abs().add_(NORM_OFFSET * sigma))
+            denominator = torch.abs(diff, out=workspace.get("denominator", total, dtype, device))
+            weight.div_(denominator.add_(NORM_OFFSET * sigma))
         z = diff.mul_(sign)  # -sigma (s_better - s_worse)
         if with_cost:
-            for p, _, _, block in each(torch.nn.functional.softplus(z).mul_(weight)):
-                p.cost += block.sum((1, 2))
+            cost_terms = torch.nn.functional.softplus(z).mul_(weight)
+            for p, _, _, span, shape, _ in blocks:
+                p.cost += cost_terms[span].view(shape).sum((1, 2))
         rho = z.sigmoid_()  # 1 / (1 + exp(sigma (s_better - s_worse)))
         lam = weight.mul_(rho)  # |dM| rho: the lambda over sigma
         if norm:
-            for p, _, _, block in each(lam):
-                p.weight_sum += block.sum((1, 2))
+            for p, _, _, span, shape, _ in blocks:
+                p.weight_sum += lam[span].view(shape).sum((1, 2))
         if with_hessian:
-            for p, start, stop, block in each(torch.addcmul(lam, lam, rho, value=-1.0, out=rho)):  # |dM| rho (1 - rho)
-                p.hess[:, start:stop] += block.sum(-1)
-                p.hess += block.sum(1)
-        for p, start, stop, block in each(lam.mul_(sign)):
-            p.grad[:, start:stop] -= block.sum(-1)
-            p.grad += block.sum(1)
-    return [_finish(p, sigma, norm) for p in prepared]
+            torch.addcmul(lam, lam, rho, value=-1.0, out=rho)  # |dM| rho (1 - rho): the hessian over sigma^2
+        lam.mul_(sign)  # signed: the upper document's gradient is minus its row sum
+        for p, start, stop, _, _, both in blocks:
+            p.sums[:, :, start:stop].addcmul_(both.sum(-1), row_sign)
+            p.sums += both.sum(2)
+    return _finish(prepared, sigma, norm)
 
 
-def _finish(p: _Prepared, sigma: float, norm: bool) -> PairwiseTerms:
-    """Apply sigma, and LightGBM's per-query rescaling when ``norm``."""
-    cost, grad = p.cost, p.grad * sigma
-    hess = None if p.hess is None else p.hess * sigma ** 2
+def _finish(prepared: list[_Prepared], sigma: float, norm: bool) -> list[PairwiseTerms]:
+    """Apply sigma, and LightGBM's per-query rescaling when ``norm`` (for all batches at once)."""
+    scale = torch.tensor([sigma, sigma ** 2], dtype=prepared[0].sums.dtype)[:prepared[0].sums.shape[0], None, None]
+    factors: list[torch.Tensor | None] = [None] * len(prepared)
     if norm:
-        flat = p.scores.amax(-1) == p.scores.amin(-1)  # padding holds the lowest score: no effect
+        weight_sum = torch.cat([p.weight_sum for p in prepared])
+        # padding holds the lowest score, so it does not change a query's range
+        flat = torch.cat([p.scores.amax(-1) == p.scores.amin(-1) for p in prepared])
         # The blocks divided |dM| by sigma (0.01 + |s_i - s_j|). LightGBM divides by 0.01 + |s_i - s_j|
         # only when a query's scores are not all equal; such a query was divided by sigma 0.01.
-        unscale = torch.where(flat, NORM_OFFSET * sigma, sigma).to(grad.dtype)
-        lambda_sum = 2.0 * sigma * p.weight_sum * unscale
+        unscale = torch.where(flat, NORM_OFFSET * sigma, sigma).to(weight_sum.dtype)
+        lambda_sum = 2.0 * sigma * weight_sum * unscale
         factor = torch.where(lambda_sum > 0, torch.log2(1.0 + lambda_sum) / lambda_sum.clamp_min(1e-300),
                              torch.ones_like(lambda_sum)) * unscale
-        cost, grad = cost * factor, grad * factor[:, None]
-        hess = None if hess is None else hess * factor[:, None]
-    return PairwiseTerms(cost, grad, hess)
+        factors = list(torch.split(factor, [p.sums.shape[1] for p in prepared]))
+    results = []
+    for p, factor in zip(prepared, factors):
+        sums, cost = p.sums * scale, p.cost
+        if factor is not None:
+            sums, cost = sums.mul_(factor[:, None]), cost * factor
+        results.append(PairwiseTerms(cost, sums[0], sums[1] if sums.shape[0] > 1 else None))
+    return results
 
 
 def pairwise_logistic(

@@ -60,50 +60,71 @@ def pair_keep(grades: torch.Tensor, valid: torch.Tensor, start: int, stop: int) 
     return keep & (grades[:, start:stop, None] != grades[:, None, :])
 
 
-def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = None) -> PairFactors:
+def kernel_product_matrix(kernel: Kernel) -> torch.Tensor:
+    """``[B, 3C+2, 3C+1]`` (C = c+1 grades): the one matrix that turns a list's grade tables into every
+    kernel-weighted table :func:`kernel_pair_factors` needs (it depends only on the kernel, so a
+    :class:`FactorPlan` builds it once). Columns act on ``[above; H; onehot; valid]``, rows give
+
+    * ``A[u,n] - K[u,r_n]`` and ``A[u,n] + K[r_n,u] + D[u] - K[u,u]``, with ``A = K^T above``;
+    * ``Qe = K H``; then ``D[r_n]`` and ``K[r_n,r_n]``.
+    """
+    matrix, diag = kernel.matrix, kernel.diag
+    batch, c1 = matrix.shape[0], matrix.shape[-1]
+    k_t = matrix.transpose(1, 2)
+    k_diag = torch.diagonal(matrix, dim1=-2, dim2=-1)
+    product = matrix.new_zeros(batch, 3 * c1 + 2, 3 * c1 + 1)
+    above, weighted, own, valid = slice(0, c1), slice(c1, 2 * c1), slice(2 * c1, 3 * c1), 3 * c1
+    product[:, 0:c1, above] = k_t
+    product[:, 0:c1, own] = -matrix
+    product[:, c1:2 * c1, above] = k_t
+    product[:, c1:2 * c1, own] = k_t
+    product[:, c1:2 * c1, valid] = diag - k_diag
+    product[:, 2 * c1:3 * c1, weighted] = matrix
+    product[:, 3 * c1, own] = diag
+    product[:, 3 * c1 + 1, own] = k_diag
+    return product
+
+
+def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = None,
+                        product: torch.Tensor | None = None) -> PairFactors:
     """Factors for a kernel measure (the measure at cutoff ``k`` when given: terms beyond rank k,
-    each weighted by its pivot's 1/n, are dropped by zeroing 1/n there).
+    each weighted by its pivot's 1/n, are dropped by zeroing 1/n there). ``product``: the kernel's
+    :func:`kernel_product_matrix`, when already built.
 
     Tables are grade-major, ``X[u, n]``: the value at rank n for grade u (x = r_a, y = r_b below).
     """
     grades, valid = ranked.grades, ranked.valid
-    matrix, diag = kernel.matrix, kernel.diag  # K[t, u]: [B, c+1, c+1]; D[u]: [B, c+1]
+    product = kernel_product_matrix(kernel) if product is None else product
     batch, size = grades.shape
-    c1 = matrix.shape[-1]
-    onehot = ((grades[:, None, :] == torch.arange(c1, device=grades.device)[:, None]) & valid[:, None, :])
-    onehot = onehot.to(torch.float64)  # [B, c+1, N]: 1[r_n = u] at real documents
+    c1 = kernel.matrix.shape[-1]
     inv = 1.0 / ranked.positions()
     if k is not None:
         inv[k:] = 0.0
-    k_t = matrix.transpose(1, 2)
-    from_above = torch.bmm(k_t, torch.cumsum(onehot, -1).sub_(onehot))  # A[u, n] = sum_{m<n} K[r_m, u]
-    weighted = onehot * inv
-    q_excl = torch.bmm(matrix, torch.cumsum(weighted, -1).sub_(weighted))  # Qe[u, n] = sum_{m<n} K[u, r_m] / m
-    # One product reads, at each rank, the kernel at its own grade: K[r_n, u], K[u, r_n], D[r_n], K[r_n, r_n].
-    own = torch.bmm(torch.cat([k_t, matrix, diag[:, None, :], torch.diagonal(matrix, dim1=-2, dim2=-1)[:, None, :]], 1),
-                    onehot)
-    k_row, k_col, d_own, k_own = own[:, :c1], own[:, c1:2 * c1], own[:, 2 * c1], own[:, 2 * c1 + 1]
-    left = torch.empty(batch, 2 * c1 + 3, size, dtype=torch.float64, device=grades.device)
-    right = torch.empty_like(left)
+    # tables[:, :c1] = above[t, n] (grade-t documents above rank n), [c1:2c1] = H[t, n] (their sum of
+    # 1/m), [2c1:3c1] = onehot[t, n] = 1[r_n = t], [3c1] = 1 at real documents.
+    tables = grades.new_empty(batch, 3 * c1 + 1, size, dtype=torch.float64)
+    onehot = tables[:, 2 * c1:3 * c1]
+    onehot.copy_((grades[:, None, :] == torch.arange(c1, device=grades.device)[:, None]) & valid[:, None, :])
+    tables[:, 3 * c1] = valid
+    tables[:, :c1] = onehot
+    torch.mul(onehot, inv, out=tables[:, c1:2 * c1])
+    prefix = tables[:, :2 * c1]
+    torch.sub(torch.cumsum(prefix, -1), prefix, out=prefix)  # sums over m < n
+    kernel_tables = torch.bmm(product, tables)
+    q_excl = kernel_tables[:, 2 * c1:3 * c1]  # Qe[u, n] = sum_{m<n} K[u, r_m] / m
+    d_own, k_own = kernel_tables[:, 3 * c1:3 * c1 + 1], kernel_tables[:, 3 * c1 + 1:]  # D[r_n], K[r_n, r_n]
     # upper rank a:  Qi[x,a] - (1/a)(D[x] + A[x,a])  +  (1/a) A[y,a] - Qi[y,a]  +  (1/a) D[y]
     #                - Qe[x,b] + (1/b)(D[x] - K[x,x] + K[y,x] + A[x,b])       (x = r_a, y = r_b)
     # lower rank b:  Qe[y,b] - (1/b)(D[y] + A[y,b])
     # with Qi[u, n] = Qe[u, n] + (1/n) K[u, r_n], the sums over m <= n.
-    upper_grade = left[:, c1:2 * c1]  # (1/a) A[u,a] - Qi[u,a], read at u = y
-    torch.sub(from_above, k_col, out=upper_grade).mul_(inv).sub_(q_excl)
-    # Read at u = x, the same table gives (1/a) A[x,a] - (1/a) K[x,x] - Qe[x,a] = -(row term) - (1/a)(D[x] + K[x,x]) + ...
-    own_upper = (upper_grade * onehot).sum(1)
-    left[:, :c1] = onehot
-    left[:, 2 * c1] = inv
-    torch.mul(d_own, inv, out=left[:, 2 * c1 + 1]).add_(own_upper).neg_()  # Qi[x,a] - (1/a)(D[x] + A[x,a])
-    left[:, 2 * c1 + 2] = 1.0
-    lower_grade = right[:, :c1]
-    torch.add(from_above, k_row, out=lower_grade).add_((diag - torch.diagonal(matrix, dim1=-2, dim2=-1))[:, :, None])
-    lower_grade.mul_(inv).sub_(q_excl)
-    right[:, c1:2 * c1] = onehot
-    right[:, 2 * c1] = d_own
-    right[:, 2 * c1 + 1] = 1.0
-    torch.sub(left[:, 2 * c1 + 1], k_own * inv, out=right[:, 2 * c1 + 2])  # Qe[y,b] - (1/b)(D[y] + A[y,b])
+    by_grade = kernel_tables[:, :2 * c1].mul_(inv).view(batch, 2, c1, size).sub_(q_excl[:, None])
+    upper_grade, lower_grade = by_grade[:, 0], by_grade[:, 1]  # (1/a) A[u,a] - Qi[u,a], read at u = y
+    # Read at u = x it gives (1/a)(A[x,a] - K[x,x]) - Qe[x,a] = -(Qi[x,a] - (1/a)(D[x] + A[x,a])) - (1/a) D[x]
+    upper_own = (upper_grade * onehot).sum(1, keepdim=True).add_(d_own * inv).neg_()  # Qi[x,a] - (1/a)(D[x] + A[x,a])
+    lower_own = upper_own - k_own * inv  # Qe[y,b] - (1/b)(D[y] + A[y,b])
+    ones = tables[:, 3 * c1:].new_ones(batch, 1, size)
+    left = torch.cat([onehot, upper_grade, inv.expand(batch, 1, size), upper_own, ones], 1)
+    right = torch.cat([lower_grade, onehot, d_own, ones, lower_own], 1)
     return PairFactors(left, right, grades, valid)
 
 
@@ -166,6 +187,7 @@ class FactorPlan:
     metric: str
     k: int | None
     kernel: Kernel | None = None
+    product: torch.Tensor | None = None  # the kernel's kernel_product_matrix
     gains: torch.Tensor | None = None
     inv_idcg: torch.Tensor | None = None
 
@@ -173,7 +195,7 @@ class FactorPlan:
         """Factors for ``ranked``: the same lists (same grade counts) in any order."""
         if self.metric == "ndcg":
             return ndcg_pair_factors(ranked, gains=self.gains, inv_idcg=self.inv_idcg, discount_cutoff=self.k)
-        return kernel_pair_factors(ranked, self.kernel, self.k)
+        return kernel_pair_factors(ranked, self.kernel, self.k, self.product)
 
 
 def plan_pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
@@ -189,7 +211,7 @@ def plan_pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, 
         inv_idcg = ndcg_inverse_ideal(ranked, gains, k if ideal_cutoff is None else ideal_cutoff)
         return FactorPlan(metric, k, gains=gains, inv_idcg=inv_idcg)
     kernel = metric_kernel(metric, ranked, g)
-    return None if kernel is None else FactorPlan(metric, k, kernel=kernel)
+    return None if kernel is None else FactorPlan(metric, k, kernel=kernel, product=kernel_product_matrix(kernel))
 
 
 def pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
