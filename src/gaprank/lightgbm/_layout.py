@@ -25,7 +25,7 @@ def bucket_bounds(sorted_sizes: np.ndarray, rows: int | None) -> list[tuple[int,
     """Cut queries sorted by length into buckets ``[first, last)`` of least modelled cost.
 
     A bucket of ``B`` queries whose longest has ``W`` documents costs ``BUCKET_COST + B (R W +
-    SLOT_COST W)``, R = min(rows, W) upper ranks (all W when ``rows`` is None). Exact dynamic
+    SLOT_COST W)``, R = min(rows, W - 1) upper ranks (W - 1 when ``rows`` is None). Exact dynamic
     programming over the distinct lengths (equal lengths never need to be split).
     """
     if sorted_sizes.size == 0:
@@ -36,7 +36,7 @@ def bucket_bounds(sorted_sizes: np.ndarray, rows: int | None) -> list[tuple[int,
     start = np.zeros(lengths.size + 1, dtype=np.int64)
     for j in range(1, lengths.size + 1):  # a bucket holding lengths[i..j-1], padded to lengths[j-1]
         width = float(lengths[j - 1])
-        upper = width if rows is None else min(float(rows), width)
+        upper = width - 1 if rows is None else min(float(rows), width - 1)  # the last rank is no upper one
         costs = best[:j] + BUCKET_COST + (before[j] - before[:j]) * (upper * width + SLOT_COST * width)
         start[j] = int(np.argmin(costs))
         best[j] = costs[start[j]]

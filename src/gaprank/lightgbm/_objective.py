@@ -142,8 +142,7 @@ class LambdaRankObjective:
         prepared = self._prepared.get(labels, group)
         layout = prepared.layout
         scores = torch.from_numpy(check_flat_scores(preds, layout.num_rows))
-        grad = torch.zeros(layout.num_rows, dtype=torch.float64)
-        hess = torch.zeros(layout.num_rows, dtype=torch.float64)
+        dtype = getattr(torch, self.precision)
         batches, orders = [], []
         for part in prepared.buckets:
             bucket = part.bucket
@@ -156,15 +155,15 @@ class LambdaRankObjective:
             orders.append(order)
         all_terms = pairwise_logistic_batches(batches, sigma=self.sigma, truncation=self.truncation_level,
                                               norm=self.norm, with_hessian=True, with_cost=False,
-                                              block_elements=self.block_elements, dtype=getattr(torch, self.precision),
+                                              block_elements=self.block_elements, dtype=dtype,
                                               workspace=prepared.workspace)
+        derivatives = torch.zeros(2, layout.num_rows, dtype=dtype)  # grad, hess; 0 for unrankable queries
         for part, order, terms in zip(prepared.buckets, orders, all_terms):
             bucket = part.bucket
             # rank slot (q, r) holds row rows[q, order[q, r]]; padding slots are left out
             destination = bucket.rows.gather(1, order).view(-1)[bucket.slots]
-            grad[destination] = terms.grad.view(-1)[bucket.slots].to(grad.dtype)
-            hess[destination] = terms.hess.view(-1)[bucket.slots].to(hess.dtype)
-        grad_np, hess_np = grad.numpy(), hess.numpy()
+            derivatives[:, destination] = terms.stacked.view(2, -1)[:, bucket.slots]
+        grad_np, hess_np = derivatives.to(torch.float64).numpy()
         if weight is not None:
             w = np.asarray(weight, dtype=np.float64)
             if w.shape != grad_np.shape or not np.isfinite(w).all() or (w < 0).any():

@@ -43,6 +43,7 @@ class PairwiseTerms:
     cost: torch.Tensor  # [B]
     grad: torch.Tensor  # [B, N]
     hess: torch.Tensor | None  # [B, N]
+    stacked: torch.Tensor | None = None  # [2, B, N]: grad and hess in one tensor (when hess is given)
 
 
 @dataclass
@@ -75,27 +76,30 @@ class PairWorkspace:
 class _Prepared:
     """A batch made ready for its pair blocks, and the sums its blocks add to."""
 
-    scores: torch.Tensor  # [B, N] sigma (score - top score), padding replaced by the lowest; pair dtype
+    scores: torch.Tensor  # [B, N] sigma (score - top score), 0 at padding; pair dtype
     grades: torch.Tensor  # [B, N] in the pair dtype
-    valid: torch.Tensor  # [B, N] in the pair dtype
+    valid: torch.Tensor | None  # [B, N] in the pair dtype, for unit weights only
     left: torch.Tensor | None  # [B, N, F] float64 (a transposed view)
     right: torch.Tensor | None  # [B, F, N] float64, 0 at padding
-    top: int  # upper ranks 0..top-1 take part
+    top: int  # upper ranks 0..top-1 take part (the last rank has no rank below it)
     cost: torch.Tensor  # [B]
     sums: torch.Tensor  # [1 or 2, B, N]: the gradient, and the hessian when asked for (over sigma, sigma^2)
     weight_sum: torch.Tensor  # [B]: sum over pairs of |dM| rho (the lambdas over sigma)
+    flat: torch.Tensor  # [B] bool: the query's scores are all equal
 
 
 def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hessian: bool,
              dtype: torch.dtype) -> _Prepared:
     scores, valid = batch.scores.detach(), batch.valid
     size = scores.shape[1]
-    # Padding takes the query's lowest score, so whatever the padding held never reaches a number.
-    lowest = scores.masked_fill(~valid, math.inf).min(-1, keepdim=True).values
-    s = torch.where(valid, scores, torch.where(torch.isfinite(lowest), lowest, 0.0))
-    # Measured from the query's top score before rounding to the pair dtype, so that float32 keeps
-    # differences to the precision of the query's score range, whatever the scores' magnitude.
-    s = ((s - s[:, :1]) * sigma).to(dtype)
+    # Padding takes the query's top score (0 for an empty list), so whatever it held never reaches a
+    # number and the query's score range stays the same. Scores are then measured from the top
+    # score before rounding to the pair dtype, so float32 keeps differences to the precision of the
+    # query's score range, whatever the scores' magnitude.
+    top = torch.where(valid[:, :1], scores[:, :1], 0.0)
+    relative = torch.where(valid, scores, top) - top
+    flat = relative.amin(-1) == 0.0  # every score equal to the top one (LightGBM's best == worst)
+    s = (relative * sigma).to(dtype)
     left = right = None
     if batch.factors is not None:
         # Zero the lower-rank factors at padding: every pair that touches padding has its lower rank
@@ -104,9 +108,9 @@ def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hess
         left = batch.factors.left.transpose(1, 2)
         right = batch.factors.right.mul_(valid[:, None, :])
     sums = torch.zeros((2 if with_hessian else 1, *s.shape), dtype=dtype, device=s.device)
-    return _Prepared(s, batch.grades.to(dtype), valid.to(dtype), left, right,
-                     size if truncation is None else min(truncation, size), sums.new_zeros(s.shape[0]), sums,
-                     sums.new_zeros(s.shape[0]))
+    return _Prepared(s, batch.grades.to(dtype), valid.to(dtype) if left is None else None, left, right,
+                     max(0, size - 1 if truncation is None else min(truncation, size - 1)), sums.new_zeros(s.shape[0]), sums,
+                     sums.new_zeros(s.shape[0]), flat)
 
 
 def _pair_blocks(prepared: list[_Prepared], block_elements: int):
@@ -217,8 +221,7 @@ def _finish(prepared: list[_Prepared], sigma: float, norm: bool) -> list[Pairwis
     factors: list[torch.Tensor | None] = [None] * len(prepared)
     if norm:
         weight_sum = torch.cat([p.weight_sum for p in prepared])
-        # padding holds the lowest score, so it does not change a query's range
-        flat = torch.cat([p.scores.amax(-1) == p.scores.amin(-1) for p in prepared])
+        flat = torch.cat([p.flat for p in prepared])
         # The blocks divided |dM| by sigma (0.01 + |s_i - s_j|). LightGBM divides by 0.01 + |s_i - s_j|
         # only when a query's scores are not all equal; such a query was divided by sigma 0.01.
         unscale = torch.where(flat, NORM_OFFSET * sigma, sigma).to(weight_sum.dtype)
@@ -231,7 +234,8 @@ def _finish(prepared: list[_Prepared], sigma: float, norm: bool) -> list[Pairwis
         sums, cost = p.sums * scale, p.cost
         if factor is not None:
             sums, cost = sums.mul_(factor[:, None]), cost * factor
-        results.append(PairwiseTerms(cost, sums[0], sums[1] if sums.shape[0] > 1 else None))
+        with_hessian = sums.shape[0] > 1
+        results.append(PairwiseTerms(cost, sums[0], sums[1] if with_hessian else None, sums if with_hessian else None))
     return results
 
 
