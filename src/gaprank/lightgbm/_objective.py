@@ -139,31 +139,33 @@ class LambdaRankObjective:
         Queries with fewer than two different labels get 0 and 0. ``weight`` (one per row), when
         given, multiplies both, as LightGBM's own lambdarank does.
         """
-        prepared = self._prepared.get(labels, group)
-        layout = prepared.layout
-        scores = torch.from_numpy(check_flat_scores(preds, layout.num_rows))
-        dtype = getattr(torch, self.precision)
-        batches, orders = [], []
-        for part in prepared.buckets:
-            bucket = part.bucket
-            # Rank each query: scores descending, ties in row order, padding (-inf) last.
-            ranked_scores, order = torch.sort(scores[bucket.rows].masked_fill_(~bucket.mask, -math.inf), dim=-1,
-                                              descending=True, stable=True)
-            grades = bucket.labels.gather(1, order)
-            factors = part.plan.factors(dataclasses.replace(part.lists, grades=grades))
-            batches.append(RankedBatch(ranked_scores, grades, bucket.mask, factors))
-            orders.append(order)
-        all_terms = pairwise_logistic_batches(batches, sigma=self.sigma, truncation=self.truncation_level,
-                                              norm=self.norm, with_hessian=True, with_cost=False,
-                                              block_elements=self.block_elements, dtype=dtype,
-                                              workspace=prepared.workspace)
-        derivatives = torch.zeros(2, layout.num_rows, dtype=dtype)  # grad, hess; 0 for unrankable queries
-        for part, order, terms in zip(prepared.buckets, orders, all_terms):
-            bucket = part.bucket
-            # rank slot (q, r) holds row rows[q, order[q, r]]; padding slots are left out
-            destination = bucket.rows.gather(1, order).view(-1)[bucket.slots]
-            derivatives[:, destination] = terms.stacked.view(2, -1)[:, bucket.slots]
-        grad_np, hess_np = derivatives.to(torch.float64).numpy()
+        # No autograd here: inference mode spares every tensor operation its autograd bookkeeping.
+        with torch.inference_mode():
+            prepared = self._prepared.get(labels, group)
+            layout = prepared.layout
+            scores = torch.from_numpy(check_flat_scores(preds, layout.num_rows))
+            dtype = getattr(torch, self.precision)
+            batches, orders = [], []
+            for part in prepared.buckets:
+                bucket = part.bucket
+                # Rank each query: scores descending, ties in row order, padding (-inf) last.
+                padded = scores[bucket.rows].masked_fill_(~bucket.mask, -math.inf)
+                ranked_scores, order = torch.sort(padded, dim=-1, descending=True, stable=True)
+                grades = bucket.labels.gather(1, order)
+                factors = part.plan.factors(dataclasses.replace(part.lists, grades=grades))
+                batches.append(RankedBatch(ranked_scores, grades, bucket.mask, factors))
+                orders.append(order)
+            all_terms = pairwise_logistic_batches(batches, sigma=self.sigma, truncation=self.truncation_level,
+                                                  norm=self.norm, with_hessian=True, with_cost=False,
+                                                  block_elements=self.block_elements, dtype=dtype,
+                                                  workspace=prepared.workspace)
+            derivatives = torch.zeros(2, layout.num_rows, dtype=dtype)  # grad, hess; 0 for unrankable queries
+            for part, order, terms in zip(prepared.buckets, orders, all_terms):
+                bucket = part.bucket
+                # rank slot (q, r) holds row rows[q, order[q, r]]; padding slots are left out
+                destination = bucket.rows.gather(1, order).view(-1)[bucket.slots]
+                derivatives[:, destination] = terms.stacked.view(2, -1)[:, bucket.slots]
+            grad_np, hess_np = derivatives.to(torch.float64).numpy()
         if weight is not None:
             w = np.asarray(weight, dtype=np.float64)
             if w.shape != grad_np.shape or not np.isfinite(w).all() or (w < 0).any():
