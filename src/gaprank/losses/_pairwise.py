@@ -212,13 +212,15 @@ def pairwise_logistic_batches(
         for p, start, stop, _, _, both in blocks:
             p.sums[:, :, start:stop].addcmul_(both.sum(-1), row_sign)
             p.sums += both.sum(2)
-    return _finish(prepared, sigma, norm)
+    return _finish(prepared, sigma, norm, with_cost)
 
 
-def _finish(prepared: list[_Prepared], sigma: float, norm: bool) -> list[PairwiseTerms]:
+def _finish(prepared: list[_Prepared], sigma: float, norm: bool, with_cost: bool) -> list[PairwiseTerms]:
     """Apply sigma, and LightGBM's per-query rescaling when ``norm`` (for all batches at once)."""
-    scale = torch.tensor([sigma, sigma ** 2], dtype=prepared[0].sums.dtype)[:prepared[0].sums.shape[0], None, None]
-    factors: list[torch.Tensor | None] = [None] * len(prepared)
+    parts = prepared[0].sums.shape[0]
+    # sigma for the gradient, sigma^2 for the hessian, per query: [parts, sum of B, 1]
+    scale = torch.tensor([sigma, sigma ** 2][:parts], dtype=prepared[0].sums.dtype)[:, None, None]
+    sizes = [p.sums.shape[1] for p in prepared]
     if norm:
         weight_sum = torch.cat([p.weight_sum for p in prepared])
         flat = torch.cat([p.flat for p in prepared])
@@ -228,13 +230,15 @@ def _finish(prepared: list[_Prepared], sigma: float, norm: bool) -> list[Pairwis
         lambda_sum = 2.0 * sigma * weight_sum * unscale
         factor = torch.where(lambda_sum > 0, torch.log2(1.0 + lambda_sum) / lambda_sum.clamp_min(1e-300),
                              torch.ones_like(lambda_sum)) * unscale
-        factors = list(torch.split(factor, [p.sums.shape[1] for p in prepared]))
+        cost_factors = torch.split(factor, sizes)
+        scales = torch.split(scale * factor[:, None], sizes, dim=1)
+    else:
+        cost_factors, scales = [None] * len(prepared), [scale] * len(prepared)
     results = []
-    for p, factor in zip(prepared, factors):
-        sums, cost = p.sums * scale, p.cost
-        if factor is not None:
-            sums, cost = sums.mul_(factor[:, None]), cost * factor
-        with_hessian = sums.shape[0] > 1
+    for p, cost_factor, query_scale in zip(prepared, cost_factors, scales):
+        sums = p.sums.mul_(query_scale)
+        cost = p.cost * cost_factor if with_cost and cost_factor is not None else p.cost
+        with_hessian = parts > 1
         results.append(PairwiseTerms(cost, sums[0], sums[1] if with_hessian else None, sums if with_hessian else None))
     return results
 

@@ -17,7 +17,7 @@ can be taken a block of rows at a time (LambdaRank truncation, long lists). nDCG
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -86,10 +86,11 @@ def kernel_product_matrix(kernel: Kernel) -> torch.Tensor:
 
 
 def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = None,
-                        product: torch.Tensor | None = None) -> PairFactors:
+                        product: torch.Tensor | None = None, scratch: dict | None = None) -> PairFactors:
     """Factors for a kernel measure (the measure at cutoff ``k`` when given: terms beyond rank k,
     each weighted by its pivot's 1/n, are dropped by zeroing 1/n there). ``product``: the kernel's
-    :func:`kernel_product_matrix`, when already built.
+    :func:`kernel_product_matrix`, when already built; ``scratch``: a dict kept between calls on
+    the same lists (same shape and padding), which then keeps the tables that do not change.
 
     Tables are grade-major, ``X[u, n]``: the value at rank n for grade u (x = r_a, y = r_b below).
     """
@@ -97,15 +98,21 @@ def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = Non
     product = kernel_product_matrix(kernel) if product is None else product
     batch, size = grades.shape
     c1 = kernel.matrix.shape[-1]
-    inv = 1.0 / ranked.positions()
-    if k is not None:
-        inv[k:] = 0.0
-    # tables[:, :c1] = above[t, n] (grade-t documents above rank n), [c1:2c1] = H[t, n] (their sum of
-    # 1/m), [2c1:3c1] = onehot[t, n] = 1[r_n = t], [3c1] = 1 at real documents.
-    tables = grades.new_empty(batch, 3 * c1 + 1, size, dtype=torch.float64)
+    statics = None if scratch is None else scratch.get("kernel_tables")
+    if statics is None:
+        inv = 1.0 / ranked.positions()
+        if k is not None:
+            inv[k:] = 0.0
+        # tables[:, :c1] = above[t, n] (grade-t documents above rank n), [c1:2c1] = H[t, n] (their sum of
+        # 1/m), [2c1:3c1] = onehot[t, n] = 1[r_n = t], [3c1] = 1 at real documents.
+        tables = grades.new_empty(batch, 3 * c1 + 1, size, dtype=torch.float64)
+        tables[:, 3 * c1] = valid
+        statics = (inv, torch.arange(c1, device=grades.device)[:, None], tables, tables.new_ones(batch, 1, size))
+        if scratch is not None:
+            scratch["kernel_tables"] = statics
+    inv, grade_ids, tables, ones = statics
     onehot = tables[:, 2 * c1:3 * c1]
-    onehot.copy_((grades[:, None, :] == torch.arange(c1, device=grades.device)[:, None]) & valid[:, None, :])
-    tables[:, 3 * c1] = valid
+    onehot.copy_((grades[:, None, :] == grade_ids) & valid[:, None, :])
     tables[:, :c1] = onehot
     torch.mul(onehot, inv, out=tables[:, c1:2 * c1])
     prefix = tables[:, :2 * c1]
@@ -120,9 +127,9 @@ def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = Non
     by_grade = kernel_tables[:, :2 * c1].mul_(inv).view(batch, 2, c1, size).sub_(q_excl[:, None])
     upper_grade, lower_grade = by_grade[:, 0], by_grade[:, 1]  # (1/a) A[u,a] - Qi[u,a], read at u = y
     # Read at u = x it gives (1/a)(A[x,a] - K[x,x]) - Qe[x,a] = -(Qi[x,a] - (1/a)(D[x] + A[x,a])) - (1/a) D[x]
-    upper_own = (upper_grade * onehot).sum(1, keepdim=True).add_(d_own * inv).neg_()  # Qi[x,a] - (1/a)(D[x] + A[x,a])
+    # (at padding this reads grade 0: padding's factors are never used, see PairFactors)
+    upper_own = upper_grade.gather(1, grades[:, None, :]).add_(d_own * inv).neg_()  # Qi[x,a] - (1/a)(D[x] + A[x,a])
     lower_own = upper_own - k_own * inv  # Qe[y,b] - (1/b)(D[y] + A[y,b])
-    ones = tables[:, 3 * c1:].new_ones(batch, 1, size)
     left = torch.cat([onehot, upper_grade, inv.expand(batch, 1, size), upper_own, ones], 1)
     right = torch.cat([lower_grade, onehot, d_own, ones, lower_own], 1)
     return PairFactors(left, right, grades, valid)
@@ -188,6 +195,7 @@ class FactorPlan:
     k: int | None
     kernel: Kernel | None = None
     product: torch.Tensor | None = None  # the kernel's kernel_product_matrix
+    scratch: dict = field(default_factory=dict, repr=False)  # tables kept between rankings of the same lists
     gains: torch.Tensor | None = None
     inv_idcg: torch.Tensor | None = None
 
@@ -195,7 +203,7 @@ class FactorPlan:
         """Factors for ``ranked``: the same lists (same grade counts) in any order."""
         if self.metric == "ndcg":
             return ndcg_pair_factors(ranked, gains=self.gains, inv_idcg=self.inv_idcg, discount_cutoff=self.k)
-        return kernel_pair_factors(ranked, self.kernel, self.k, self.product)
+        return kernel_pair_factors(ranked, self.kernel, self.k, self.product, self.scratch)
 
 
 def plan_pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
