@@ -165,6 +165,55 @@ def test_bucketing_does_not_change_gradients():
         start += n
 
 
+def test_bucket_bounds_are_the_cheapest_cut():
+    """The dynamic programme against every way of cutting a few lengths into contiguous buckets."""
+    from gaprank.lightgbm._layout import BUCKET_COST, SLOT_COST, bucket_bounds
+
+    def cost(sizes, bounds, rows):
+        total = 0.0
+        for first, last in bounds:
+            width = sizes[last - 1]
+            upper = width - 1 if rows is None else min(rows, width - 1)
+            total += BUCKET_COST + (last - first) * (upper * width + SLOT_COST * width)
+        return total
+
+    rng = np.random.default_rng(0)
+    for rows in (None, 30):
+        for _ in range(20):
+            sizes = np.sort(rng.choice([2, 3, 5, 9, 40, 80, 120, 300, 700, 1000], size=rng.integers(1, 9)))
+            bounds = bucket_bounds(sizes, rows)
+            assert bounds[0][0] == 0 and bounds[-1][1] == sizes.size
+            assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+            cuts = [i for i in range(1, sizes.size) if sizes[i] != sizes[i - 1]]
+            best = min(cost(sizes, list(zip([0, *chosen], [*chosen, sizes.size])), rows)
+                       for r in range(len(cuts) + 1) for chosen in itertools.combinations(cuts, r))
+            assert cost(sizes, bounds, rows) == pytest.approx(best, rel=1e-12)
+
+
+@pytest.mark.parametrize("metric, truncation, norm", [("gap", 30, True), ("egap", None, False), ("ndcg", 30, True)])
+def test_float32_pair_arithmetic_on_ohsumed(ohsumed, metric, truncation, norm):
+    """The default float32 against float64 on real data and scores from a trained model's range."""
+    X, y, group = ohsumed.train.to_flat()
+    preds = np.random.default_rng(2).normal(scale=3.0, size=y.size) + 40.0  # a large offset, as late rounds have
+    options = dict(g=_g(metric), truncation_level=truncation, norm=norm)
+    g64, h64 = lambdarank_objective(metric, **options, precision="float64").gradients(preds, y, group)
+    g32, h32 = lambdarank_objective(metric, **options).gradients(preds, y, group)
+    np.testing.assert_allclose(g32, g64, rtol=0, atol=1e-6 * np.abs(g64).max())
+    np.testing.assert_allclose(h32, h64, rtol=0, atol=1e-6 * np.abs(h64).max())
+
+
+def test_repeated_calls_reuse_state_without_going_stale():
+    """The cached layout, factor plans and scratch buffers give the numbers of a fresh objective."""
+    rng = np.random.default_rng(9)
+    s1, y, sizes = _random_queries(rng, [40, 3, 25, 90, 7, 12, 12])
+    s2 = rng.normal(size=s1.size)
+    kept = lambdarank_objective("xgap", g=G, truncation_level=10, norm=True)
+    for s in (s1, s2, s1, np.zeros_like(s1), s2):
+        fresh = lambdarank_objective("xgap", g=G, truncation_level=10, norm=True).gradients(s, y, sizes)
+        for a, b in zip(kept.gradients(s, y, sizes), fresh):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_gradients_sum_to_zero_and_push_relevant_up():
     rng = np.random.default_rng(8)
     s, y, sizes = _random_queries(rng, [40, 25])

@@ -86,3 +86,24 @@ def test_one_query_input_and_errors():
         swap_deltas(torch.zeros(3), torch.zeros(3), metric="ndcg", g=[1.0])
     with pytest.raises(ValueError, match="NaN"):
         swap_deltas(torch.tensor([0.0, float("nan")]), torch.tensor([0, 1]), metric="gap")
+
+
+@pytest.mark.parametrize("metric", ["gap", "xgap", "egap", "ap", "ndcg"])
+def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
+    """LambdaMART builds a plan once and re-ranks every round: its kept tables must not go stale."""
+    from gaprank.metrics._swap import pair_factors, plan_pair_factors, rank_for_metric
+
+    rng = np.random.default_rng(4)
+    labels = torch.tensor(rng.integers(0, 3, size=(3, 12)))
+    mask = torch.tensor(rng.random((3, 12)) > 0.25)
+    mask[:, :2] = True
+    labels[:, :2] = torch.tensor([0, 2])
+    g = (0.5, 0.5) if metric in ("gap", "xgap", "egap") else None
+    first, g_t = rank_for_metric(torch.zeros(3, 12), labels, metric=metric, g=g, mask=mask)
+    plan = plan_pair_factors(metric, first, g_t, k=5)
+    for seed in range(3):
+        ranked, _ = rank_for_metric(torch.tensor(rng.normal(size=(3, 12))), labels, metric=metric, g=g, mask=mask)
+        fresh = pair_factors(metric, ranked, g_t, k=5)
+        kept = plan.factors(ranked)
+        torch.testing.assert_close(kept.block(0, 12), fresh.block(0, 12), rtol=0, atol=1e-15)
+        assert fresh.block(0, 12).abs().max() > 1e-3

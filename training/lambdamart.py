@@ -40,6 +40,7 @@ class ObjectiveConfig:
     truncation_level: int | None = None
     norm: bool = False
     label_gain: list[float] | None = None
+    precision: Literal["float32", "float64"] = "float32"  # gaprank's pair arithmetic (LightGBM keeps float32)
 
     def validate(self) -> None:
         if self.kind == "native" and (self.metric != "ndcg" or self.g is not None):
@@ -57,7 +58,7 @@ class ObjectiveConfig:
             return params
         return {"objective": lambdarank_objective(self.metric, g=self.g, sigma=self.sigma,
                                                   truncation_level=self.truncation_level, norm=self.norm,
-                                                  label_gain=self.label_gain)}
+                                                  label_gain=self.label_gain, precision=self.precision)}
 
 
 @dataclass

@@ -11,7 +11,9 @@ For a pair with label_i > label_j, :math:`\rho_{ij} = 1 / (1 + e^{\sigma (s_i - 
 (Burges, Ragno and Le, NIPS 2006; Robertson et al. 2010, sec. 5; FORMULAS.md "LambdaRank"). RankNet is
 the same with :math:`|\Delta M| = 1` (Burges et al., ICML 2005). :math:`\Delta M` is taken on the
 ranking the current scores induce and held fixed, so the gradient is the lambda sums; it is computed
-directly (no autograd graph over pairs) from the swap-delta factors, a block of ranks at a time.
+directly (no autograd graph over pairs) from the swap-delta factors, a block of upper ranks at a time.
+Blocks of several batches share one flat buffer, so each elementwise step is one tensor operation
+however many batches (LightGBM's length buckets) there are.
 
 This module is the one implementation of the math that the PyTorch losses and the LightGBM objective
 (:mod:`gaprank.lightgbm`) share.
@@ -76,7 +78,7 @@ class PairWorkspace:
 class _Prepared:
     """A batch made ready for its pair blocks, and the sums its blocks add to."""
 
-    scores: torch.Tensor  # [B, N] sigma (score - top score), 0 at padding; pair dtype
+    scores: torch.Tensor  # [B, N] sigma (score - top score), 0 at padding; the scores' dtype
     grades: torch.Tensor  # [B, N] in the pair dtype
     valid: torch.Tensor | None  # [B, N] in the pair dtype, for unit weights only
     left: torch.Tensor | None  # [B, N, F] float64 (a transposed view)
@@ -93,13 +95,13 @@ def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hess
     scores, valid = batch.scores.detach(), batch.valid
     size = scores.shape[1]
     # Padding takes the query's top score (0 for an empty list), so whatever it held never reaches a
-    # number and the query's score range stays the same. Scores are then measured from the top
-    # score before rounding to the pair dtype, so float32 keeps differences to the precision of the
-    # query's score range, whatever the scores' magnitude.
+    # number and the query's score range stays the same. Scores stay in their own dtype: differences
+    # are taken there and rounded once (lambdarank_norm divides by 0.01 + |s_i - s_j|, which needs
+    # the difference of close scores to more digits than float32 keeps of the scores).
     top = torch.where(valid[:, :1], scores[:, :1], 0.0)
     relative = torch.where(valid, scores, top) - top
     flat = relative.amin(-1) == 0.0  # every score equal to the top one (LightGBM's best == worst)
-    s = (relative * sigma).to(dtype)
+    s = relative * sigma
     left = right = None
     if batch.factors is not None:
         # Zero the lower-rank factors at padding: every pair that touches padding has its lower rank
@@ -109,8 +111,8 @@ def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hess
         right = batch.factors.right.mul_(valid[:, None, :])
     sums = torch.zeros((2 if with_hessian else 1, *s.shape), dtype=dtype, device=s.device)
     return _Prepared(s, batch.grades.to(dtype), valid.to(dtype) if left is None else None, left, right,
-                     max(0, size - 1 if truncation is None else min(truncation, size - 1)), sums.new_zeros(s.shape[0]), sums,
-                     sums.new_zeros(s.shape[0]), flat)
+                     max(0, size - 1 if truncation is None else min(truncation, size - 1)),
+                     sums.new_zeros(s.shape[0]), sums, sums.new_zeros(s.shape[0]), flat)
 
 
 def _pair_blocks(prepared: list[_Prepared], block_elements: int):
@@ -149,10 +151,11 @@ def pairwise_logistic_batches(
     The pairs of all batches are cut into blocks of upper ranks and packed into chunks of about
     ``block_elements`` pairs; each chunk is one flat buffer on which every elementwise step runs
     once, so many small batches (LightGBM's length buckets) cost a few operations each, not dozens.
-    ``dtype`` is the pair arithmetic's (default: the scores'). Swap deltas are formed in float64 and
-    rounded once; scores are taken relative to their query's top score before rounding, so float32
-    loses no more than its rounding of each pair's terms. The batches' lower-rank factors are zeroed at padding in place. A
-    ``workspace`` given by the caller keeps the scratch buffers for its next call.
+    ``dtype`` is the pair arithmetic's (default: the scores'). Swap deltas and score differences are
+    formed in float64 (the scores' dtype) and rounded once, so float32 loses no more than its
+    rounding of each pair's terms. The batches' lower-rank factors are zeroed
+    at padding in place. A ``workspace`` given by the caller keeps the scratch buffers for its next
+    call.
     """
     block_elements = PAIR_BLOCK_ELEMENTS if block_elements is None else block_elements
     dtype = batches[0].scores.dtype if dtype is None else dtype
@@ -169,7 +172,6 @@ def pairwise_logistic_batches(
         pair = workspace.get("pair", 2 * total, dtype, device)
         weight, diff = pair[:total], pair[total:]
         sign = workspace.get("sign", total, dtype, device)
-        deltas = workspace.get("deltas", max(elements for *_, elements in chunk), torch.float64, device)
         blocks, offset = [], 0
         for index, start, stop, elements in chunk:
             p = prepared[index]
@@ -183,8 +185,9 @@ def pairwise_logistic_batches(
             elif dtype == torch.float64:
                 torch.bmm(p.left[:, start:stop], p.right, out=w)
             else:  # dM in float64, rounded once
-                w.copy_(torch.bmm(p.left[:, start:stop], p.right, out=deltas[:elements].view(shape)))
-            torch.sub(p.scores[:, None, :], p.scores[:, start:stop, None], out=d)  # sigma (s_lower - s_upper)
+                deltas = workspace.get("deltas", elements, torch.float64, device).view(shape)
+                w.copy_(torch.bmm(p.left[:, start:stop], p.right, out=deltas))
+            torch.sub(p.scores[:, None, :], p.scores[:, start:stop, None], out=d)  # sigma (s_low - s_up)
             both = pair.as_strided((parts, *shape), (total, shape[1] * shape[2], shape[2], 1),
                                    pair.storage_offset() + offset)
             blocks.append((p, start, stop, span, shape, both))
@@ -193,7 +196,7 @@ def pairwise_logistic_batches(
         # Every step below runs once over the whole chunk.
         sign.clamp_(-1.0, 1.0)  # +1 / -1: the upper / lower document has the higher label; 0: no pair
         weight.mul_(sign).abs_()  # |dM| on pairs, 0 elsewhere
-        if norm:  # LightGBM's lambdarank_norm: |dM| / (0.01 + |s_i - s_j|), here in sigma units (see _finish)
+        if norm:  # LightGBM's lambdarank_norm: |dM| / (0.01 + |s_i - s_j|), in sigma units (see _finish)
             denominator = torch.abs(diff, out=workspace.get("denominator", total, dtype, device))
             weight.div_(denominator.add_(NORM_OFFSET * sigma))
         z = diff.mul_(sign)  # -sigma (s_better - s_worse)
@@ -207,7 +210,7 @@ def pairwise_logistic_batches(
             for p, _, _, span, shape, _ in blocks:
                 p.weight_sum += lam[span].view(shape).sum((1, 2))
         if with_hessian:
-            torch.addcmul(lam, lam, rho, value=-1.0, out=rho)  # |dM| rho (1 - rho): the hessian over sigma^2
+            torch.addcmul(lam, lam, rho, value=-1.0, out=rho)  # |dM| rho (1 - rho): the hessian / sigma^2
         lam.mul_(sign)  # signed: the upper document's gradient is minus its row sum
         for p, start, stop, _, _, both in blocks:
             p.sums[:, :, start:stop].addcmul_(both.sum(-1), row_sign)
@@ -239,7 +242,8 @@ def _finish(prepared: list[_Prepared], sigma: float, norm: bool, with_cost: bool
         sums = p.sums.mul_(query_scale)
         cost = p.cost * cost_factor if with_cost and cost_factor is not None else p.cost
         with_hessian = parts > 1
-        results.append(PairwiseTerms(cost, sums[0], sums[1] if with_hessian else None, sums if with_hessian else None))
+        results.append(PairwiseTerms(cost, sums[0], sums[1] if with_hessian else None,
+                                     sums if with_hessian else None))
     return results
 
 

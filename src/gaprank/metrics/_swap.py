@@ -128,7 +128,7 @@ def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = Non
     upper_grade, lower_grade = by_grade[:, 0], by_grade[:, 1]  # (1/a) A[u,a] - Qi[u,a], read at u = y
     # Read at u = x it gives (1/a)(A[x,a] - K[x,x]) - Qe[x,a] = -(Qi[x,a] - (1/a)(D[x] + A[x,a])) - (1/a) D[x]
     # (at padding this reads grade 0: padding's factors are never used, see PairFactors)
-    upper_own = upper_grade.gather(1, grades[:, None, :]).add_(d_own * inv).neg_()  # Qi[x,a] - (1/a)(D[x] + A[x,a])
+    upper_own = upper_grade.gather(1, grades[:, None, :]).add_(d_own * inv).neg_()  # Qi[x,a] - (D[x] + A[x,a])/a
     lower_own = upper_own - k_own * inv  # Qe[y,b] - (1/b)(D[y] + A[y,b])
     left = torch.cat([onehot, upper_grade, inv.expand(batch, 1, size), upper_own, ones], 1)
     right = torch.cat([lower_grade, onehot, d_own, ones, lower_own], 1)
@@ -219,7 +219,9 @@ def plan_pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, 
         inv_idcg = ndcg_inverse_ideal(ranked, gains, k if ideal_cutoff is None else ideal_cutoff)
         return FactorPlan(metric, k, gains=gains, inv_idcg=inv_idcg)
     kernel = metric_kernel(metric, ranked, g)
-    return None if kernel is None else FactorPlan(metric, k, kernel=kernel, product=kernel_product_matrix(kernel))
+    if kernel is None:
+        return None
+    return FactorPlan(metric, k, kernel=kernel, product=kernel_product_matrix(kernel))
 
 
 def pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
