@@ -87,6 +87,7 @@ def test_native_objective_runs_through_the_same_script(tmp_path):
         (lambda d: d.pop("output_dir"), "output_dir is required"),
         (lambda d: d["objective"].update(g=[0.5, 0.6]), "sum to 1"),
         (lambda d: d["objective"].update(kind="native"), "native"),
+        (lambda d: d["objective"].update(precision="float16"), "objective.precision must be one of"),
         (lambda d: d["evaluation"].update(selection="nDCG@x"), "measure"),
         (lambda d: d["booster"].update(params={"objective": "regression"}), "may not set"),
     ],
