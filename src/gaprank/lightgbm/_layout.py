@@ -78,7 +78,7 @@ def check_flat_scores(preds: Any, num_rows: int) -> np.ndarray:
 class Bucket:
     """Queries of similar length, padded: slot (q, n) holds flat row ``rows[q, n]`` when ``mask``."""
 
-    rows: torch.Tensor  # [B, W] int64 (0 at padding)
+    rows: torch.Tensor  # [B, W] int64; padding points one past the last row (a sentinel slot)
     mask: torch.Tensor  # [B, W] bool
     labels: torch.Tensor  # [B, W] int64 (0 at padding)
     slots: torch.Tensor  # [m] int64: the real slots, as indices into the flattened [B * W]
@@ -118,9 +118,9 @@ class QueryLayout:
             width = int(sizes[chosen].max())
             offsets = np.arange(width)
             mask = offsets[None, :] < sizes[chosen][:, None]
-            rows_t = torch.from_numpy(np.where(mask, starts[chosen][:, None] + offsets[None, :], 0))
+            rows_t = torch.from_numpy(np.where(mask, starts[chosen][:, None] + offsets[None, :], y.size))
             mask_t = torch.from_numpy(mask)
-            buckets.append(Bucket(rows_t, mask_t, torch.from_numpy(y)[rows_t].masked_fill(~mask_t, 0),
+            buckets.append(Bucket(rows_t, mask_t, torch.from_numpy(np.append(y, 0))[rows_t],
                                   torch.from_numpy(np.flatnonzero(mask))))
         return cls(y.size, y, sizes, buckets)
 

@@ -149,14 +149,14 @@ class LambdaRankObjective:
         with torch.inference_mode():
             prepared = self._prepared.get(labels, group)
             layout = prepared.layout
-            scores = torch.from_numpy(check_flat_scores(preds, layout.num_rows))
+            # -inf in the sentinel slot that bucket padding points to: padding ranks last
+            scores = torch.from_numpy(np.append(check_flat_scores(preds, layout.num_rows), -math.inf))
             dtype = getattr(torch, self.precision)
             batches, orders = [], []
             for part in prepared.buckets:
                 bucket = part.bucket
                 # Rank each query: scores descending, ties in row order, padding (-inf) last.
-                padded = scores[bucket.rows].masked_fill_(~bucket.mask, -math.inf)
-                ranked_scores, order = torch.sort(padded, dim=-1, descending=True, stable=True)
+                ranked_scores, order = torch.sort(scores[bucket.rows], dim=-1, descending=True, stable=True)
                 grades = bucket.labels.gather(1, order)
                 factors = part.plan.factors(dataclasses.replace(part.lists, grades=grades))
                 batches.append(RankedBatch(ranked_scores, grades, bucket.mask, factors))

@@ -90,7 +90,8 @@ def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = Non
     """Factors for a kernel measure (the measure at cutoff ``k`` when given: terms beyond rank k,
     each weighted by its pivot's 1/n, are dropped by zeroing 1/n there). ``product``: the kernel's
     :func:`kernel_product_matrix`, when already built; ``scratch``: a dict kept between calls on
-    the same lists (same shape and padding), which then keeps the tables that do not change.
+    the same lists (same shape and padding), which then keeps its tables and factor buffers (the
+    factors returned are then valid until the next call with that ``scratch``).
 
     Tables are grade-major, ``X[u, n]``: the value at rank n for grade u (x = r_a, y = r_b below).
     """
@@ -107,13 +108,20 @@ def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = Non
         # 1/m), [2c1:3c1] = onehot[t, n] = 1[r_n = t], [3c1] = 1 at real documents.
         tables = grades.new_empty(batch, 3 * c1 + 1, size, dtype=torch.float64)
         tables[:, 3 * c1] = valid
-        statics = (inv, torch.arange(c1, device=grades.device)[:, None], tables, tables.new_ones(batch, 1, size))
+        # factor rows: left = [onehot, upper_grade, 1/a, upper_own, 1], right = [lower_grade, onehot, D[y], 1, lower_own]
+        left, right = tables.new_empty(batch, 2 * c1 + 3, size), tables.new_empty(batch, 2 * c1 + 3, size)
+        left[:, 2 * c1] = inv
+        left[:, 2 * c1 + 2] = 1.0
+        right[:, 2 * c1 + 1] = 1.0
+        statics = (inv, torch.arange(c1, device=grades.device)[:, None], tables, left, right)
         if scratch is not None:
             scratch["kernel_tables"] = statics
-    inv, grade_ids, tables, ones = statics
+    inv, grade_ids, tables, left, right = statics
     onehot = tables[:, 2 * c1:3 * c1]
     onehot.copy_((grades[:, None, :] == grade_ids) & valid[:, None, :])
     tables[:, :c1] = onehot
+    left[:, :c1] = onehot
+    right[:, c1:2 * c1] = onehot
     torch.mul(onehot, inv, out=tables[:, c1:2 * c1])
     prefix = tables[:, :2 * c1]
     torch.sub(torch.cumsum(prefix, -1), prefix, out=prefix)  # sums over m < n
@@ -124,14 +132,14 @@ def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = Non
     #                - Qe[x,b] + (1/b)(D[x] - K[x,x] + K[y,x] + A[x,b])       (x = r_a, y = r_b)
     # lower rank b:  Qe[y,b] - (1/b)(D[y] + A[y,b])
     # with Qi[u, n] = Qe[u, n] + (1/n) K[u, r_n], the sums over m <= n.
-    by_grade = kernel_tables[:, :2 * c1].mul_(inv).view(batch, 2, c1, size).sub_(q_excl[:, None])
-    upper_grade, lower_grade = by_grade[:, 0], by_grade[:, 1]  # (1/a) A[u,a] - Qi[u,a], read at u = y
-    # Read at u = x it gives (1/a)(A[x,a] - K[x,x]) - Qe[x,a] = -(Qi[x,a] - (1/a)(D[x] + A[x,a])) - (1/a) D[x]
+    upper_grade = torch.mul(kernel_tables[:, :c1], inv, out=left[:, c1:2 * c1]).sub_(q_excl)  # read at u = y
+    torch.mul(kernel_tables[:, c1:2 * c1], inv, out=right[:, :c1]).sub_(q_excl)
+    # Read at u = x, upper_grade gives (1/a)(A[x,a] - K[x,x]) - Qe[x,a] = -(Qi[x,a] - (D[x] + A[x,a])/a) - D[x]/a
     # (at padding this reads grade 0: padding's factors are never used, see PairFactors)
-    upper_own = upper_grade.gather(1, grades[:, None, :]).add_(d_own * inv).neg_()  # Qi[x,a] - (D[x] + A[x,a])/a
-    lower_own = upper_own - k_own * inv  # Qe[y,b] - (1/b)(D[y] + A[y,b])
-    left = torch.cat([onehot, upper_grade, inv.expand(batch, 1, size), upper_own, ones], 1)
-    right = torch.cat([lower_grade, onehot, d_own, ones, lower_own], 1)
+    upper_own = torch.gather(upper_grade, 1, grades[:, None, :], out=left[:, 2 * c1 + 1:2 * c1 + 2])
+    upper_own.add_(d_own * inv).neg_()  # Qi[x,a] - (D[x] + A[x,a])/a
+    torch.sub(upper_own, k_own * inv, out=right[:, 2 * c1 + 2:])  # Qe[y,b] - (D[y] + A[y,b])/b
+    right[:, 2 * c1:2 * c1 + 1] = d_own
     return PairFactors(left, right, grades, valid)
 
 
@@ -200,7 +208,8 @@ class FactorPlan:
     inv_idcg: torch.Tensor | None = None
 
     def factors(self, ranked: RankedLists) -> PairFactors:
-        """Factors for ``ranked``: the same lists (same grade counts) in any order."""
+        """Factors for ``ranked``: the same lists (same grade counts and padding) in any order. For
+        AP-family measures they live in the plan's buffers, valid until the next call."""
         if self.metric == "ndcg":
             return ndcg_pair_factors(ranked, gains=self.gains, inv_idcg=self.inv_idcg, discount_cutoff=self.k)
         return kernel_pair_factors(ranked, self.kernel, self.k, self.product, self.scratch)
