@@ -1,7 +1,7 @@
 """LambdaMART speed: time per boosting round with gaprank's objectives vs LightGBM's native lambdarank.
 
 Run by hand:  python benchmarks/bench_lightgbm.py [--data ohsumed,mq2008,synthetic] [--rounds 50]
-             [--synthetic-rounds 5] [--repeat 7] [--threads 2]
+             [--synthetic-rounds 5] [--repeat 7] [--threads 2] [--torch-threads N]
 
 Same data, same LightGBM parameters (num_leaves 31, learning_rate 0.1, min_data_in_leaf 20,
 force_row_wise, ``--threads`` threads for LightGBM and for torch), same process. Cases:
@@ -68,9 +68,10 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=50, help="rounds per timing on OHSUMED and MQ2008")
     parser.add_argument("--synthetic-rounds", type=int, default=5, help="rounds per timing on the synthetic set")
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, help="LightGBM's and torch's threads")
+    parser.add_argument("--torch-threads", type=int, default=None, help="torch's threads, when not --threads")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads if args.torch_threads is None else args.torch_threads)
     params = dict(verbosity=-1, num_threads=args.threads, force_row_wise=True, num_leaves=31, learning_rate=0.1,
                   min_data_in_leaf=20, seed=1)
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, threads {args.threads}; "
