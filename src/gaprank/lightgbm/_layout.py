@@ -12,11 +12,11 @@ from .._inputs import GaprankInputError
 from .._padding import check_group_sizes
 
 # The cost model that cuts queries, sorted by length, into buckets padded to their longest query.
-# In units of one pair of the pair blocks (the objective's dominant cost): a bucket costs a fixed
-# few dozen tensor operations (about as much as 70,000 pairs), each pair of its [B, rows, W] blocks
-# one unit, and each padded slot about 10 units (the swap-delta factors, sorting). Measured on the
-# 2-core benchmark machine (benchmarks/bench_lightgbm.py); small data sets get a few buckets, large
-# ones many tight ones.
+# In units of one pair of the pair blocks: a bucket costs a fixed few dozen tensor operations (about
+# as much as 70,000 pairs), each pair of its [B, rows, W] blocks one unit, and each padded slot about
+# 10 units (the swap-delta factors, sorting). Estimated on the 2-core benchmark machine; a bucket cost
+# of 20,000 to 150,000 gave the same times on OHSUMED and MQ2008 (3 and 2 buckets), 300,000 and
+# more were slower. Small data sets get a few buckets, large ones many tight ones.
 BUCKET_COST = 70_000.0
 SLOT_COST = 10.0
 

@@ -21,7 +21,6 @@ This module is the one implementation of the math that the PyTorch losses and th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
