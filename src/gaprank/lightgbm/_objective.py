@@ -38,10 +38,11 @@ from ._layout import Bucket, LayoutCache, QueryLayout, check_flat_scores
 
 _GAP_FAMILY = ("gap", "xgap", "egap")
 PRECISIONS = ("float32", "float64")
-# Pairs per chunk: small enough that a chunk's scratch buffers stay in a core's L2 cache across the
-# dozen elementwise passes (2^18 was fastest among 2^15..2^22 on OHSUMED and MQ2008 in
-# benchmarks/bench_lightgbm.py; larger chunks spill to memory, smaller ones add per-chunk overhead).
-CACHE_BLOCK_ELEMENTS = 1 << 18
+# Pairs per chunk: small enough that a chunk's scratch buffers stay near the cores' caches across the
+# dozen elementwise passes, large enough that OHSUMED's and MQ2008's pairs fit one chunk. 2^18 to 2^20
+# ran alike on those two; on the MSLR-sized set 2^19 and 2^20 beat 2^18 and 2^17 (362, 353, 381 and
+# 455 ms per call); 2^15 and 2^16 were slower everywhere (benchmarks/bench_lightgbm.py's data).
+CACHE_BLOCK_ELEMENTS = 1 << 19
 
 
 def _check_label_gain(label_gain: Any, metric: str) -> torch.Tensor | None:

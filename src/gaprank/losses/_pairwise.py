@@ -77,7 +77,7 @@ class PairWorkspace:
 class _Prepared:
     """A batch made ready for its pair blocks, and the sums its blocks add to."""
 
-    scores: torch.Tensor  # [B, N] sigma (score - top score), 0 at padding; the scores' dtype
+    scores: torch.Tensor  # [B, N] sigma * score, the top score at padding; the scores' dtype
     grades: torch.Tensor  # [B, N] in the pair dtype
     valid: torch.Tensor | None  # [B, N] in the pair dtype, for unit weights only
     left: torch.Tensor | None  # [B, N, F] float64 (a transposed view)
@@ -96,11 +96,11 @@ def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hess
     # Padding takes the query's top score (0 for an empty list), so whatever it held never reaches a
     # number and the query's score range stays the same. Scores stay in their own dtype: differences
     # are taken there and rounded once (lambdarank_norm divides by 0.01 + |s_i - s_j|, which needs
-    # the difference of close scores to more digits than float32 keeps of the scores).
+    # the difference of close scores to more digits than float32 keeps of large scores).
     top = torch.where(valid[:, :1], scores[:, :1], 0.0)
-    relative = torch.where(valid, scores, top) - top
-    flat = relative.amin(-1) == 0.0  # every score equal to the top one (LightGBM's best == worst)
-    s = relative * sigma
+    s = torch.where(valid, scores, top)
+    flat = s.amin(-1) == top[:, 0]  # every score equal to the top one (LightGBM's best == worst)
+    s = s if sigma == 1.0 else s * sigma
     left = right = None
     if batch.factors is not None:
         # Zero the lower-rank factors at padding: every pair that touches padding has its lower rank
