@@ -41,7 +41,7 @@ PRECISIONS = ("float32", "float64")
 # Pairs per chunk: small enough that a chunk's scratch buffers stay near the cores' caches across the
 # dozen elementwise passes, large enough that OHSUMED's and MQ2008's pairs fit one chunk. 2^18 to 2^20
 # ran alike on those two; on the MSLR-sized set 2^19 and 2^20 beat 2^18 and 2^17 (362, 353, 381 and
-# 455 ms per call); 2^15 and 2^16 were slower everywhere (benchmarks/bench_lightgbm.py's data).
+# 455 ms per call); 2^15 and 2^16 were slower on OHSUMED and MQ2008 (benchmarks/bench_lightgbm.py's data).
 CACHE_BLOCK_ELEMENTS = 1 << 19
 
 
