@@ -104,8 +104,8 @@ def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hess
     left = right = None
     if batch.factors is not None:
         # Zero the lower-rank factors at padding: every pair that touches padding has its lower rank
-        # there (padding is ranked last), so it weighs 0. The factors were built for this call
-        # alone, so this happens in place.
+        # there (padding is ranked last), so it weighs 0. In place: the factors are this call's own
+        # (fresh, or a FactorPlan's buffers, rewritten for every ranking).
         left = batch.factors.left.transpose(1, 2)
         right = batch.factors.right.mul_(valid[:, None, :])
     sums = torch.zeros((2 if with_hessian else 1, *s.shape), dtype=dtype, device=s.device)
@@ -115,8 +115,8 @@ def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hess
 
 
 def _pair_blocks(prepared: list[_Prepared], block_elements: int):
-    """Blocks ``(batch, start, stop)`` of upper ranks, packed into chunks of at most ``block_elements``
-    pairs (a single block may exceed it when one row of a batch does)."""
+    """Blocks ``(batch index, start, stop, pairs)`` of upper ranks ``start..stop-1``, packed into chunks
+    of at most ``block_elements`` pairs (a single block may exceed it when one row of a batch does)."""
     chunk, filled = [], 0
     for index, p in enumerate(prepared):
         batch, size = p.scores.shape
@@ -236,11 +236,11 @@ def _finish(prepared: list[_Prepared], sigma: float, norm: bool, with_cost: bool
         scales = torch.split(scale * factor[:, None], sizes, dim=1)
     else:
         cost_factors, scales = [None] * len(prepared), [scale] * len(prepared)
+    with_hessian = parts > 1
     results = []
     for p, cost_factor, query_scale in zip(prepared, cost_factors, scales):
         sums = p.sums.mul_(query_scale)
         cost = p.cost * cost_factor if with_cost and cost_factor is not None else p.cost
-        with_hessian = parts > 1
         results.append(PairwiseTerms(cost, sums[0], sums[1] if with_hessian else None,
                                      sums if with_hessian else None))
     return results
@@ -274,8 +274,9 @@ def pairwise_logistic(
     which bounds the working memory of long lists.
     """
     batch = RankedBatch(ranked_scores, grades, valid, factors)
-    return pairwise_logistic_batches([batch], sigma=sigma, truncation=truncation, norm=norm, with_hessian=with_hessian,
-                                     with_cost=with_cost, block_elements=block_elements, dtype=dtype)[0]
+    return pairwise_logistic_batches([batch], sigma=sigma, truncation=truncation, norm=norm,
+                                     with_hessian=with_hessian, with_cost=with_cost,
+                                     block_elements=block_elements, dtype=dtype)[0]
 
 
 def scatter_to_documents(rank_space: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
