@@ -108,33 +108,37 @@ def test_lambdarank_blocks_give_the_same_numbers(monkeypatch):
     torch.testing.assert_close(s2.grad, s.grad, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("norm, truncation, with_factors", [(False, None, True), (True, 3, True), (True, None, False)])
-def test_pairwise_logistic_batches_equal_one_batch_at_a_time(norm, truncation, with_factors):
-    """Several batches through one chunked pass give each batch's own numbers, whatever the chunking."""
-    from gaprank.metrics._swap import pair_factors, rank_for_metric
+@pytest.mark.parametrize("norm, truncation, metric", [(False, None, "egap"), (True, 3, "egap"), (True, 3, "ndcg"),
+                                                      (True, None, None)])
+def test_pair_engine_on_packed_blocks_equals_one_batch_at_a_time(norm, truncation, metric):
+    """Batches packed as blocks of one slot layout (LightGBM's buckets) give each batch's own numbers,
+    whatever the chunking, and again on a second run over the same buffers."""
+    from gaprank.metrics._slots import SlotLayout
+    from gaprank.metrics._swap import pair_factors, plan_pair_factors, rank_for_metric
 
-    batches = []
+    parts = []
     for seed, (b, n) in enumerate([(3, 9), (1, 2), (4, 17), (2, 5)]):
         scores, labels, mask = _random_batch(seed, b=b, n=n)
         if seed == 2:
             scores[1] = 0.5  # one query whose scores are all equal (LightGBM's norm rule skips the offset)
-        ranked, g_t = rank_for_metric(scores, labels, metric="egap", g=G, mask=mask)
-        factors = pair_factors("egap", ranked, g_t) if with_factors else None
-        batches.append(pairwise_module.RankedBatch(scores.gather(1, ranked.order), ranked.grades, ranked.valid, factors))
+        ranked, g_t = rank_for_metric(scores, labels, metric=metric or "egap", g=G if metric == "egap" else None,
+                                      mask=mask)
+        parts.append((scores.gather(1, ranked.order), ranked))
     options = dict(sigma=1.3, truncation=truncation, norm=norm, with_hessian=True)
-
-    def fresh(batch):  # factors are zeroed at padding in place, so each run gets its own copy
-        f = batch.factors
-        copy = None if f is None else type(f)(f.left.clone(), f.right.clone(), f.grades, f.valid)
-        return pairwise_module.RankedBatch(batch.scores, batch.grades, batch.valid, copy)
-
-    alone = [pairwise_module.pairwise_logistic(*vars(fresh(b)).values(), **options) for b in batches]
+    alone = [pairwise_module.pairwise_logistic(s, r.grades, r.valid, pair_factors(metric, r, g_t, k=truncation) if metric
+                                               else None, **options) for s, r in parts]
+    layout = SlotLayout([tuple(r.grades.shape) for _, r in parts], torch.cat([r.n_docs for _, r in parts]))
+    plan = plan_pair_factors(metric, [r for _, r in parts], g_t, layout=layout, k=truncation) if metric else None
+    scores = torch.cat([s.reshape(-1) for s, _ in parts])
+    grades = torch.cat([r.grades.reshape(-1) for _, r in parts])
     for block_elements in (5, 40, 1 << 22):  # a block per row, a few blocks per chunk, one chunk
-        together = pairwise_module.pairwise_logistic_batches([fresh(b) for b in batches], **options,
-                                                             block_elements=block_elements)
-        for a, b in zip(alone, together):
-            for x, y in ((a.cost, b.cost), (a.grad, b.grad), (a.hess, b.hess)):
-                torch.testing.assert_close(y, x, rtol=1e-12, atol=1e-14)
+        engine = pairwise_module.PairwiseEngine(layout, **options, block_elements=block_elements)
+        for _ in range(2):
+            cost, sums = engine.run(scores, grades, None if plan is None else plan.factors(grades))
+            for block, terms in zip(layout.blocks, alone):
+                torch.testing.assert_close(cost[block.queries], terms.cost, rtol=1e-12, atol=1e-14)
+                torch.testing.assert_close(layout.view(sums[0], block), terms.grad, rtol=1e-12, atol=1e-14)
+                torch.testing.assert_close(layout.view(sums[1], block), terms.hess, rtol=1e-12, atol=1e-14)
     assert any(bool(t.grad.abs().max() > 1e-3) for t in alone)
 
 

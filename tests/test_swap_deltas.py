@@ -104,6 +104,6 @@ def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
     for seed in range(3):
         ranked, _ = rank_for_metric(torch.tensor(rng.normal(size=(3, 12))), labels, metric=metric, g=g, mask=mask)
         fresh = pair_factors(metric, ranked, g_t, k=5)
-        kept = plan.factors(ranked)
+        kept = plan.factors(ranked.grades.reshape(-1))
         torch.testing.assert_close(kept.block(0, 12), fresh.block(0, 12), rtol=0, atol=1e-15)
         assert fresh.block(0, 12).abs().max() > 1e-3

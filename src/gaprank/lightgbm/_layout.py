@@ -10,6 +10,7 @@ import torch
 
 from .._inputs import GaprankInputError
 from .._padding import check_group_sizes
+from ..metrics._slots import SlotLayout
 
 # The cost model that cuts queries, sorted by length, into buckets padded to their longest query.
 # In units of one pair of the pair blocks: a bucket costs a fixed few dozen tensor operations (about
@@ -81,12 +82,12 @@ class Bucket:
     rows: torch.Tensor  # [B, W] int64; padding points one past the last row (a sentinel slot)
     mask: torch.Tensor  # [B, W] bool
     labels: torch.Tensor  # [B, W] int64 (0 at padding)
-    slots: torch.Tensor  # [m] int64: the real slots, as indices into the flattened [B * W]
 
 
 @dataclass
 class QueryLayout:
-    """Flat rows grouped by query, as buckets of padded queries.
+    """Flat rows grouped by query, as buckets of padded queries, and the same buckets as one
+    :class:`~gaprank.metrics._slots.SlotLayout` (bucket after bucket, query-major).
 
     ``only_rankable`` keeps only the queries with at least two different labels (the only ones a
     pairwise objective can move); the others are left out of every bucket.
@@ -96,6 +97,9 @@ class QueryLayout:
     labels: np.ndarray  # [rows] int64
     group_sizes: np.ndarray  # [queries] int64
     buckets: list[Bucket]
+    slots: SlotLayout
+    slot_rows: torch.Tensor  # [S] int64: the row at each slot, num_rows (a sentinel) at padding
+    slot_labels: torch.Tensor  # [S] int64: its label, 0 at padding
 
     @property
     def max_label(self) -> int:
@@ -112,17 +116,24 @@ class QueryLayout:
             differ = np.maximum.reduceat(y, starts) > np.minimum.reduceat(y, starts)
             queries = queries[differ]
         queries = queries[np.argsort(sizes[queries], kind="stable")]
-        buckets = []
+        buckets, chosen_sizes = [], []
+        labels_with_sentinel = torch.from_numpy(np.append(y, 0))
         for first, last in bucket_bounds(sizes[queries], rows):
             chosen = queries[first:last]
             width = int(sizes[chosen].max())
             offsets = np.arange(width)
             mask = offsets[None, :] < sizes[chosen][:, None]
             rows_t = torch.from_numpy(np.where(mask, starts[chosen][:, None] + offsets[None, :], y.size))
-            mask_t = torch.from_numpy(mask)
-            buckets.append(Bucket(rows_t, mask_t, torch.from_numpy(np.append(y, 0))[rows_t],
-                                  torch.from_numpy(np.flatnonzero(mask))))
-        return cls(y.size, y, sizes, buckets)
+            buckets.append(Bucket(rows_t, torch.from_numpy(mask), labels_with_sentinel[rows_t]))
+            chosen_sizes.append(sizes[chosen])
+        slots = SlotLayout([tuple(b.rows.shape) for b in buckets],
+                           torch.from_numpy(np.concatenate(chosen_sizes) if chosen_sizes else np.zeros(0, np.int64)))
+        return cls(y.size, y, sizes, buckets, slots, _concat_flat([b.rows for b in buckets]),
+                   _concat_flat([b.labels for b in buckets]))
+
+
+def _concat_flat(parts: list[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([p.reshape(-1) for p in parts]) if parts else torch.zeros(0, dtype=torch.int64)
 
 
 T = TypeVar("T")

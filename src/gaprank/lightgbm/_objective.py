@@ -11,18 +11,18 @@ Per query and per pair with :math:`l_i > l_j`, :math:`\rho_{ij} = 1 / (1 + e^{\s
 the gradient and (diagonal) hessian of :math:`C = \sum |\Delta M_{ij}| \log(1 + e^{-\sigma (s_i - s_j)})`
 with :math:`\Delta M` held fixed (Burges 2010, "From RankNet to LambdaRank to LambdaMART", sec. 7;
 FORMULAS.md "LambdaRank"). LightGBM minimises, so these are handed over as they are. The arithmetic is
-:func:`gaprank.losses._pairwise.pairwise_logistic_batches`, the engine of :func:`gaprank.lambdarank_loss`.
+:class:`gaprank.losses._pairwise.PairwiseEngine`, the engine of :func:`gaprank.lambdarank_loss`.
 
 Per data set (cached, so once per training run): the rankable queries are cut into length buckets by
-a cost model (:func:`gaprank.lightgbm._layout.bucket_bounds`), and each bucket gets its factor plan
-(the kernel or IDCG, which depend only on grade counts). Per round: one sort per bucket, the
-swap-delta factors, and the pair blocks of all buckets in cache-sized chunks, each elementwise step
-one tensor operation per chunk.
+a cost model (:func:`gaprank.lightgbm._layout.bucket_bounds`) and laid end to end on one axis of
+slots (:class:`gaprank.metrics._slots.SlotLayout`); the factor plan (the kernels or IDCGs, which
+depend only on grade counts) and the pair engine, with every buffer and view they use, are built
+once. Per round: one sort per bucket, then the swap-delta factors and the pair blocks, where each
+elementwise step is one tensor operation for all buckets (per cache-sized chunk of pairs).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -31,18 +31,20 @@ import numpy as np
 import torch
 
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
-from ..losses._pairwise import PairWorkspace, RankedBatch, pairwise_logistic_batches
-from ..metrics._ranking import RankedLists, default_g, rank_lists, resolve_g
+from ..losses._pairwise import PairwiseEngine
+from ..metrics._ranking import default_g, rank_lists, resolve_g
 from ..metrics._swap import METRICS, FactorPlan, plan_pair_factors
-from ._layout import Bucket, LayoutCache, QueryLayout, check_flat_scores
+from ._layout import LayoutCache, QueryLayout, check_flat_scores
 
 _GAP_FAMILY = ("gap", "xgap", "egap")
 PRECISIONS = ("float32", "float64")
-# Pairs per chunk: small enough that a chunk's scratch buffers stay near the cores' caches across the
-# dozen elementwise passes, large enough that OHSUMED's and MQ2008's pairs fit one chunk. 2^18 to 2^20
-# ran alike on those two; on the MSLR-sized set 2^19 and 2^20 beat 2^18 and 2^17 (362, 353, 381 and
-# 455 ms per call); 2^15 and 2^16 were slower on OHSUMED and MQ2008 (benchmarks/bench_lightgbm.py's data).
-CACHE_BLOCK_ELEMENTS = 1 << 19
+# Pairs per chunk: small enough that a chunk's scratch buffers (about 28 bytes per pair in float32)
+# stay near the two cores' caches across the dozen elementwise passes, large enough that the fixed
+# operations per chunk stay few. Measured per call (gradients on random scores, 2 threads, best of
+# 40; benchmarks/bench_lightgbm.py's data): 2^16 .. 2^19 gave 2.68, 2.45, 2.46, 2.65 ms on OHSUMED,
+# 2.99, 2.85, 2.83, 2.95 ms on MQ2008, and 2^17 .. 2^20 gave 294, 267, 282, 275 ms on the MSLR-sized
+# set (truncation 30, norm).
+CACHE_BLOCK_ELEMENTS = 1 << 18
 
 
 def _check_label_gain(label_gain: Any, metric: str) -> torch.Tensor | None:
@@ -57,19 +59,35 @@ def _check_label_gain(label_gain: Any, metric: str) -> torch.Tensor | None:
 
 
 @dataclass
-class _PreparedBucket:
-    """A bucket with what stays fixed across rounds: its lists' grade counts and factor plan."""
-
-    bucket: Bucket
-    lists: RankedLists  # grade counts, list sizes; grades are filled in per round
-    plan: FactorPlan
-
-
-@dataclass
 class _PreparedData:
+    """What stays fixed across rounds for one data set, and the buffers every round refills."""
+
     layout: QueryLayout
-    buckets: list[_PreparedBucket]
-    workspace: PairWorkspace  # the pair blocks' scratch buffers, reused every round
+    plan: FactorPlan | None  # the swap-delta factors of all rankable queries (None: there are none)
+    engine: PairwiseEngine | None
+    scores: torch.Tensor  # [rows + 1] float64: this round's scores, -inf in the sentinel row
+    row_scores: torch.Tensor  # [S]: the scores of each slot's row (padding: the sentinel)
+    order: torch.Tensor  # [S] int64: rank slot -> row slot (within its list, then in the whole layout)
+    grades: torch.Tensor  # [S] int64: ranked
+    destination: torch.Tensor  # [S] int64: the row ranked at each slot
+    sorts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]  # per bucket: row scores, ranked scores, order
+    derivatives: torch.Tensor  # [2, rows]: grad and hess; 0 at the rows of unrankable queries
+    real_rows: torch.Tensor  # [m] int64: the rows ranked at the real slots
+    real_sums: torch.Tensor  # [2, m]: their grad and hess
+
+    @classmethod
+    def build(cls, layout: QueryLayout, plan: FactorPlan | None, engine: PairwiseEngine | None,
+              dtype: torch.dtype) -> "_PreparedData":
+        slots = layout.slots
+        row_scores = torch.empty(slots.num_slots, dtype=torch.float64)
+        order = torch.empty(slots.num_slots, dtype=torch.int64)
+        # sorting writes straight into the engine's score buffer
+        ranked = engine.scores if engine is not None else torch.empty(0, dtype=torch.float64)
+        sorts = [(slots.view(row_scores, b), slots.view(ranked, b), slots.view(order, b)) for b in slots.blocks]
+        return cls(layout, plan, engine, torch.full((layout.num_rows + 1,), -math.inf, dtype=torch.float64),
+                   row_scores, order, torch.empty_like(order), torch.empty_like(order), sorts,
+                   torch.zeros(2, layout.num_rows, dtype=dtype), torch.empty(slots.real.numel(), dtype=torch.int64),
+                   torch.empty(2, slots.real.numel(), dtype=dtype))
 
 
 class LambdaRankObjective:
@@ -124,21 +142,23 @@ class LambdaRankObjective:
         return self.g
 
     def _prepare(self, labels: Any, group: Any) -> _PreparedData:
-        """Bucket the rankable queries and build each bucket's factor plan (once per data set)."""
+        """Lay out the rankable queries and build their factor plan and pair engine (once per data set)."""
         layout = QueryLayout.build(labels, group, only_rankable=True, rows=self.truncation_level)
         if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
             raise GaprankInputError(f"label {layout.max_label} has no gain: label_gain has {self.label_gain.numel()} "
                                     f"entries (labels 0..{self.label_gain.numel() - 1})")
         g = self._scale_g(layout)
         num_grades = layout.max_label if g is None else g.numel()
-        prepared = []
-        for bucket in layout.buckets:
-            lists = rank_lists(torch.zeros(bucket.mask.shape, dtype=torch.float64), bucket.labels, mask=bucket.mask,
-                               num_grades=num_grades)
-            plan = plan_pair_factors(self.metric, lists, g, ideal_cutoff=self.truncation_level, gains=self.label_gain)
-            if plan is not None:  # None: no grade above 0, so no pair to move (not in a rankable bucket)
-                prepared.append(_PreparedBucket(bucket, lists, plan))
-        return _PreparedData(layout, prepared, PairWorkspace())
+        dtype = getattr(torch, self.precision)
+        plan = engine = None
+        if layout.slots.num_slots:
+            lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
+                                num_grades=num_grades) for b in layout.buckets]
+            plan = plan_pair_factors(self.metric, lists, g, layout=layout.slots, ideal_cutoff=self.truncation_level,
+                                     gains=self.label_gain)
+            engine = PairwiseEngine(layout.slots, sigma=self.sigma, truncation=self.truncation_level, norm=self.norm,
+                                    with_hessian=True, with_cost=False, dtype=dtype, block_elements=self.block_elements)
+        return _PreparedData.build(layout, plan, engine, dtype)
 
     def gradients(self, preds: Any, labels: Any, group: Any, weight: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
@@ -148,31 +168,24 @@ class LambdaRankObjective:
         """
         # No autograd here: inference mode spares every tensor operation its autograd bookkeeping.
         with torch.inference_mode():
-            prepared = self._prepared.get(labels, group)
-            layout = prepared.layout
-            # -inf in the sentinel slot that bucket padding points to: padding ranks last
-            scores = torch.from_numpy(np.append(check_flat_scores(preds, layout.num_rows), -math.inf))
-            dtype = getattr(torch, self.precision)
-            batches, orders = [], []
-            for part in prepared.buckets:
-                bucket = part.bucket
-                # Rank each query: scores descending, ties in row order, padding (-inf) last.
-                ranked_scores, order = torch.sort(scores[bucket.rows], dim=-1, descending=True, stable=True)
-                grades = bucket.labels.gather(1, order)
-                factors = part.plan.factors(dataclasses.replace(part.lists, grades=grades))
-                batches.append(RankedBatch(ranked_scores, grades, bucket.mask, factors))
-                orders.append(order)
-            all_terms = pairwise_logistic_batches(batches, sigma=self.sigma, truncation=self.truncation_level,
-                                                  norm=self.norm, with_hessian=True, with_cost=False,
-                                                  block_elements=self.block_elements, dtype=dtype,
-                                                  workspace=prepared.workspace)
-            derivatives = torch.zeros(2, layout.num_rows, dtype=dtype)  # grad, hess; 0 for unrankable queries
-            for part, order, terms in zip(prepared.buckets, orders, all_terms):
-                bucket = part.bucket
-                # rank slot (q, r) holds row rows[q, order[q, r]]; padding slots are left out
-                destination = bucket.rows.gather(1, order).view(-1)[bucket.slots]
-                derivatives[:, destination] = terms.stacked.view(2, -1)[:, bucket.slots]
-            grad_np, hess_np = derivatives.to(torch.float64).numpy()
+            data = self._prepared.get(labels, group)
+            layout = data.layout
+            scores = check_flat_scores(preds, layout.num_rows)
+            if data.plan is not None:
+                data.scores[:-1] = torch.from_numpy(scores)
+                torch.index_select(data.scores, 0, layout.slot_rows, out=data.row_scores)
+                for row_scores, ranked_scores, order in data.sorts:
+                    # Rank each query: scores descending, ties in row order, padding (-inf) last.
+                    torch.sort(row_scores, dim=-1, descending=True, stable=True, out=(ranked_scores, order))
+                order = data.order.add_(layout.slots.list_start)  # within its list -> in the whole layout
+                torch.index_select(layout.slot_labels, 0, order, out=data.grades)
+                torch.index_select(layout.slot_rows, 0, order, out=data.destination)
+                factors = data.plan.factors(data.grades)
+                _, sums = data.engine.run(data.engine.scores, data.grades, factors)
+                real = layout.slots.real
+                data.derivatives.index_copy_(1, torch.index_select(data.destination, 0, real, out=data.real_rows),
+                                             torch.index_select(sums, 1, real, out=data.real_sums))
+            grad_np, hess_np = data.derivatives.numpy().astype(np.float64)
         if weight is not None:
             w = np.asarray(weight, dtype=np.float64)
             if w.shape != grad_np.shape or not np.isfinite(w).all() or (w < 0).any():

@@ -11,9 +11,10 @@ For a pair with label_i > label_j, :math:`\rho_{ij} = 1 / (1 + e^{\sigma (s_i - 
 (Burges, Ragno and Le, NIPS 2006; Robertson et al. 2010, sec. 5; FORMULAS.md "LambdaRank"). RankNet is
 the same with :math:`|\Delta M| = 1` (Burges et al., ICML 2005). :math:`\Delta M` is taken on the
 ranking the current scores induce and held fixed, so the gradient is the lambda sums; it is computed
-directly (no autograd graph over pairs) from the swap-delta factors, a block of upper ranks at a time.
-Blocks of several batches share one flat buffer, so each elementwise step is one tensor operation
-however many batches (LightGBM's length buckets) there are.
+directly (no autograd graph over pairs) from the swap-delta factors, a band of upper ranks at a time.
+:class:`PairwiseEngine` works on a :class:`~gaprank.metrics._slots.SlotLayout`: the runs of pairs of
+all its blocks (LightGBM's length buckets) share flat chunk buffers, so each elementwise step is one
+tensor operation per chunk however many blocks there are, and every buffer and view is built once.
 
 This module is the one implementation of the math that the PyTorch losses and the LightGBM objective
 (:mod:`gaprank.lightgbm`) share.
@@ -28,6 +29,7 @@ import torch
 
 from .._inputs import check_positive_int, check_sigma
 from ..metrics._ranking import rank_lists
+from ..metrics._slots import SlotBlock, SlotLayout
 from ..metrics._swap import PairFactors, pair_factors, rank_for_metric
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, with_gradient
 
@@ -44,206 +46,278 @@ class PairwiseTerms:
     cost: torch.Tensor  # [B]
     grad: torch.Tensor  # [B, N]
     hess: torch.Tensor | None  # [B, N]
-    stacked: torch.Tensor | None = None  # [2, B, N]: grad and hess in one tensor (when hess is given)
 
 
 @dataclass
-class RankedBatch:
-    """One batch of ranked lists for :func:`pairwise_logistic_batches` (arguments as in
-    :func:`pairwise_logistic`)."""
+class _PairRun:
+    """Upper ranks ``start..stop-1`` of one block of lists against all their lower ranks: the views
+    every step reads and writes, built once."""
 
-    scores: torch.Tensor  # [B, N], sorted descending, padding last
-    grades: torch.Tensor  # [B, N] int64
-    valid: torch.Tensor  # [B, N] bool
-    factors: PairFactors | None
-
-
-class PairWorkspace:
-    """Flat scratch buffers kept from one call to the next (LightGBM calls the objective every round
-    with the same shapes): reusing them spares the allocator a few megabytes of fresh pages per call."""
-
-    def __init__(self) -> None:
-        self._buffers: dict[tuple[str, torch.dtype, torch.device], torch.Tensor] = {}
-
-    def get(self, name: str, numel: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        key = (name, dtype, device)
-        buffer = self._buffers.get(key)
-        if buffer is None or buffer.numel() < numel:
-            buffer = self._buffers[key] = torch.empty(numel, dtype=dtype, device=device)
-        return buffer[:numel]
+    block: SlotBlock
+    q0: int  # lists q0..q1-1 of the block
+    q1: int
+    start: int  # upper ranks start..stop-1, against lower ranks start+1..W-1
+    stop: int
+    sign: torch.Tensor  # [B, R, L] in the chunk's sign buffer (L = W - start - 1 lower ranks)
+    weight: torch.Tensor  # [B, R, L] in the chunk's weight buffer
+    deltas: torch.Tensor  # [B, R, L] float64: the bmm's output (the weight itself in float64 runs)
+    diff: torch.Tensor  # [B, R, L]: sigma (s_low - s_up) in the scores' dtype (the diff buffer when alike)
+    both: torch.Tensor  # [P, B, R, L]: the weight and diff buffers as one strided view (lambdas, hessians)
+    grades_up: torch.Tensor  # [B, R, 1]
+    grades_low: torch.Tensor  # [B, 1, L]
+    scores_up: torch.Tensor  # [B, R, 1]
+    scores_low: torch.Tensor  # [B, 1, L]
+    valid_up: torch.Tensor  # [B, R, 1] (unit weights)
+    valid_low: torch.Tensor  # [B, 1, L]
+    sums_up: torch.Tensor  # [P, B, R]: the upper ranks' entries in the engine's sums
+    sums_low: torch.Tensor  # [P, B, L]: the lower ranks'
+    row_sums: torch.Tensor  # [P, B, R] scratch
+    col_sums: torch.Tensor  # [P, B, L] scratch
+    query_sum: torch.Tensor  # [B] scratch
+    cost: torch.Tensor  # [B]: the lists' entries in the engine's cost
+    weight_sum: torch.Tensor  # [B]
+    cost_terms: torch.Tensor | None = None  # [B, R, W] (with cost)
+    left: torch.Tensor | None = None  # [B, R, F] (bound to the factors of the last run)
+    right: torch.Tensor | None = None  # [B, F, W]
 
 
 @dataclass
-class _Prepared:
-    """A batch made ready for its pair blocks, and the sums its blocks add to."""
+class _PairChunk:
+    """Runs whose pairs share one pass over flat buffers."""
 
-    scores: torch.Tensor  # [B, N] sigma * score, the top score at padding; the scores' dtype
-    grades: torch.Tensor  # [B, N] in the pair dtype
-    valid: torch.Tensor | None  # [B, N] in the pair dtype, for unit weights only
-    left: torch.Tensor | None  # [B, N, F] float64 (a transposed view)
-    right: torch.Tensor | None  # [B, F, N] float64, 0 at padding
-    top: int  # upper ranks 0..top-1 take part (the last rank has no rank below it)
-    cost: torch.Tensor  # [B]
-    sums: torch.Tensor  # [1 or 2, B, N]: the gradient, and the hessian when asked for (over sigma, sigma^2)
-    weight_sum: torch.Tensor  # [B]: sum over pairs of |dM| rho (the lambdas over sigma)
-    flat: torch.Tensor  # [B] bool: the query's scores are all equal
+    runs: list[_PairRun]
+    weight: torch.Tensor  # flat views over the chunk's pairs
+    diff: torch.Tensor
+    sign: torch.Tensor
+    deltas: torch.Tensor | None  # float64, when the pair dtype is not
+    diff_scores: torch.Tensor | None  # the scores' dtype, when the pair dtype is not
+    denominator: torch.Tensor | None
+    cost_terms: torch.Tensor | None
 
 
-def _prepare(batch: RankedBatch, sigma: float, truncation: int | None, with_hessian: bool,
-             dtype: torch.dtype) -> _Prepared:
-    scores, valid = batch.scores.detach(), batch.valid
-    size = scores.shape[1]
-    # Padding takes the query's top score (0 for an empty list), so whatever it held never reaches a
-    # number and the query's score range stays the same. Scores stay in their own dtype: differences
-    # are taken there and rounded once (lambdarank_norm divides by 0.01 + |s_i - s_j|, which needs
-    # the difference of close scores to more digits than float32 keeps of large scores).
-    top = torch.where(valid[:, :1], scores[:, :1], 0.0)
-    s = torch.where(valid, scores, top)
-    flat = s.amin(-1) == top[:, 0]  # every score equal to the top one (LightGBM's best == worst)
-    s = s if sigma == 1.0 else s * sigma
-    left = right = None
-    if batch.factors is not None:
-        # Zero the lower-rank factors at padding: every pair that touches padding has its lower rank
-        # there (padding is ranked last), so it weighs 0. In place: the factors are this call's own
-        # (fresh, or a FactorPlan's buffers, rewritten for every ranking).
-        left = batch.factors.left.transpose(1, 2)
-        right = batch.factors.right.mul_(valid[:, None, :])
-    sums = torch.zeros((2 if with_hessian else 1, *s.shape), dtype=dtype, device=s.device)
-    return _Prepared(s, batch.grades.to(dtype), valid.to(dtype) if left is None else None, left, right,
-                     max(0, size - 1 if truncation is None else min(truncation, size - 1)),
-                     sums.new_zeros(s.shape[0]), sums, sums.new_zeros(s.shape[0]), flat)
+# Upper ranks per run when a chunk cannot hold them all: bands this deep keep the batched products
+# efficient, and each band skips the lower ranks above it (a band of d ranks wastes d^2/2 pairs).
+MIN_RUN_ROWS = 32
 
 
-def _pair_blocks(prepared: list[_Prepared], block_elements: int):
-    """Blocks ``(batch index, start, stop, pairs)`` of upper ranks ``start..stop-1``, packed into chunks
-    of at most ``block_elements`` pairs (a single block may exceed it when one row of a batch does)."""
+def _chunk_bounds(layout: SlotLayout, tops: list[int], block_elements: int):
+    """Runs ``(block, lists q0..q1-1, upper ranks start..stop-1, pairs)``, packed into chunks of at
+    most ``block_elements`` pairs (one run may exceed it: it holds at least one list and
+    ``MIN_RUN_ROWS`` upper ranks). A run pairs its upper ranks with the ranks below ``start``."""
     chunk, filled = [], 0
-    for index, p in enumerate(prepared):
-        batch, size = p.scores.shape
-        rows = max(1, block_elements // max(1, batch * size))
-        for start in range(0, p.top, rows):
-            stop = min(p.top, start + rows)
-            elements = batch * (stop - start) * size
-            if chunk and filled + elements > block_elements:
-                yield chunk
-                chunk, filled = [], 0
-            chunk.append((index, start, stop, elements))
-            filled += elements
+    for block, top in zip(layout.blocks, tops):
+        if top == 0:
+            continue
+        rows = min(top, max(MIN_RUN_ROWS, block_elements // (block.batch * block.width)))
+        for start in range(0, top, rows):
+            stop = min(top, start + rows)
+            width = block.width - start - 1  # lower ranks start+1 .. W-1
+            lists = max(1, block_elements // ((stop - start) * width))
+            for q0 in range(0, block.batch, lists):
+                q1 = min(block.batch, q0 + lists)
+                elements = (q1 - q0) * (stop - start) * width
+                if chunk and filled + elements > block_elements:
+                    yield chunk
+                    chunk, filled = [], 0
+                chunk.append((block, q0, q1, start, stop, elements))
+                filled += elements
     if chunk:
         yield chunk
 
 
-def pairwise_logistic_batches(
-    batches: list[RankedBatch],
-    *,
-    sigma: float,
-    truncation: int | None = None,
-    norm: bool = False,
-    with_hessian: bool = False,
-    with_cost: bool = True,
-    block_elements: int | None = None,
-    dtype: torch.dtype | None = None,
-    workspace: PairWorkspace | None = None,
-) -> list[PairwiseTerms]:
-    """:func:`pairwise_logistic` for several batches of ranked lists at once (one result per batch).
+class PairwiseEngine:
+    """The |Delta M|-weighted pairwise logistic cost on the slots of a :class:`SlotLayout`: its
+    cost, gradient and (LightGBM's) hessian, computed directly, a chunk of pairs at a time.
 
-    The pairs of all batches are cut into blocks of upper ranks and packed into chunks of about
-    ``block_elements`` pairs; each chunk is one flat buffer on which every elementwise step runs
-    once, so many small batches (LightGBM's length buckets) cost a few operations each, not dozens.
-    ``dtype`` is the pair arithmetic's (default: the scores'). Swap deltas and score differences are
-    formed in float64 (the scores' dtype) and rounded once, so float32 loses no more than its
-    rounding of each pair's terms. The batches' lower-rank factors are zeroed
-    at padding in place. A ``workspace`` given by the caller keeps the scratch buffers for its next
-    call.
+    Every buffer and every view the steps use is built here, once: LightGBM calls its objective
+    every round on the same lists, and a round is then only the arithmetic (one tensor operation
+    per step and chunk, a few per block of lists). Options as in :func:`pairwise_logistic`;
+    ``scores_dtype`` is the dtype of the scores :meth:`run` takes. Not for two threads at once (the
+    buffers are shared).
     """
-    block_elements = PAIR_BLOCK_ELEMENTS if block_elements is None else block_elements
-    dtype = batches[0].scores.dtype if dtype is None else dtype
-    device = batches[0].scores.device
-    workspace = PairWorkspace() if workspace is None else workspace
-    prepared = [_prepare(b, sigma, truncation, with_hessian, dtype) for b in batches]
-    parts = 2 if with_hessian else 1
-    # Row sums enter the upper document's gradient with a minus and its hessian with a plus.
-    row_sign = torch.tensor([-1.0, 1.0][:parts], dtype=dtype, device=device)[:, None, None]
-    for chunk in _pair_blocks(prepared, block_elements):
-        total = sum(elements for *_, elements in chunk)
-        # weight and diff are the two halves of one buffer: at the end they hold the signed lambdas
-        # and the hessian terms, and one strided view per block reduces both at once.
-        pair = workspace.get("pair", 2 * total, dtype, device)
-        weight, diff = pair[:total], pair[total:]
-        sign = workspace.get("sign", total, dtype, device)
-        blocks, offset = [], 0
-        for index, start, stop, elements in chunk:
-            p = prepared[index]
-            shape = (p.scores.shape[0], stop - start, p.scores.shape[1])
-            span = slice(offset, offset + elements)
-            w, sg, d = (buf[span].view(shape) for buf in (weight, sign, diff))
-            torch.sub(p.grades[:, start:stop, None], p.grades[:, None, :], out=sg)
-            sg[:, :, :stop].triu_(start + 1)  # a pair needs its upper rank strictly above the lower
-            if p.left is None:  # unit weights (RankNet) on pairs of real documents
-                torch.mul(p.valid[:, start:stop, None], p.valid[:, None, :], out=w)
-            elif dtype == torch.float64:
-                torch.bmm(p.left[:, start:stop], p.right, out=w)
-            else:  # dM in float64, rounded once
-                deltas = workspace.get("deltas", elements, torch.float64, device).view(shape)
-                w.copy_(torch.bmm(p.left[:, start:stop], p.right, out=deltas))
-            torch.sub(p.scores[:, None, :], p.scores[:, start:stop, None], out=d)  # sigma (s_low - s_up)
-            both = pair.as_strided((parts, *shape), (total, shape[1] * shape[2], shape[2], 1),
-                                   pair.storage_offset() + offset)
-            blocks.append((p, start, stop, span, shape, both))
-            offset += elements
 
-        # Every step below runs once over the whole chunk.
+    def __init__(
+        self,
+        layout: SlotLayout,
+        *,
+        sigma: float,
+        truncation: int | None = None,
+        norm: bool = False,
+        with_hessian: bool = False,
+        with_cost: bool = True,
+        dtype: torch.dtype = torch.float64,
+        scores_dtype: torch.dtype = torch.float64,
+        block_elements: int | None = None,
+    ) -> None:
+        self.layout, self.sigma, self.norm = layout, sigma, norm
+        self.with_hessian, self.with_cost, self.dtype = with_hessian, with_cost, dtype
+        block_elements = PAIR_BLOCK_ELEMENTS if block_elements is None else block_elements
+        device = layout.valid.device
+        parts = 2 if with_hessian else 1
+        slots, queries = layout.num_slots, layout.num_queries
+        self.scores = torch.empty(slots, dtype=scores_dtype, device=device)
+        self.grades = torch.empty(slots, dtype=dtype, device=device)
+        self.valid = layout.valid.to(dtype)
+        self.sums = torch.zeros(parts, slots, dtype=dtype, device=device)
+        self.cost = torch.zeros(queries, dtype=dtype, device=device)
+        self.weight_sum = torch.zeros(queries, dtype=dtype, device=device)
+        self.top = torch.empty(queries, dtype=scores_dtype, device=device)
+        self.slot_factor = torch.empty(slots, dtype=dtype, device=device)
+        self.last = torch.empty(queries, dtype=scores_dtype, device=device)
+        self.empty_lists = ~layout.valid[layout.first_slot]
+        self.any_empty = bool(self.empty_lists.any())
+        self.padding = torch.nonzero(~layout.valid).flatten()
+        self.padding_query = layout.query[self.padding]
+        self.padding_top = torch.empty(self.padding.numel(), dtype=scores_dtype, device=device)
+        # Row sums enter the upper document's gradient with a minus and its hessian with a plus.
+        self.row_sign = torch.tensor([-1.0, 1.0][:parts], dtype=dtype, device=device)[:, None, None]
+        self.scale = torch.tensor([sigma, sigma ** 2][:parts], dtype=dtype, device=device)[:, None]
+        # upper ranks 0..top-1 take part (the last rank has no rank below it)
+        tops = [max(0, b.width - 1 if truncation is None else min(truncation, b.width - 1)) for b in layout.blocks]
+        chunks = list(_chunk_bounds(layout, tops, block_elements))
+        largest = max((sum(run[-1] for run in chunk) for chunk in chunks), default=0)
+        convert_deltas, convert_diffs = dtype != torch.float64, dtype != scores_dtype
+        pair = torch.empty(2 * largest, dtype=dtype, device=device)
+        sign = torch.empty(largest, dtype=dtype, device=device)
+        deltas = torch.empty(largest if convert_deltas else 0, dtype=torch.float64, device=device)
+        diff_scores = torch.empty(largest if convert_diffs else 0, dtype=scores_dtype, device=device)
+        denominator = torch.empty(largest if norm else 0, dtype=dtype, device=device)
+        cost_terms = torch.empty(largest if with_cost else 0, dtype=dtype, device=device)
+        self.chunks = []
+        for chunk in chunks:
+            total = sum(run[-1] for run in chunk)
+            # weight and diff are the two halves of one buffer: at the end they hold the signed
+            # lambdas and the hessian terms, and one strided view per run reduces both at once.
+            weight, diff = pair[:total], pair[total:2 * total]
+            runs, offset = [], 0
+            for block, q0, q1, start, stop, elements in chunk:
+                low = start + 1  # the first lower rank
+                shape = (q1 - q0, stop - start, block.width - low)
+                span = slice(offset, offset + elements)
+                both = pair.as_strided((parts, *shape), (total, shape[1] * shape[2], shape[2], 1),
+                                       pair.storage_offset() + offset)
+                grades, scores, valid = (layout.view(x, block)[q0:q1] for x in (self.grades, self.scores, self.valid))
+                sums = layout.view(self.sums, block)[:, q0:q1]
+                runs.append(_PairRun(
+                    block, q0, q1, start, stop, sign[span].view(shape), weight[span].view(shape),
+                    deltas[span].view(shape) if convert_deltas else weight[span].view(shape),
+                    diff_scores[span].view(shape) if convert_diffs else diff[span].view(shape), both,
+                    grades[:, start:stop, None], grades[:, None, low:], scores[:, start:stop, None],
+                    scores[:, None, low:], valid[:, start:stop, None], valid[:, None, low:],
+                    sums[:, :, start:stop], sums[:, :, low:],
+                    sums.new_empty(parts, *shape[:2]), sums.new_empty(parts, shape[0], shape[2]),
+                    self.cost.new_empty(shape[0]), self.cost[block.queries][q0:q1],
+                    self.weight_sum[block.queries][q0:q1], cost_terms[span].view(shape) if with_cost else None))
+                offset += elements
+            self.chunks.append(_PairChunk(runs, weight, diff, sign[:total],
+                                          deltas[:total] if convert_deltas else None,
+                                          diff_scores[:total] if convert_diffs else None,
+                                          denominator[:total] if norm else None,
+                                          cost_terms[:total] if with_cost else None))
+        self._bound: tuple | None = None
+
+    def _bind(self, factors: PairFactors | None) -> None:
+        """Views of the factors for every run (kept while the same factor tensors come back)."""
+        key = None if factors is None else tuple((t.data_ptr(), t.shape, t.stride()) for t in (factors.left, factors.right))
+        if key == self._bound:
+            return
+        for chunk in self.chunks:
+            for run in chunk.runs:
+                if factors is None:
+                    run.left = run.right = None
+                else:
+                    left = self.layout.list_major(factors.left, run.block)[run.q0:run.q1]  # [B, F, W]
+                    run.left = left[:, :, run.start:run.stop].transpose(1, 2)
+                    run.right = self.layout.list_major(factors.right, run.block)[run.q0:run.q1, :, run.start + 1:]
+        self._bound = key
+
+    def run(self, scores: torch.Tensor, grades: torch.Tensor,
+            factors: PairFactors | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(cost [Q], sums [P, S])`` for ranked ``scores`` and ``grades`` ``[S]`` (each list sorted
+        descending, padding last) and the swap-delta ``factors`` (None: unit weights, RankNet).
+        ``sums`` holds the gradient (and the hessian) at each slot. Both live in the engine's
+        buffers, valid until its next run."""
+        self._bind(factors)
+        layout, sigma, s = self.layout, self.sigma, self.scores
+        # Padding takes its list's top score (0 for an empty list), so whatever it held never reaches
+        # a number and the list's score range stays the same. Scores stay in their own dtype:
+        # differences are taken there and rounded once (lambdarank_norm divides by 0.01 + |s_i - s_j|,
+        # which needs the difference of close scores to more digits than float32 keeps of large ones).
+        s.copy_(scores)
+        torch.index_select(s, 0, layout.first_slot, out=self.top)
+        if self.any_empty:
+            self.top.masked_fill_(self.empty_lists, 0.0)
+        s.index_put_((self.padding,), torch.index_select(self.top, 0, self.padding_query, out=self.padding_top))
+        flat = None
+        if self.norm:  # every score equal to the top one (LightGBM's best == worst): sorted, so the last one
+            flat = torch.index_select(s, 0, layout.last_slot, out=self.last) == self.top
+        if sigma != 1.0:
+            s.mul_(sigma)
+        self.grades.copy_(grades)
+        self.sums.zero_()
+        if self.with_cost:
+            self.cost.zero_()
+        if self.norm:
+            self.weight_sum.zero_()
+        for chunk in self.chunks:
+            self._run_chunk(chunk, factors is None)
+        return self._finish(flat)
+
+    def _run_chunk(self, chunk: _PairChunk, unit: bool) -> None:
+        for run in chunk.runs:
+            torch.sub(run.grades_up, run.grades_low, out=run.sign)
+            # a pair needs its upper rank strictly above the lower: lower column j is rank start+1+j
+            run.sign[:, :, :run.stop - run.start].triu_(0)
+            if unit:  # unit weights (RankNet) on pairs of real documents
+                torch.mul(run.valid_up, run.valid_low, out=run.weight)
+            else:
+                torch.bmm(run.left, run.right, out=run.deltas)
+            torch.sub(run.scores_low, run.scores_up, out=run.diff)  # sigma (s_low - s_up)
+        # Every step below runs once over the whole chunk. Swap deltas and score differences were
+        # formed in float64; a float32 run rounds them once, here.
+        weight, diff, sign = chunk.weight, chunk.diff, chunk.sign
+        if chunk.deltas is not None and not unit:
+            weight.copy_(chunk.deltas)
+        if chunk.diff_scores is not None:
+            diff.copy_(chunk.diff_scores)
         sign.clamp_(-1.0, 1.0)  # +1 / -1: the upper / lower document has the higher label; 0: no pair
         weight.mul_(sign).abs_()  # |dM| on pairs, 0 elsewhere
-        if norm:  # LightGBM's lambdarank_norm: |dM| / (0.01 + |s_i - s_j|), in sigma units (see _finish)
-            denominator = torch.abs(diff, out=workspace.get("denominator", total, dtype, device))
-            weight.div_(denominator.add_(NORM_OFFSET * sigma))
+        if self.norm:  # LightGBM's lambdarank_norm: |dM| / (0.01 + |s_i - s_j|), in sigma units (see _finish)
+            denominator = torch.abs(diff, out=chunk.denominator)
+            weight.div_(denominator.add_(NORM_OFFSET * self.sigma))
         z = diff.mul_(sign)  # -sigma (s_better - s_worse)
-        if with_cost:
-            cost_terms = torch.nn.functional.softplus(z).mul_(weight)
-            for p, _, _, span, shape, _ in blocks:
-                p.cost += cost_terms[span].view(shape).sum((1, 2))
+        if self.with_cost:
+            torch.mul(torch.nn.functional.softplus(z), weight, out=chunk.cost_terms)
+            for run in chunk.runs:
+                run.cost.add_(torch.sum(run.cost_terms, (1, 2), out=run.query_sum))
         rho = z.sigmoid_()  # 1 / (1 + exp(sigma (s_better - s_worse)))
         lam = weight.mul_(rho)  # |dM| rho: the lambda over sigma
-        if norm:
-            for p, _, _, span, shape, _ in blocks:
-                p.weight_sum += lam[span].view(shape).sum((1, 2))
-        if with_hessian:
+        if self.norm:
+            for run in chunk.runs:
+                run.weight_sum.add_(torch.sum(run.weight, (1, 2), out=run.query_sum))
+        if self.with_hessian:
             torch.addcmul(lam, lam, rho, value=-1.0, out=rho)  # |dM| rho (1 - rho): the hessian / sigma^2
         lam.mul_(sign)  # signed: the upper document's gradient is minus its row sum
-        for p, start, stop, _, _, both in blocks:
-            p.sums[:, :, start:stop].addcmul_(both.sum(-1), row_sign)
-            p.sums += both.sum(2)
-    return _finish(prepared, sigma, norm, with_cost)
+        for run in chunk.runs:
+            run.sums_up.addcmul_(torch.sum(run.both, -1, out=run.row_sums), self.row_sign)
+            run.sums_low.add_(torch.sum(run.both, 2, out=run.col_sums))
 
-
-def _finish(prepared: list[_Prepared], sigma: float, norm: bool, with_cost: bool) -> list[PairwiseTerms]:
-    """Apply sigma, and LightGBM's per-query rescaling when ``norm`` (for all batches at once)."""
-    parts = prepared[0].sums.shape[0]
-    # sigma for the gradient, sigma^2 for the hessian, per query: [parts, sum of B, 1]
-    scale = torch.tensor([sigma, sigma ** 2][:parts], dtype=prepared[0].sums.dtype)[:, None, None]
-    sizes = [p.sums.shape[1] for p in prepared]
-    if norm:
-        weight_sum = torch.cat([p.weight_sum for p in prepared])
-        flat = torch.cat([p.flat for p in prepared])
-        # The blocks divided |dM| by sigma (0.01 + |s_i - s_j|). LightGBM divides by 0.01 + |s_i - s_j|
-        # only when a query's scores are not all equal; such a query was divided by sigma 0.01.
-        unscale = torch.where(flat, NORM_OFFSET * sigma, sigma).to(weight_sum.dtype)
-        lambda_sum = 2.0 * sigma * weight_sum * unscale
-        factor = torch.where(lambda_sum > 0, torch.log2(1.0 + lambda_sum) / lambda_sum.clamp_min(1e-300),
-                             torch.ones_like(lambda_sum)) * unscale
-        cost_factors = torch.split(factor, sizes)
-        scales = torch.split(scale * factor[:, None], sizes, dim=1)
-    else:
-        cost_factors, scales = [None] * len(prepared), [scale] * len(prepared)
-    with_hessian = parts > 1
-    results = []
-    for p, cost_factor, query_scale in zip(prepared, cost_factors, scales):
-        sums = p.sums.mul_(query_scale)
-        cost = p.cost * cost_factor if with_cost and cost_factor is not None else p.cost
-        results.append(PairwiseTerms(cost, sums[0], sums[1] if with_hessian else None,
-                                     sums if with_hessian else None))
-    return results
+    def _finish(self, flat: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Apply sigma, and LightGBM's per-query rescaling when ``norm``."""
+        sigma, sums = self.sigma, self.sums
+        if flat is not None:
+            # The runs divided |dM| by sigma (0.01 + |s_i - s_j|). LightGBM divides by 0.01 + |s_i - s_j|
+            # only when a query's scores are not all equal; such a query was divided by sigma 0.01.
+            unscale = torch.where(flat, NORM_OFFSET * sigma, sigma).to(self.dtype)
+            lambda_sum = 2.0 * sigma * self.weight_sum * unscale
+            factor = torch.where(lambda_sum > 0, torch.log2(1.0 + lambda_sum) / lambda_sum.clamp_min(1e-300),
+                                 torch.ones_like(lambda_sum)) * unscale
+            sums.mul_(torch.index_select(factor, 0, self.layout.query, out=self.slot_factor))
+            if self.with_cost:
+                self.cost.mul_(factor)
+        if sigma != 1.0:
+            sums.mul_(self.scale)  # sigma for the gradient, sigma^2 for the hessian
+        return self.cost, sums
 
 
 def pairwise_logistic(
@@ -262,21 +336,28 @@ def pairwise_logistic(
 ) -> PairwiseTerms:
     r"""Cost, gradient (and LightGBM's hessian) of the |Delta M|-weighted pairwise logistic cost.
 
-    Everything is in rank space: ``ranked_scores`` ``[B, N]`` sorted descending (padding last).
-    ``factors`` None means unit weights (RankNet). ``truncation`` k keeps the pairs whose upper
-    document is in the top k (LightGBM's ``lambdarank_truncation_level`` rule). ``norm`` is LightGBM's
-    ``lambdarank_norm``: |Delta M| is divided by ``0.01 + |s_i - s_j|`` (when the query's scores are
-    not all equal) and the query's gradients and hessians are scaled by ``log2(1 + S) / S``,
-    S = the sum of its lambdas counted on both documents. The hessian is
-    :math:`\sigma^2 |\Delta M| \rho (1 - \rho)` on both documents of each pair. ``with_cost=False``
-    skips the cost (returned as zeros) when only the derivatives are wanted. Pairs are taken in
-    blocks of upper ranks of at most ``block_elements`` pairs (default ``PAIR_BLOCK_ELEMENTS``),
-    which bounds the working memory of long lists.
+    Everything is in rank space: ``ranked_scores`` ``[B, N]`` sorted descending, ``valid`` True at
+    the real documents, which come first (padding last). ``factors`` (from
+    :func:`gaprank.metrics._swap.pair_factors` on the same ranking) None means unit weights
+    (RankNet). ``truncation`` k keeps the pairs whose upper document is in the top k (LightGBM's
+    ``lambdarank_truncation_level`` rule). ``norm`` is LightGBM's ``lambdarank_norm``: |Delta M| is
+    divided by ``0.01 + |s_i - s_j|`` (when the query's scores are not all equal) and the query's
+    gradients and hessians are scaled by ``log2(1 + S) / S``, S = the sum of its lambdas counted
+    on both documents. The hessian is :math:`\sigma^2 |\Delta M| \rho (1 - \rho)` on both documents
+    of each pair. ``with_cost=False`` skips the cost (returned as zeros) when only the derivatives
+    are wanted. Pairs are taken in blocks of upper ranks of at most ``block_elements`` pairs
+    (default ``PAIR_BLOCK_ELEMENTS``), which bounds the working memory of long lists. ``dtype`` is
+    the pair arithmetic's (default: the scores'); swap deltas and score differences are formed in
+    float64 (the scores' dtype) and rounded once. This is :class:`PairwiseEngine` on one block.
     """
-    batch = RankedBatch(ranked_scores, grades, valid, factors)
-    return pairwise_logistic_batches([batch], sigma=sigma, truncation=truncation, norm=norm,
-                                     with_hessian=with_hessian, with_cost=with_cost,
-                                     block_elements=block_elements, dtype=dtype)[0]
+    batch, size = ranked_scores.shape
+    layout = SlotLayout.single(valid.sum(-1), size) if factors is None else factors.layout
+    engine = PairwiseEngine(layout, sigma=sigma, truncation=truncation, norm=norm, with_hessian=with_hessian,
+                            with_cost=with_cost, dtype=ranked_scores.dtype if dtype is None else dtype,
+                            scores_dtype=ranked_scores.dtype, block_elements=block_elements)
+    cost, sums = engine.run(ranked_scores.detach().reshape(-1), grades.reshape(-1), factors)
+    sums = sums.view(-1, batch, size)
+    return PairwiseTerms(cost, sums[0], sums[1] if with_hessian else None)
 
 
 def scatter_to_documents(rank_space: torch.Tensor, order: torch.Tensor) -> torch.Tensor:

@@ -10,14 +10,19 @@ measure ``M = sum_n (1/n) (D[r_n] + sum_{m<n} K[r_m, r_n])`` only through three 
 
 Every term is a per-rank table (O(cN) to build) read at the other document's grade, i.e. a sum over
 grades t of ``(something of a, t) * 1[r_b = t]`` or ``1[r_a = t] * (something of b, t)``. So the whole
-``[N, N]`` matrix of deltas is ``L R^T`` for ``[N, 2c+5]`` factors: one batched matrix product, which
-can be taken a block of rows at a time (LambdaRank truncation, long lists). nDCG's classic
-``(gain(y) - gain(x)) (D(a) - D(b)) / IDCG`` is the same shape with rank 4.
+``[N, N]`` matrix of deltas is ``L R^T`` for ``[N, 2c+5]`` factors (c+1 grades): one batched matrix
+product, which can be taken a block of rows at a time (LambdaRank truncation, long lists). nDCG's
+classic ``(gain(y) - gain(x)) (D(a) - D(b)) / IDCG`` is the same shape with rank 4.
+
+Factors live on the flat slots of a :class:`~gaprank.metrics._slots.SlotLayout` (one ``[B, N]``
+batch, or LightGBM's length buckets end to end), so each step of building them is one tensor
+operation for all blocks; a :class:`FactorPlan` keeps what does not depend on the ranking.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
@@ -25,29 +30,35 @@ from .._inputs import GaprankInputError, check_choice, check_positive_int
 from ._functional import _discount, _gain_table, _ideal_dcg
 from ._kernels import Kernel, _safe_div, ap_kernel, egap_kernel, gap_kernel, xgap_kernel
 from ._ranking import RankedLists, default_g, rank_lists, resolve_g
+from ._slots import SlotLayout
 
 METRICS = ("gap", "xgap", "egap", "ap", "ndcg")
 
 
 @dataclass
 class PairFactors:
-    """Rank-space factors of the swap deltas: ``delta(a, b) = sum_f left[f, a] right[f, b]`` for ranks
-    a < b. Both are stored ``[B, F, N]`` (factor-major), so each factor is a contiguous row over ranks.
+    """Rank-space factors of the swap deltas on the slots of ``layout``:
+    ``delta(a, b) = sum_f left[f, a] right[f, b]`` for slots a above b in the same list. Both are
+    ``[F, S]`` float64 (factor-major: each factor is one contiguous row over the slots), and
+    ``right`` is 0 at padding, so every pair whose lower slot is padding weighs 0.
 
-    Entries with a >= b, equal grades or padding are not meaningful; :meth:`block` masks them.
+    Entries with a >= b or equal grades are not meaningful; :meth:`block` masks them.
     """
 
-    left: torch.Tensor  # [B, F, N] float64
-    right: torch.Tensor  # [B, F, N] float64
-    grades: torch.Tensor  # [B, N] int64, ranked
-    valid: torch.Tensor  # [B, N] bool, ranked
+    left: torch.Tensor  # [F, S] float64
+    right: torch.Tensor  # [F, S] float64, 0 at padding
+    grades: torch.Tensor  # [S] int64, ranked
+    layout: SlotLayout
 
     def block(self, start: int, stop: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        """Deltas for upper ranks ``start..stop-1`` against every lower rank: ``[B, stop-start, N]``,
-        exactly 0 where the upper rank is not above, grades are equal, or either side is padding."""
-        left, right = self.left[:, :, start:stop].to(dtype), self.right.to(dtype)
-        deltas = torch.bmm(left.transpose(1, 2), right)
-        keep = pair_keep(self.grades, self.valid, start, stop)
+        """Deltas for upper ranks ``start..stop-1`` against every lower rank: ``[B, stop-start, N]``
+        (a one-block layout), exactly 0 where the upper rank is not above, grades are equal, or
+        either side is padding."""
+        (block,) = self.layout.blocks
+        left = self.layout.list_major(self.left, block)[:, :, start:stop].to(dtype)
+        deltas = torch.bmm(left.transpose(1, 2), self.layout.list_major(self.right, block).to(dtype))
+        grades, valid = self.layout.view(self.grades, block), self.layout.view(self.layout.valid, block)
+        keep = pair_keep(grades, valid, start, stop)
         return torch.where(keep, deltas, torch.zeros((), dtype=dtype, device=deltas.device))
 
 
@@ -62,8 +73,8 @@ def pair_keep(grades: torch.Tensor, valid: torch.Tensor, start: int, stop: int) 
 
 def kernel_product_matrix(kernel: Kernel) -> torch.Tensor:
     """``[B, 3C+2, 3C+1]`` (C = c+1 grades): the one matrix that turns a list's grade tables into every
-    kernel-weighted table :func:`kernel_pair_factors` needs (it depends only on the kernel, so a
-    :class:`FactorPlan` builds it once). Columns act on ``[above; H; onehot; valid]``, rows give
+    kernel-weighted table :class:`KernelFactorPlan` needs (it depends only on the kernel, so a plan
+    builds it once). Columns act on ``[above; H; onehot; valid]``, rows give
 
     * ``A[u,n] - K[u,r_n]`` and ``A[u,n] + K[r_n,u] + D[u] - K[u,u]``, with ``A = K^T above``;
     * ``Qe = K H``; then ``D[r_n]`` and ``K[r_n,r_n]``.
@@ -85,80 +96,128 @@ def kernel_product_matrix(kernel: Kernel) -> torch.Tensor:
     return product
 
 
-def kernel_pair_factors(ranked: RankedLists, kernel: Kernel, k: int | None = None,
-                        product: torch.Tensor | None = None, scratch: dict | None = None) -> PairFactors:
-    """Factors for a kernel measure (the measure at cutoff ``k`` when given: terms beyond rank k,
-    each weighted by its pivot's 1/n, are dropped by zeroing 1/n there). ``product``: the kernel's
-    :func:`kernel_product_matrix`, when already built; ``scratch``: a dict kept between calls on
-    the same lists (same shape and padding), which then keeps its tables and factor buffers (the
-    factors returned are then valid until the next call with that ``scratch``).
-
-    Tables are grade-major, ``X[u, n]``: the value at rank n for grade u (x = r_a, y = r_b below).
+class FactorPlan:
+    """What the swap-delta factors of lists laid out as ``layout`` need besides the ranking: the
+    kernel of an AP-family measure, or nDCG's gains and 1/IDCG. Both depend only on each list's
+    grade counts, so a plan built once serves every later ranking of the same lists (LambdaMART's
+    rounds). It keeps its buffers: the factors :meth:`factors` returns are valid until its next call.
     """
-    grades, valid = ranked.grades, ranked.valid
-    product = kernel_product_matrix(kernel) if product is None else product
-    batch, size = grades.shape
-    c1 = kernel.matrix.shape[-1]
-    statics = None if scratch is None else scratch.get("kernel_tables")
-    if statics is None:
-        inv = 1.0 / ranked.positions()
-        if k is not None:
-            inv[k:] = 0.0
-        # tables[:, :c1] = above[t, n] (grade-t documents above rank n), [c1:2c1] = H[t, n] (their sum of
-        # 1/m), [2c1:3c1] = onehot[t, n] = 1[r_n = t], [3c1] = 1 at real documents.
-        tables = grades.new_empty(batch, 3 * c1 + 1, size, dtype=torch.float64)
-        tables[:, 3 * c1] = valid
-        # factor rows: left = [onehot, upper_grade, 1/a, upper_own, 1], right = [lower_grade, onehot, D[y], 1, lower_own]
-        left, right = tables.new_empty(batch, 2 * c1 + 3, size), tables.new_empty(batch, 2 * c1 + 3, size)
-        left[:, 2 * c1] = inv
-        left[:, 2 * c1 + 2] = 1.0
-        right[:, 2 * c1 + 1] = 1.0
-        statics = (inv, torch.arange(c1, device=grades.device)[:, None], tables, left, right)
-        if scratch is not None:
-            scratch["kernel_tables"] = statics
-    inv, grade_ids, tables, left, right = statics
-    onehot = tables[:, 2 * c1:3 * c1]
-    onehot.copy_((grades[:, None, :] == grade_ids) & valid[:, None, :])
-    tables[:, :c1] = onehot
-    left[:, :c1] = onehot
-    right[:, c1:2 * c1] = onehot
-    torch.mul(onehot, inv, out=tables[:, c1:2 * c1])
-    prefix = tables[:, :2 * c1]
-    torch.sub(torch.cumsum(prefix, -1), prefix, out=prefix)  # sums over m < n
-    kernel_tables = torch.bmm(product, tables)
-    q_excl = kernel_tables[:, 2 * c1:3 * c1]  # Qe[u, n] = sum_{m<n} K[u, r_m] / m
-    d_own, k_own = kernel_tables[:, 3 * c1:3 * c1 + 1], kernel_tables[:, 3 * c1 + 1:]  # D[r_n], K[r_n, r_n]
-    # upper rank a:  Qi[x,a] - (1/a)(D[x] + A[x,a])  +  (1/a) A[y,a] - Qi[y,a]  +  (1/a) D[y]
-    #                - Qe[x,b] + (1/b)(D[x] - K[x,x] + K[y,x] + A[x,b])       (x = r_a, y = r_b)
-    # lower rank b:  Qe[y,b] - (1/b)(D[y] + A[y,b])
-    # with Qi[u, n] = Qe[u, n] + (1/n) K[u, r_n], the sums over m <= n.
-    upper_grade = torch.mul(kernel_tables[:, :c1], inv, out=left[:, c1:2 * c1]).sub_(q_excl)  # read at u = y
-    torch.mul(kernel_tables[:, c1:2 * c1], inv, out=right[:, :c1]).sub_(q_excl)
-    # Read at u = x, upper_grade gives (1/a)(A[x,a] - K[x,x]) - Qe[x,a] = -(Qi[x,a] - (D[x] + A[x,a])/a) - D[x]/a
-    # (at padding this reads grade 0: padding's factors are never used, see PairFactors)
-    upper_own = torch.gather(upper_grade, 1, grades[:, None, :], out=left[:, 2 * c1 + 1:2 * c1 + 2])
-    upper_own.add_(d_own * inv).neg_()  # Qi[x,a] - (D[x] + A[x,a])/a
-    torch.sub(upper_own, k_own * inv, out=right[:, 2 * c1 + 2:])  # Qe[y,b] - (D[y] + A[y,b])/b
-    right[:, 2 * c1:2 * c1 + 1] = d_own
-    return PairFactors(left, right, grades, valid)
+
+    def __init__(self, metric: str, layout: SlotLayout, k: int | None) -> None:
+        self.metric, self.layout, self.k = metric, layout, k
+
+    def factors(self, grades: torch.Tensor) -> PairFactors:
+        """Factors for ranked ``grades`` ``[S]`` (int64, any values at padding): the same lists
+        (same grade counts and padding) in any order."""
+        raise NotImplementedError
 
 
-def ndcg_pair_factors(
-    ranked: RankedLists, *, gains: torch.Tensor, inv_idcg: torch.Tensor, discount_cutoff: int | None = None
-) -> PairFactors:
-    """nDCG (discount 1/log2(n+1)): ``(gain(y) - gain(x)) (D(a) - D(b)) / IDCG``.
+def _cut_inverse_ranks(layout: SlotLayout, k: int | None) -> torch.Tensor:
+    """1/n at each slot (n = 1-based rank), 0 beyond rank k."""
+    inv = 1.0 / (layout.position + 1).to(torch.float64)
+    return inv if k is None else inv.masked_fill_(layout.position >= k, 0.0)
 
-    ``inv_idcg`` ``[B]`` is 1 / IDCG (0 where IDCG is 0), from :func:`ndcg_inverse_ideal`;
+
+class KernelFactorPlan(FactorPlan):
+    """Factors of a kernel measure (the measure at cutoff ``k`` when given: terms beyond rank k,
+    each weighted by its pivot's 1/n, are dropped by zeroing 1/n there).
+
+    Tables are grade-major, ``X[u, s]``: the value at slot s for grade u (x = r_a, y = r_b below).
+    Left and right factors are two overlapping windows of one buffer, so the one-hot grade rows
+    both need are written once: with C = c+1 grades the buffer's rows are
+    ``[U (C), row, 1/n, onehot (C), valid, D[r_n], L (C), col]``, left = the first 2C+3 rows,
+    right = the last 2C+3, and the pairs they form are U.onehot, row.valid, (1/n).D, onehot.L and
+    valid.col (names as in :meth:`factors`).
+    """
+
+    def __init__(self, metric: str, layout: SlotLayout, kernel: Kernel, k: int | None = None) -> None:
+        super().__init__(metric, layout, k)
+        self.kernel = kernel
+        self.product = kernel_product_matrix(kernel)  # [Q, 3C+2, 3C+1]
+        c1 = kernel.matrix.shape[-1]
+        slots, device = layout.num_slots, layout.valid.device
+        f64 = dict(dtype=torch.float64, device=device)
+        inv = _cut_inverse_ranks(layout, k)
+        valid = layout.valid.to(torch.float64)
+        self._grade_ids = torch.arange(c1, device=device)[:, None]
+        self._is_grade = torch.empty(c1, slots, dtype=torch.bool, device=device)
+        # tables: above[t, s] (grade-t documents above), H[t, s] (their sum of 1/m), onehot[t, s], valid
+        tables = torch.empty(3 * c1 + 1, slots, **f64)
+        tables[3 * c1] = valid
+        kernel_tables = torch.empty(3 * c1 + 2, slots, **f64)
+        z = torch.zeros(3 * c1 + 5, slots, **f64)  # the factor rows; zeros: no garbage is ever read
+        z[c1 + 1] = inv
+        z[2 * c1 + 2] = valid
+        self._inv, self._valid = inv, valid
+        self._tables, self._kernel_tables = tables, kernel_tables
+        self._blocks = [(layout.view(tables[:2 * c1], block), self.product[block.queries],
+                         layout.list_major(tables, block), layout.list_major(kernel_tables, block))
+                        for block in layout.blocks]
+        # Views, built once: the rows below are rewritten in place for every ranking.
+        self._above, self._weighted, self._onehot = tables[:c1], tables[c1:2 * c1], tables[2 * c1:3 * c1]
+        self._upper = kernel_tables[:c1]  # A - K, read at y
+        self._lower = kernel_tables[c1:2 * c1]  # A + K^T + D - diag K, read at x
+        self._q_excl = kernel_tables[2 * c1:3 * c1]  # Qe[u, n] = sum_{m<n} K[u, r_m] / m
+        self._d_own, self._k_own = kernel_tables[3 * c1], kernel_tables[3 * c1 + 1]  # D[r_n], K[r_n, r_n]
+        self._z_upper, self._z_row, self._z_onehot = z[:c1], z[c1:c1 + 1], z[c1 + 2:2 * c1 + 2]
+        self._z_d_own, self._z_lower, self._z_col = z[2 * c1 + 3], z[2 * c1 + 4:3 * c1 + 4], z[3 * c1 + 4]
+        self._z_right_tail = z[2 * c1 + 3:]
+        self.result = PairFactors(z[:2 * c1 + 3], z[c1 + 2:], torch.empty(0), layout)
+
+    def factors(self, grades: torch.Tensor) -> PairFactors:
+        inv = self._inv
+        onehot = self._onehot
+        onehot.copy_(torch.eq(grades, self._grade_ids, out=self._is_grade).logical_and_(self.layout.valid))
+        self._above.copy_(onehot)
+        torch.mul(onehot, inv, out=self._weighted)
+        self._z_onehot.copy_(onehot)
+        for prefix, product, block_tables, block_kernel_tables in self._blocks:
+            torch.sub(torch.cumsum(prefix, -1), prefix, out=prefix)  # sums over m < n in each list
+            block_kernel_tables.copy_(torch.bmm(product, block_tables))
+        # upper rank a:  Qi[x,a] - (1/a)(D[x] + A[x,a])  +  (1/a) A[y,a] - Qi[y,a]  +  (1/a) D[y]
+        #                - Qe[x,b] + (1/b)(D[x] - K[x,x] + K[y,x] + A[x,b])       (x = r_a, y = r_b)
+        # lower rank b:  Qe[y,b] - (1/b)(D[y] + A[y,b])
+        # with Qi[u, n] = Qe[u, n] + (1/n) K[u, r_n], the sums over m <= n.
+        upper_grade = torch.mul(self._upper, inv, out=self._z_upper).sub_(self._q_excl)  # U, read at u = y
+        torch.mul(self._lower, inv, out=self._z_lower).sub_(self._q_excl)  # L, read at u = x
+        # Read at u = x, U gives (1/a)(A[x,a] - K[x,x]) - Qe[x,a] = -(Qi[x,a] - (D[x] + A[x,a])/a) - D[x]/a
+        # (at padding this reads grade 0: it only meets padding lower ranks, whose right factors are 0)
+        upper_own = torch.gather(upper_grade, 0, grades[None], out=self._z_row)[0]
+        upper_own.addcmul_(self._d_own, inv).neg_()  # row: Qi[x,a] - (D[x] + A[x,a])/a
+        torch.addcmul(upper_own, self._k_own, inv, value=-1.0, out=self._z_col)  # col: Qe[y,b] - (D[y] + A[y,b])/b
+        self._z_d_own.copy_(self._d_own)
+        self._z_right_tail.mul_(self._valid)  # right factors 0 at padding (onehot and valid rows already are)
+        self.result.grades = grades
+        return self.result
+
+
+class NdcgFactorPlan(FactorPlan):
+    """nDCG (discount 1/log2(n+1)): ``(gain(y) - gain(x)) (D(a) - D(b)) / IDCG``, rank 4.
+
+    ``inv_idcg`` ``[Q]`` is 1 / IDCG (0 where IDCG is 0), from :func:`ndcg_inverse_ideal`;
     ``discount_cutoff`` zeroes discounts beyond that rank (the delta of nDCG@k)."""
-    positions = ranked.positions()
-    disc = _discount(positions, "log2p1")
-    if discount_cutoff is not None:
-        disc[discount_cutoff:] = 0.0
-    gain = gains[ranked.grades] * ranked.valid  # [B, N]
-    gain_disc = gain * disc
-    left = torch.stack([disc.expand_as(gain), gain, -gain_disc, torch.ones_like(gain)], 1)
-    right = torch.stack([gain, disc.expand_as(gain), torch.ones_like(gain), -gain_disc], 1) * inv_idcg[:, None, None]
-    return PairFactors(left, right, ranked.grades, ranked.valid)
+
+    def __init__(self, layout: SlotLayout, gains: torch.Tensor, inv_idcg: torch.Tensor,
+                 discount_cutoff: int | None = None) -> None:
+        super().__init__("ndcg", layout, discount_cutoff)
+        self.gains = gains
+        disc = _discount((layout.position + 1).to(torch.float64), "log2p1")
+        if discount_cutoff is not None:
+            disc.masked_fill_(layout.position >= discount_cutoff, 0.0)
+        self.disc = disc
+        self.scale = inv_idcg[layout.query] * layout.valid  # 1/IDCG, 0 at padding
+        # left = [disc, gain, -gain disc, 1], right = [gain, disc, 1, -gain disc] / IDCG
+        self.left = torch.stack([disc, disc, disc, torch.ones_like(disc)])
+        self.right = torch.stack([disc, disc * self.scale, self.scale, disc])
+        self.result = PairFactors(self.left, self.right, torch.empty(0), layout)
+
+    def factors(self, grades: torch.Tensor) -> PairFactors:
+        gain = torch.index_select(self.gains, 0, grades, out=self.left[1])
+        torch.mul(gain, self.disc, out=self.left[2]).neg_()
+        torch.mul(gain, self.scale, out=self.right[0])
+        torch.mul(self.left[2], self.scale, out=self.right[3])
+        self.result.grades = grades
+        return self.result
 
 
 def ndcg_inverse_ideal(ranked: RankedLists, gains: torch.Tensor, ideal_cutoff: int | None) -> torch.Tensor:
@@ -193,62 +252,51 @@ def rank_for_metric(scores, labels, *, metric: str, g=None, mask=None, grade_cou
     return ranked, g_t
 
 
-@dataclass
-class FactorPlan:
-    """What the swap-delta factors of a batch of lists need besides the ranking: the kernel of an
-    AP-family measure, or nDCG's gains and 1/IDCG. Both depend only on each list's grade counts,
-    so a plan built once serves every later ranking of the same lists (LambdaMART's rounds)."""
-
-    metric: str
-    k: int | None
-    kernel: Kernel | None = None
-    product: torch.Tensor | None = None  # the kernel's kernel_product_matrix
-    scratch: dict = field(default_factory=dict, repr=False)  # tables kept between rankings of the same lists
-    gains: torch.Tensor | None = None
-    inv_idcg: torch.Tensor | None = None
-
-    def factors(self, ranked: RankedLists) -> PairFactors:
-        """Factors for ``ranked``: the same lists (same grade counts and padding) in any order. For
-        AP-family measures they live in the plan's buffers, valid until the next call."""
-        if self.metric == "ndcg":
-            return ndcg_pair_factors(ranked, gains=self.gains, inv_idcg=self.inv_idcg, discount_cutoff=self.k)
-        return kernel_pair_factors(ranked, self.kernel, self.k, self.product, self.scratch)
-
-
-def plan_pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
-                      ideal_cutoff: int | None = None, gains: torch.Tensor | None = None) -> FactorPlan | None:
+def plan_pair_factors(metric: str, lists: RankedLists | Sequence[RankedLists], g: torch.Tensor | None, *,
+                      layout: SlotLayout | None = None, k: int | None = None, ideal_cutoff: int | None = None,
+                      gains: torch.Tensor | None = None) -> FactorPlan | None:
     """The :class:`FactorPlan` of ``metric`` (at cutoff ``k``) for these lists; None when no pair can
     change the metric (no grades above 0).
 
-    ``gains``: nDCG's gain of each grade (float64, indexed by grade); default 2^l - 1. nDCG's ideal
-    DCG is taken at ``ideal_cutoff``, default ``k``."""
+    ``lists``: one :class:`RankedLists` per block of ``layout`` (their grade counts are what the
+    plan uses), or one batch, whose layout is then the one block ``[B, N]``. ``gains``: nDCG's gain
+    of each grade (float64, indexed by grade); default 2^l - 1. nDCG's ideal DCG is taken at
+    ``ideal_cutoff``, default ``k``."""
+    parts = [lists] if isinstance(lists, RankedLists) else list(lists)
+    if layout is None:
+        (ranked,) = parts
+        layout = SlotLayout.single(ranked.n_docs, ranked.list_size)
     if metric == "ndcg":
         if gains is None:
-            gains = _gain_table(ranked.num_grades, "exp2", ranked.grades.device)
-        inv_idcg = ndcg_inverse_ideal(ranked, gains, k if ideal_cutoff is None else ideal_cutoff)
-        return FactorPlan(metric, k, gains=gains, inv_idcg=inv_idcg)
-    kernel = metric_kernel(metric, ranked, g)
-    if kernel is None:
+            gains = _gain_table(parts[0].num_grades, "exp2", layout.valid.device)
+        cutoff = k if ideal_cutoff is None else ideal_cutoff
+        inv_idcg = torch.cat([ndcg_inverse_ideal(ranked, gains, cutoff) for ranked in parts])
+        return NdcgFactorPlan(layout, gains, inv_idcg, discount_cutoff=k)
+    kernels = [metric_kernel(metric, ranked, g) for ranked in parts]
+    if any(kernel is None for kernel in kernels):
         return None
-    return FactorPlan(metric, k, kernel=kernel, product=kernel_product_matrix(kernel))
+    kernel = Kernel(torch.cat([kr.matrix for kr in kernels]), torch.cat([kr.diag for kr in kernels]),
+                    torch.cat([kr.defined for kr in kernels]))
+    return KernelFactorPlan(metric, layout, kernel, k)
 
 
 def pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
                  ideal_cutoff: int | None = None, gains: torch.Tensor | None = None) -> PairFactors | None:
-    """Swap-delta factors of ``metric`` (at cutoff ``k``); None when no pair can change it.
-    Options as in :func:`plan_pair_factors`."""
+    """Swap-delta factors of ``metric`` (at cutoff ``k``) for one batch of ranked lists (a one-block
+    layout); None when no pair can change it. Options as in :func:`plan_pair_factors`."""
     plan = plan_pair_factors(metric, ranked, g, k=k, ideal_cutoff=ideal_cutoff, gains=gains)
-    return None if plan is None else plan.factors(ranked)
+    return None if plan is None else plan.factors(ranked.grades.reshape(-1))
 
 
 def kernel_swap_deltas(ranked: RankedLists, kernel: Kernel, k: int | None = None) -> torch.Tensor:
     """Signed change of a kernel measure for every swap, in rank space: ``[B, N, N]``, symmetric,
     zero on the diagonal and for pairs involving padding or equal grades."""
-    return _symmetric(kernel_pair_factors(ranked, kernel, k))
+    plan = KernelFactorPlan("kernel", SlotLayout.single(ranked.n_docs, ranked.list_size), kernel, k)
+    return _symmetric(plan.factors(ranked.grades.reshape(-1)), ranked.list_size)
 
 
-def _symmetric(factors: PairFactors) -> torch.Tensor:
-    upper = factors.block(0, factors.grades.shape[1])
+def _symmetric(factors: PairFactors, size: int) -> torch.Tensor:
+    upper = factors.block(0, size)
     return upper + upper.transpose(1, 2)
 
 
@@ -293,6 +341,6 @@ def swap_deltas(
     if factors is None:
         rank_space = ranked.counts.new_zeros(ranked.batch, ranked.list_size, ranked.list_size)
     else:
-        rank_space = _symmetric(factors)
+        rank_space = _symmetric(factors, ranked.list_size)
     out = to_document_space(rank_space, ranked.order).to(ranked.spec.dtype)
     return out[0] if ranked.spec.squeeze else out
