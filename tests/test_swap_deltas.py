@@ -107,3 +107,24 @@ def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
         kept = plan.factors(ranked.grades.reshape(-1))
         torch.testing.assert_close(kept.block(0, 12), fresh.block(0, 12), rtol=0, atol=1e-15)
         assert fresh.block(0, 12).abs().max() > 1e-3
+
+
+def test_slot_layout_packs_blocks_end_to_end():
+    """Blocks [2, 3] and [1, 4] with list sizes 3, 1, 0 (an empty list) and 4: slots, validity, views."""
+    from gaprank.metrics._slots import SlotLayout
+
+    layout = SlotLayout([(2, 3), (2, 4)], torch.tensor([3, 1, 0, 4]))
+    assert layout.num_slots == 14 and layout.num_queries == 4
+    assert [(b.offset, b.batch, b.width, b.first_query) for b in layout.blocks] == [(0, 2, 3, 0), (6, 2, 4, 2)]
+    assert layout.valid.tolist() == [1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert layout.first_slot.tolist() == [0, 3, 6, 10] and layout.last_slot.tolist() == [2, 3, 6, 13]
+    assert layout.position.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3]
+    assert layout.list_start.tolist() == [0] * 3 + [3] * 3 + [6] * 4 + [10] * 4
+    assert layout.real.tolist() == [0, 1, 2, 3, 10, 11, 12, 13]
+    flat = torch.arange(14)
+    assert layout.view(flat, layout.blocks[1]).tolist() == [[6, 7, 8, 9], [10, 11, 12, 13]]
+    rows = torch.stack([flat, -flat])
+    assert layout.list_major(rows, layout.blocks[0]).shape == (2, 2, 3)
+    assert layout.list_major(rows, layout.blocks[0])[1].tolist() == [[3, 4, 5], [-3, -4, -5]]
+    with pytest.raises(ValueError):
+        SlotLayout([(1, 2)], torch.tensor([3]))
