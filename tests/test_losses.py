@@ -100,7 +100,7 @@ def test_lambdarank_blocks_give_the_same_numbers(monkeypatch):
     full = L.lambdarank_loss(scores, labels, metric="egap", g=G, mask=mask, reduction="none")
     s = scores.clone().requires_grad_(True)
     L.lambdarank_loss(s, labels, metric="egap", g=G, mask=mask).backward()
-    monkeypatch.setattr(pairwise_module, "PAIR_BLOCK_ELEMENTS", 7)  # one row per block
+    monkeypatch.setattr(pairwise_module, "PAIR_BLOCK_ELEMENTS", 7)  # one list per run, bands of MIN_RUN_ROWS ranks
     s2 = scores.clone().requires_grad_(True)
     blocked = L.lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask, reduction="none")
     L.lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask).backward()
