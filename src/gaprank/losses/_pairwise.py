@@ -243,7 +243,8 @@ class PairwiseEngine:
         # a number and the list's score range stays the same. Scores stay in their own dtype:
         # differences are taken there and rounded once (lambdarank_norm divides by 0.01 + |s_i - s_j|,
         # which needs the difference of close scores to more digits than float32 keeps of large ones).
-        s.copy_(scores)
+        if scores is not s:  # LightGBM's objective sorts straight into this buffer
+            s.copy_(scores)
         torch.index_select(s, 0, layout.first_slot, out=self.top)
         if self.any_empty:
             self.top.masked_fill_(self.empty_lists, 0.0)
