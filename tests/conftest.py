@@ -22,3 +22,40 @@ def quick_ohsumed_comparison(tmp_path_factory):
     out = tmp_path_factory.mktemp("quick_comparison")
     config = load_config(root / "configs" / "ohsumed" / "compare.yaml", CompareConfig)
     return config, run(config, quick=True, out=out, progress=False)
+
+
+def write_toy_dataset(root: Path, name: str = "OHSUMED", queries_per_partition: int = 4, seed: int = 0) -> Path:
+    """A small data set in this project's partitions + folds.json layout under ``root/name`` (the
+    partitions in ``QueryLevelNorm/`` for OHSUMED, as its default variant): five
+    partitions ``P1..P5`` of ``queries_per_partition`` queries (45 features, labels 0..2 with a learnable
+    signal in feature 1), Fold K testing on partition K and validating on the one before."""
+    import json
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    folder = root / name
+    files = folder / "QueryLevelNorm" if name == "OHSUMED" else folder  # OHSUMED's default variant folder
+    files.mkdir(parents=True, exist_ok=True)
+    for p in range(1, 6):
+        lines = []
+        for q in range(queries_per_partition):
+            labels = rng.integers(0, 3, 8)
+            for label in labels:
+                features = rng.random(45)
+                features[0] = label + rng.normal(scale=0.5)
+                lines.append(f"{label} qid:{p}{q:02d} " + " ".join(f"{i + 1}:{v:.4f}" for i, v in enumerate(features)))
+        (files / f"P{p}.txt").write_text("\n".join(lines) + "\n")
+    folds = {}
+    for k in range(1, 6):
+        vali = (k - 2) % 5 + 1
+        folds[f"Fold{k}"] = {"train": [f"P{p}" for p in range(1, 6) if p not in (k, vali)], "vali": f"P{vali}",
+                             "test": f"P{k}"}
+    (folder / "folds.json").write_text(json.dumps({"folds": folds}))
+    return root
+
+
+@pytest.fixture()
+def toy_data(tmp_path):
+    """A data directory holding a small OHSUMED-shaped data set (see :func:`write_toy_dataset`)."""
+    return write_toy_dataset(tmp_path / "data")

@@ -142,6 +142,14 @@ def _write(tmp_path, text, name="f.txt"):
         ("1 qid:1 1:0.5 2\n", "malformed feature '2'"),
         ("1 qid:1 1:0.5 2:0.1\n\n0 qid:1 1:0.5 2:0.1\n", "line 2: empty line"),
         ("", "no data lines"),
+        ("1 qid:1 1:0.5 2:nan\n", "line 1: feature value 'nan' \\(feature 2\\) is not finite"),
+        ("1 qid:1 1:-inf 2:0.1\n", "line 1: feature value '-inf' \\(feature 1\\) is not finite"),
+        ("1 qid:1 1:1_000 2:0.1\n", "line 1: feature value '1_000' \\(feature 1\\) is not a number"),
+        ("1 qid:1 1:\u0661 2:0.1\n", "line 1: feature value '\u0661' \\(feature 1\\) is not a number"),
+        ("\u0661 qid:1 1:0.5 2:0.1\n", "line 1: label '\u0661' is not a non-negative integer"),
+        ("1 qid:1 1:0.5\n12345678901234567890 qid:1 1:0.5\n", "line 2: label 12345678901234567890 is above 30"),
+        ("31 qid:1 1:0.5\n", "line 1: label 31 is above 30"),
+        ("1 qid:1 1:0.5 2:1e999\n", "data line 1: a feature value overflows"),
     ],
 )
 def test_malformed_letor_lines_name_file_and_line(tmp_path, text, message):
@@ -178,3 +186,87 @@ def test_missing_data_is_a_clear_error(tmp_path, monkeypatch):
         load_fold("OHSUMED", 1)
     with pytest.raises(GaprankInputError, match="fold must be"):
         load_fold("OHSUMED", 6)
+
+
+# --- hardening: numbers in files are finite ASCII numbers, grades stay on a bounded scale ---
+
+
+def test_literal_nan_is_refused_even_where_null_is_filled(tmp_path):
+    path = _write(tmp_path, "1 qid:1 1:0.5 2:NULL\n0 qid:1 1:nan 2:0.1\n")
+    with pytest.raises(LetorFormatError, match="line 2: feature value 'nan'"):
+        read_letor(path, null="min")
+    with pytest.raises(LetorFormatError, match="line 1: feature 2 is NULL"):
+        read_letor(path, null="error")
+
+
+def test_a_huge_feature_id_costs_no_memory_and_is_refused_beyond_num_features(tmp_path):
+    path = _write(tmp_path, "1 qid:1 1:0.5 1000000000:0.25\n0 qid:1 1:0.1 1000000000:0.75\n")
+    split = read_letor(path)  # columns are the ids used, not 1..max id
+    assert split.features.shape == (2, 2) and split.features[:, 1].tolist() == [0.25, 0.75]
+    with pytest.raises(LetorFormatError, match="line 1: feature id 1000000000 is above num_features=2"):
+        read_letor(path, num_features=2)
+
+
+def test_comment_lines_trailing_blank_lines_and_line_numbers(tmp_path):
+    text = "# exported by a tool\n1 qid:1 1:0.5 2:0.1 # docid = A\n   # a note\n0 qid:1 1:0.2 2:0.3\n\n\n  \n"
+    split = read_letor(_write(tmp_path, text))
+    assert split.labels.tolist() == [1, 0] and split.docids.tolist() == ["A", ""]
+    # a form feed or U+2028 inside a line separates tokens but starts no new line
+    text = "1 qid:1 1:0.5\x0c2:0.1\n0 qid:1 1:0.2\u20282:0.3\n0 qid:1 1:x 2:0.3\n"
+    with pytest.raises(LetorFormatError, match="line 3: feature value 'x'"):
+        read_letor(_write(tmp_path, text, "g.txt"))
+
+
+@pytest.mark.parametrize("token", ["1_000", "\u0661", "0x10", "1,5"])
+def test_prediction_scores_are_ascii_numbers(tmp_path, token):
+    from gaprank.data import read_scores
+
+    with pytest.raises(LetorFormatError, match="line 2: expected one number"):
+        read_scores(_write(tmp_path, f"0.5\n{token}\n"))
+    assert read_scores(_write(tmp_path, "0.5\n-1e3\n+.25\n", "ok.txt")).tolist() == [0.5, -1000.0, 0.25]
+
+
+@pytest.mark.parametrize("fn, kw", ALL, ids=IDS)
+def test_grades_above_the_scale_are_refused_before_any_allocation(fn, kw):
+    # a label of 5000 once allocated gigabytes (tables one column per grade); now it is refused at once
+    with pytest.raises(GaprankInputError, match="label 5000 is above 30"):
+        fn(np.array([[0.3, 0.2, 0.1]]), np.array([[5000, 0, 1]]), **kw)
+    with pytest.raises(GaprankInputError, match="label 1e\\+20 is above 30"):
+        fn(np.array([[0.3, 0.2, 0.1]]), np.array([[1e20, 0, 1]]), **kw)
+    if "p" not in kw:  # eRAP / eRRBP: p fixes the scale at 0..2
+        assert np.isfinite(fn(np.array([[0.3, 0.2, 0.1]]), np.array([[30, 0, 1]]), **kw))
+
+
+def test_a_parameter_cannot_set_a_grade_scale_above_the_cap():
+    with pytest.raises(GaprankInputError, match="grade_counts sets a grade scale 0..40"):
+        M.gap(S, Y, grade_counts=np.ones(41))
+    with pytest.raises(GaprankInputError, match="sets a grade scale 0..31"):
+        M.gap(S, Y, g=np.full(31, 1 / 31))
+
+
+def test_ndcg_gain_of_a_large_label_is_refused_not_nan():
+    # 2^1024 - 1 overflows float64: the label is refused instead of returning NaN
+    with pytest.raises(GaprankInputError, match="label 1024 is above 30"):
+        M.ndcg(S, [[1024, 0, 1]])
+    assert np.isfinite(M.ndcg(S, [[30, 0, 1]]))
+
+
+def test_trec_qrels_grade_is_bounded_with_file_and_line(tmp_path):
+    from gaprank.data import read_qrels, read_run
+
+    path = _write(tmp_path, "1 0 A 2\n1 0 B 20000000\n", "qrels")
+    with pytest.raises(LetorFormatError, match="line 2: grade 20000000 is above 30"):
+        read_qrels(path)
+    with pytest.raises(LetorFormatError, match="line 1: grade '1_0' is not an integer"):
+        read_qrels(_write(tmp_path, "1 0 A 1_0\n", "q2"))
+    with pytest.raises(LetorFormatError, match="line 1: score '1_000' is not a number"):
+        read_run(_write(tmp_path, "1 Q0 A 1 1_000 t\n", "run"))
+
+
+def test_json_results_never_hold_nan(tmp_path):
+    from gaprank.data import to_json, write_json_atomic
+
+    with pytest.raises(GaprankInputError, match="non-finite number \\(at mean.NDCG@10\\)"):
+        write_json_atomic(tmp_path / "s.json", {"mean": {"MAP": 0.5, "NDCG@10": float("nan")}})
+    assert not (tmp_path / "s.json").exists()
+    assert to_json({"a": [1.0, 2]}, indent=None) == '{"a": [1.0, 2]}'

@@ -92,3 +92,24 @@ def test_measure_names_parse_like_ir_measures():
     for bad in ["", "nDCG@", "nDCG(foo=1)@10", "Q@10", "2AP"]:
         with pytest.raises(ValueError):
             parse_measure(bad)
+
+
+def test_trec_mode_ndcg_means_what_trec_eval_and_ir_measures_mean(trec_files, capsys):
+    """nDCG in TREC mode: the grade as gain, 1/log2(r+1) discount (trec_eval's ndcg and ndcg_cut,
+    ir_measures' nDCG); the output says which it used."""
+    qrels_path, run_path, qrels, run = trec_files
+    assert max(v for judged in qrels.values() for v in judged.values()) == 2  # graded: exp2 would differ
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "nDCG", "-m", "nDCG@10",
+                 "-m", "nDCG(gain=exp2)@10", "--per-query", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg", "ndcg_cut"}).evaluate(run)
+    for q, values in out["per_query"].items():
+        assert values["nDCG"] == pytest.approx(theirs[q]["ndcg"], rel=1e-9)
+        assert values["nDCG@10"] == pytest.approx(theirs[q]["ndcg_cut_10"], rel=1e-9)
+    assert out["nDCG(gain=exp2)@10"] != pytest.approx(out["nDCG@10"], rel=1e-3)
+    assert out["settings"]["nDCG@10"] == {"gain": "grade (linear)", "discount": "1/log2(r+1)"}
+    assert out["settings"]["nDCG(gain=exp2)@10"]["gain"] == "2^grade - 1 (exp2)"
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "nDCG@10", "-m", "AP"]) == 0
+    captured = capsys.readouterr()
+    assert "# nDCG@10: gain grade (linear), discount 1/log2(r+1)" in captured.err
+    assert captured.out.startswith("nDCG@10\tall\t")

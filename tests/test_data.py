@@ -105,3 +105,85 @@ def test_mq2008_docids_and_comments_are_kept():
     split = load_fold("MQ2008", 1).test
     assert split.docids[0].startswith("GX") and "inc =" in split.comments[0]
 
+
+
+# --- hardening: folds are disjoint, folds.json is read strictly and stays inside its folder ---
+
+from conftest import write_toy_dataset  # noqa: E402
+
+from gaprank import GaprankInputError  # noqa: E402
+from gaprank.data import FoldsFileError, fold_fingerprint  # noqa: E402
+
+
+def _set_folds(root, folds_text):
+    (root / "OHSUMED" / "folds.json").write_text(folds_text)
+
+
+def test_toy_folds_load_and_are_disjoint(toy_data):
+    fold = load_fold("OHSUMED", 1, data_dir=toy_data)
+    assert (fold.train.num_queries, fold.vali.num_queries, fold.test.num_queries) == (12, 4, 4)
+    assert fold.test.query_ids[0] == "100" and fold.vali.query_ids[0] == "500"
+
+
+def test_overlapping_splits_are_an_error_naming_the_queries(toy_data):
+    _set_folds(toy_data, json.dumps({"folds": {"Fold1": {"train": ["P2", "P3", "P1"], "vali": "P5", "test": "P1"}}}))
+    with pytest.raises(FoldsFileError, match="train and test share 4 queries \\(100, 101, 102, 103\\).*folds.json"):
+        load_fold("OHSUMED", 1, data_dir=toy_data)
+
+
+def test_query_lists_that_contradict_the_partitions_are_an_error(toy_data):
+    spec = {"train": ["P2", "P3", "P4"], "vali": "P5", "test": "P1", "test_qids": ["100", "101", "102", "999"]}
+    _set_folds(toy_data, json.dumps({"folds": {"Fold1": spec}}))
+    with pytest.raises(FoldsFileError, match="Fold1 test_qids contradicts its partitions.*'999'.*'103'"):
+        load_fold("OHSUMED", 1, data_dir=toy_data)
+    spec["test_qids"] = ["103", "102", "101", "100"]  # the same set in another order is fine
+    _set_folds(toy_data, json.dumps({"folds": {"Fold1": spec}}))
+    assert load_fold("OHSUMED", 1, data_dir=toy_data).test.num_queries == 4
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"folds": {"Fold1": ', "folds.json, line 1: not valid JSON"),
+    ('{"partitions": {}}', 'needs a "folds" mapping'),
+    ('[1, 2]', 'needs a "folds" mapping'),
+    ('{"folds": {"Fold1": ["P1"]}}', "folds.Fold1 must be a mapping"),
+    ('{"folds": {"Fold1": {"train": [], "vali": "P5", "test": "P1"}}}', "folds.Fold1.train must be a partition name"),
+    ('{"folds": {"Fold1": {"train": ["P2"], "vali": 5, "test": "P1"}}}', "folds.Fold1.vali must be"),
+    ('{"folds": {"Fold1": {"train": ["P2"], "vali": "P5", "test": "P1", "test_qids": [1]}}}', "test_qids must be a list"),
+])
+def test_malformed_folds_json_is_one_clear_line(toy_data, text, message):
+    _set_folds(toy_data, text)
+    with pytest.raises(FoldsFileError, match=message) as exc:
+        load_fold("OHSUMED", 1, data_dir=toy_data)
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("partition", ["../../../etc/passwd", "/etc/passwd", "P1/../../x", "./P1", "a\\b"])
+def test_partition_paths_stay_inside_the_data_set(toy_data, partition):
+    _set_folds(toy_data, json.dumps({"folds": {"Fold1": {"train": [partition], "vali": "P5", "test": "P1"}}}))
+    with pytest.raises(FoldsFileError, match="must be a relative path inside"):
+        load_fold("OHSUMED", 1, data_dir=toy_data)
+
+
+def test_a_symbolic_link_out_of_the_data_set_is_refused(toy_data, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text((toy_data / "OHSUMED" / "QueryLevelNorm" / "P2.txt").read_text())
+    (toy_data / "OHSUMED" / "QueryLevelNorm" / "P9.txt").symlink_to(outside)
+    _set_folds(toy_data, json.dumps({"folds": {"Fold1": {"train": ["P9"], "vali": "P5", "test": "P1"}}}))
+    with pytest.raises(FoldsFileError, match="outside"):
+        load_fold("OHSUMED", 1, data_dir=toy_data)
+
+
+def test_known_feature_count_is_enforced_for_named_data_sets(tmp_path):
+    root = write_toy_dataset(tmp_path / "d", name="MQ2008")  # 45 features where MQ2008 has 46
+    with pytest.raises(GaprankInputError, match="45 features, expected 46"):
+        load_fold("MQ2008", 1, data_dir=root)
+
+
+def test_fold_fingerprint_follows_content_not_place(toy_data, tmp_path):
+    first = fold_fingerprint("OHSUMED", 1, data_dir=toy_data)
+    assert set(first) == {"train", "vali", "test", "folds.json"} and len(first["train"]) == 3
+    copy = write_toy_dataset(tmp_path / "copy")  # same seed, same bytes, other place and mtimes
+    assert fold_fingerprint("OHSUMED", 1, data_dir=copy) == first
+    path = toy_data / "OHSUMED" / "QueryLevelNorm" / "P1.txt"
+    path.write_text(path.read_text() + "0 qid:199 " + " ".join(f"{i}:0" for i in range(1, 46)) + "\n")
+    assert fold_fingerprint("OHSUMED", 1, data_dir=toy_data)["test"] != first["test"]

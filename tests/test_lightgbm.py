@@ -447,3 +447,56 @@ def test_lgb_train_without_groups_raises():
     X = np.random.default_rng(0).normal(size=(200, 2))
     with pytest.raises(GaprankInputError, match="query groups"):
         lgb.train({**BASE, "objective": lambdarank_objective("gap")}, lgb.Dataset(X, np.arange(200) % 2), 1)
+
+
+# ---------------------------------------------------------------- hardening
+
+
+def test_lgb_cv_row_folds_are_refused_and_query_folds_are_whole(ohsumed):
+    from gaprank.lightgbm import query_folds
+
+    X, y, group = ohsumed.train.to_flat()
+    params = {**BASE, "objective": lambdarank_objective("gap", g=G), "metric": "None", "min_data_in_leaf": 5}
+    feval = ranking_feval(["NDCG@10", "P@10"])
+    # lgb.cv splits rows for a callable objective: every query would be cut in fragments
+    with pytest.raises(GaprankInputError, match="cuts queries apart.*query_folds"):
+        lgb.cv(params, lgb.Dataset(X, y, group=group, free_raw_data=False), num_boost_round=2, nfold=3, feval=feval)
+    folds = query_folds(group, nfold=3, seed=1)
+    starts = np.concatenate([[0], np.cumsum(group)])
+    covered = np.sort(np.concatenate([test for _, test in folds]))
+    assert covered.tolist() == list(range(len(y)))
+    for train_rows, test_rows in folds:
+        assert np.intersect1d(train_rows, test_rows).size == 0
+        taken = np.bincount(np.searchsorted(starts, test_rows, side="right") - 1, minlength=group.size)
+        assert set(np.unique(taken)) <= {0} | set(group.tolist()) and bool(((taken == 0) | (taken == group)).all())
+    result = lgb.cv(params, lgb.Dataset(X, y, group=group, free_raw_data=False), num_boost_round=3, folds=folds,
+                    feval=feval, return_cvbooster=True)
+    # each fold's vali NDCG@10 is gaprank's NDCG@10 of that fold's booster on its whole test queries
+    expected = []
+    for booster, (_, test_rows) in zip(result["cvbooster"].boosters, folds):
+        sizes = np.bincount(np.searchsorted(starts, test_rows, side="right") - 1, minlength=group.size)
+        value = feval.evaluate(booster.predict(X[test_rows]), y[test_rows], sizes[sizes > 0])["NDCG@10"]
+        expected.append(value)
+    assert result["valid NDCG@10-mean"][-1] == pytest.approx(np.mean(expected), abs=1e-12)
+    assert min(expected) > 0.2  # row folds gave exactly 0.0 here
+
+
+@pytest.mark.parametrize("metric, label", [("ndcg", 1024), ("gap", 5000), ("ap", 31)])
+def test_labels_above_the_scale_are_refused_by_objective_and_feval(metric, label):
+    y = np.array([0.0, 1.0, float(label), 2.0, 0.0, 1.0])
+    with pytest.raises(GaprankInputError, match=f"label {label} is above 30"):
+        lambdarank_objective(metric).gradients(np.zeros(6), y, [3, 3])
+    with pytest.raises(GaprankInputError, match=f"label {label} is above 30"):
+        ranking_feval(["NDCG@10"]).evaluate(np.zeros(6), y, [3, 3])
+
+
+def test_query_folds_bad_arguments():
+    from gaprank.lightgbm import query_folds
+
+    with pytest.raises(GaprankInputError, match="nfold must be between 2 and the number of queries"):
+        query_folds([3, 2], nfold=3)
+    with pytest.raises(GaprankInputError, match="positive integers"):
+        query_folds([3, 0, 2], nfold=2)
+    sizes = np.array([5, 1, 1, 1, 1, 1])
+    loads = sorted(len(test) for _, test in query_folds(sizes, nfold=2, shuffle=False))
+    assert loads == [5, 5]  # balanced by documents, not by query count

@@ -431,7 +431,81 @@ def test_loss_is_regret_against_the_ideal_list():
     (lambda: L.lambdarank_loss(torch.zeros(3), [0, 1, 0], k=0), "positive integer"),
     (lambda: L.ranknet_loss(torch.zeros(0), []), "empty"),
     (lambda: L.listnet_loss(torch.zeros(2, 3), torch.zeros(2, 3), mask=torch.ones(2, 3)), "boolean"),
+    # 2^l - 1 overflows for l >= 1024: a large label is refused instead of giving NaN loss and gradients
+    (lambda: L.LambdaRankLoss("ndcg")(torch.zeros(3), torch.tensor([1024, 0, 1])), "label 1024 is above 30"),
+    (lambda: L.SoftNDCGLoss()(torch.zeros(3), torch.tensor([1024, 0, 1])), "label 1024 is above 30"),
+    (lambda: L.listnet_loss(torch.zeros(3), [5000, 0, 1]), "label 5000 is above 30"),
 ])
 def test_bad_input_is_a_clear_error(call, message):
     with pytest.raises(GaprankInputError, match=message):
         call()
+
+
+@pytest.mark.parametrize("name, loss", [
+    ("softndcg", lambda s, y: L.soft_ndcg_loss(s, y, sigma=0.7)),
+    ("lambdarank", lambda s, y: L.lambdarank_loss(s, y, metric="gap")),
+    ("exact", lambda s, y: L.soft_gap_loss(s, y, mode="exact")),
+])
+def test_hand_written_backwards_refuse_double_backward(name, loss):
+    from gaprank._autograd import FirstDerivativesOnly
+
+    s = torch.tensor([[0.3, -0.2, 0.9, 0.1, 0.5]], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([[2, 0, 1, 0, 1]])
+    assert torch.autograd.gradcheck(lambda t: loss(t, y), (s,))
+    # once_differentiable would let this through with a constant incoming gradient and return zeros
+    with pytest.raises(FirstDerivativesOnly, match="first derivatives only"):
+        torch.autograd.grad(loss(s, y), s, create_graph=True)
+
+
+def test_paper_softgap_has_correct_second_derivatives():
+    s = torch.tensor([[0.3, -0.2, 0.9, 0.1, 0.5]], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([[2, 0, 1, 0, 1]])
+    assert torch.autograd.gradgradcheck(lambda t: L.soft_gap_loss(t, y, sigma=0.8), (s,))
+
+
+def test_exact_mode_work_does_not_grow_with_the_score_span():
+    import time
+
+    from gaprank.losses import _exact
+
+    y = torch.tensor([[2, 0, 1, 0, 1]])
+    near = torch.tensor([[0.0, 1.0, 2.0, 3.0, 1.5]], dtype=torch.float64)
+    for far in (1e4, 1e6, 1e12):
+        s = near.clone()
+        s[0, 4] = far  # one document alone, far from the others: its window is its own
+        nodes, weights = _exact._lattice(s, torch.ones(1, 5, dtype=torch.bool), 1.0, _exact.GRID_STEP)
+        assert weights.sum() <= 5 * 67
+        start = time.perf_counter()
+        value = L.soft_gap_loss(s.requires_grad_(True), y, mode="exact")
+        value.backward()
+        assert time.perf_counter() - start < 2.0
+        # the far document is surely first: the same value as with it 20 sigma above the others, where
+        # the contiguous lattice is used
+        assert value.item() == pytest.approx(L.soft_gap_loss(near.clone().index_fill_(1, torch.tensor([4]), 23.0), y,
+                                                              mode="exact").item(), abs=1e-12)
+    # the union of windows equals the contiguous lattice: alone, this query's scores take the union
+    # (4 documents spread over 60 sigma); beside a 20-document query the batch takes the contiguous one
+    s = torch.tensor([[0.0, 30.0, 60.0, 1.0]], dtype=torch.float64)
+    yy = torch.tensor([[1, 0, 2, 1]])
+    alone = L.soft_gap_loss(s, yy, mode="exact", reduction="none")
+    wide = torch.zeros(2, 20, dtype=torch.float64)
+    wide[0, :4], wide[1] = s[0], torch.linspace(0.0, 2.0, 20, dtype=torch.float64)
+    labels = torch.zeros(2, 20, dtype=torch.int64)
+    labels[0, :4], labels[1] = yy[0], torch.arange(20) % 3
+    mask = torch.ones(2, 20, dtype=torch.bool)
+    mask[0, 4:] = False
+    nodes, weights = _exact._lattice(wide, mask, 1.0, _exact.GRID_STEP)
+    assert bool((weights == 1).all())  # contiguous
+    batched = L.soft_gap_loss(wide, labels, mask=mask, mode="exact", reduction="none")
+    assert batched[0].item() == pytest.approx(alone.item(), abs=1e-13)
+
+
+def test_exact_mode_scores_of_any_magnitude():
+    y = torch.tensor([[2, 0, 1, 0, 1]])
+    base = torch.tensor([[0.25, -0.25, 0.75, 0.125, 0.5]], dtype=torch.float64)  # + 2^40 is exact for these
+    shifted = L.soft_gap_loss(base + 2.0**40, y, mode="exact").item()
+    assert shifted == pytest.approx(L.soft_gap_loss(base, y, mode="exact").item(), abs=1e-12)
+    ties = L.soft_gap_loss(torch.full((1, 5), 1e20, dtype=torch.float64), y, mode="exact").item()
+    assert ties == pytest.approx(L.soft_gap_loss(torch.zeros(1, 5, dtype=torch.float64), y, mode="exact").item(), abs=1e-12)
+    with pytest.raises(GaprankInputError, match="span .* more than 2\\^50 sigma"):
+        L.soft_gap_loss(torch.tensor([[0.0, 1e20, 2.0]], dtype=torch.float64), [[1, 0, 2]], mode="exact")

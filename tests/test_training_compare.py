@@ -169,3 +169,24 @@ def test_compare_quick_mode_runs_every_shipped_objective(quick_ohsumed_compariso
     assert len(summary["objectives"]) == len(config.runs) and summary["run"]["quick"]
     assert all(0.0 < o["NDCG@10"] < 1.0 for o in summary["objectives"].values())
     assert len(summary["significance"]) == 4 * 2 + 3 * 2 + 2 * 2  # SoftRank, LambdaRank, LambdaMART GAP runs
+
+
+def test_run_names_and_baselines_stay_inside_their_directories(tmp_path):
+    run_config = yaml.safe_load((ROOT / "configs/ohsumed/listnet.yaml").read_text())
+    escaping = tmp_path / "escaping.yaml"
+    escaping.write_text(yaml.safe_dump({**run_config, "name": "../x"}))
+    data = {"name": "x", "output_dir": str(tmp_path / "o"), "runs": [
+        {"name": "A", "learner": "L", "config": str(escaping)}]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="name '../x' must be a plain folder name to be written under --out"):
+        load_runs(load_config(path, CompareConfig), out=tmp_path / "dir")
+    assert main(["--config", str(path), "--quick", "--out", str(tmp_path / "dir")]) == 2
+    assert not (tmp_path / "x").exists()
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(run_config))
+    path.write_text(yaml.safe_dump({**data, "runs": [{"name": "A", "learner": "L", "config": str(good)}],
+                                    "letor_baselines": "../../etc/passwd"}))
+    with pytest.raises(ConfigError, match="points outside the data directory"):
+        from training.compare import run
+        run(load_config(path, CompareConfig), quick=True, out=tmp_path / "dir2", progress=False)

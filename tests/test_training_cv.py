@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 
+from gaprank import GaprankInputError
 from gaprank.data import load_fold
 from gaprank.lightgbm import ranking_feval
 from training.config import ConfigError, load_config
@@ -180,6 +181,10 @@ def test_models_and_length_batches(ohsumed_fold1):
         (lambda d: d["model"].update(kind="mlp", hidden=[]), "model.hidden"),
         (lambda d: d["data"].update(folds=[0]), "folds"),
         (lambda d: d["evaluation"].update(selection="GAP@ten"), "GAP@ten"),
+        (lambda d: d["training"].update(weight_decay=float("nan")), "training.weight_decay must be a finite number"),
+        (lambda d: d["training"].update(learning_rates=[float("inf")]), "training.learning_rates\\[0\\] must be a finite"),
+        (lambda d: d["training"].update(seed=2**64), "training.seed must fit in 64 bits"),
+        (lambda d: d["training"].update(seed=-1), "training.seed must be in 0..2\\^63-1"),
     ],
 )
 def test_config_errors_are_clear_messages(tmp_path, change, message):
@@ -217,3 +222,124 @@ def test_a_diverging_loss_is_a_clear_error(tmp_path, ohsumed_fold1, monkeypatch)
     monkeypatch.setattr(cv.LossConfig, "build", lambda self: (lambda s, y, m: s.sum() * float("nan")))
     with pytest.raises(cv.TrainingDiverged, match="loss became nan at epoch 1 .*smaller learning rate"):
         run_fold(config, 1, progress=False)
+
+
+# --- hardening: what a fold record holds, and results on disk ---
+
+
+def _toy(tmp_path: Path, data_dir: Path, folds=(1, 2)) -> dict:
+    return {
+        "name": "toy",
+        "data": {"dataset": "OHSUMED", "data_dir": str(data_dir), "folds": list(folds)},
+        "loss": {"kind": "lambdarank", "metric": "gap", "g": [0.5, 0.5]},
+        "training": {"epochs": 2, "batch_size": 4, "learning_rates": [0.01], "patience": None, "num_threads": 1},
+        "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"]},
+        "output_dir": str(tmp_path / "out"),
+    }
+
+
+def _events(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+
+
+def test_changed_data_is_retrained_never_reused(tmp_path, toy_data, capsys):
+    from conftest import write_toy_dataset
+
+    config = load_config(_write(tmp_path, _toy(tmp_path, toy_data)), CVConfig)
+    first = run(config, progress=False)
+    record = json.loads((tmp_path / "out" / "folds" / "Fold1.json").read_text())
+    assert record["provenance"]["data"]["test"][0]["file"] == "P1.txt"
+    assert set(record["provenance"]) == {"config", "data", "gaprank", "versions"}
+    assert run(config, progress=False)["trained_now"] == []  # same config, data and version: reused
+    write_toy_dataset(toy_data, seed=5)  # same config, new data
+    second = run(config, progress=True)
+    assert second["trained_now"] == ["Fold1", "Fold2"]
+    assert "Fold1: the data files changed since it was trained; training it again" in capsys.readouterr().err
+    assert [e["reason"] for e in _events(tmp_path / "out") if e["event"] == "fold_stale"] == [
+        "the data files changed since it was trained"] * 2
+    forced = run(config, progress=False, force=True)
+    assert second["mean"] == forced["mean"] != first["mean"]
+
+
+def test_another_gaprank_version_is_retrained(tmp_path, toy_data, monkeypatch):
+    import gaprank
+
+    config = load_config(_write(tmp_path, _toy(tmp_path, toy_data, folds=[1])), CVConfig)
+    run(config, progress=False)
+    monkeypatch.setattr(gaprank, "__version__", "99.0")
+    assert run(config, progress=False)["trained_now"] == ["Fold1"]
+    stale = [e for e in _events(tmp_path / "out") if e["event"] == "fold_stale"]
+    assert [e["reason"] for e in stale] == ["gaprank's version changed since it was trained"]
+
+
+def test_a_truncated_record_is_retrained_and_files_are_written_atomically(tmp_path, toy_data, monkeypatch):
+    import os
+
+    config = load_config(_write(tmp_path, _toy(tmp_path, toy_data, folds=[1])), CVConfig)
+    run(config, progress=False)
+    path = tmp_path / "out" / "folds" / "Fold1.json"
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])  # what a kill in the middle of a plain write leaves
+    assert run(config, progress=False)["trained_now"] == ["Fold1"]
+    assert any(e["event"] == "fold_record_unreadable" for e in _events(tmp_path / "out"))
+    assert json.loads(path.read_text())["test"] == json.loads(text)["test"]
+    # a write that fails leaves the previous file whole and no temporary file behind
+    summary = (tmp_path / "out" / "summary.json").read_text()
+    monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(Exception, match="cannot write .*summary.json: No space left on device"):
+        run(config, progress=False)
+    assert (tmp_path / "out" / "summary.json").read_text() == summary
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_fold_subset_keeps_every_finished_fold_in_the_summary(tmp_path, toy_data):
+    config = load_config(_write(tmp_path, _toy(tmp_path, toy_data, folds=[1, 2, 3])), CVConfig)
+    assert run(config, folds=[2], progress=False)["folds"] == ["Fold2"]
+    result = run(config, folds=[1], progress=False)
+    assert result["trained_now"] == ["Fold1"] and result["folds"] == ["Fold1", "Fold2"]
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["folds"] == ["Fold1", "Fold2"] and (tmp_path / "out" / "per_query.tsv").read_text().count("\n") == 9
+    with pytest.raises(GaprankInputError, match="fold \\[4\\] not among the config's data.folds \\[1, 2, 3\\]"):
+        run(config, folds=[4], progress=False)
+    path = _write(tmp_path, _toy(tmp_path, toy_data, folds=[1, 2, 3]))
+    out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(path), "--folds", "4"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "not among the config's data.folds" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_second_run_on_one_output_directory_is_refused(tmp_path, toy_data):
+    from filelock import FileLock
+
+    from training._runner import OutputInUse
+
+    path = _write(tmp_path, _toy(tmp_path, toy_data, folds=[1]))
+    (tmp_path / "out").mkdir()
+    with FileLock(str(tmp_path / "out" / ".lock")):  # another run holds the directory
+        with pytest.raises(OutputInUse, match="out is in use by another run"):
+            run(load_config(path, CVConfig), progress=False)
+        out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(path)], cwd=ROOT,
+                             capture_output=True, text=True)
+        assert out.returncode == 2 and "in use by another run" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "out" / "folds").exists()
+    assert run(load_config(path, CVConfig), progress=False)["trained_now"] == ["Fold1"]
+
+
+def test_config_files_that_are_not_yaml_mappings_are_one_line_errors(tmp_path):
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("name: x\noutput_dir: o\nname: y\n")
+    with pytest.raises(ConfigError, match="dup.yaml, line 3: key 'name' is given twice \\(first at line 1\\)"):
+        load_config(dup, CVConfig)
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("name: x\ntraining:\n  epochs: 3\n  epochs: 4\n")
+    with pytest.raises(ConfigError, match="line 4: key 'epochs' is given twice"):
+        load_config(nested, CVConfig)
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"name: \xff\xfe\n")
+    with pytest.raises(ConfigError, match="bin.yaml: not UTF-8 text"):
+        load_config(binary, CVConfig)
+    with pytest.raises(ConfigError, match="is a directory; give a YAML file"):
+        load_config(tmp_path, CVConfig)
+    for path in (dup, binary, tmp_path):
+        out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(path)], cwd=ROOT,
+                             capture_output=True, text=True)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

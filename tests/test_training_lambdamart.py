@@ -108,3 +108,42 @@ def test_cli_reports_config_errors_without_traceback(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "training.lambdamart", "--config", str(tmp_path / "nope.yaml")],
                              cwd=ROOT, capture_output=True, text=True)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+# --- hardening: booster.params read as LightGBM reads them ---
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"num_trees": 2}, "may not set 'num_trees' \\(LightGBM's alias of num_iterations\\): it comes from booster.num_boost_round"),
+    ({"n_estimators": 2}, "alias of num_iterations"),
+    ({"random_state": 3}, "alias of seed\\): it comes from booster.seed"),
+    ({"sigmoid": 2.0}, "may not set 'sigmoid': it comes from objective.sigma"),
+    ({"bagging_fractoin": 0.5}, "'bagging_fractoin' is not a LightGBM parameter; did you mean 'bagging_fraction'"),
+    ({"lambda_l2": 1.0, "reg_lambda": 2.0}, "sets lambda_l2 twice: as 'lambda_l2' and 'reg_lambda'"),
+    ({"feature_fraction": 2.0}, "LightGBM refuses them: Check failed: \\(feature_fraction\\) <= \\(1.0\\)$"),
+    ({"max_bin": "many"}, "LightGBM refuses them: Parameter max_bin should be of type int"),
+])
+def test_booster_params_are_resolved_against_lightgbms_alias_table(tmp_path, params, message):
+    data = _quick(tmp_path)
+    data["booster"]["params"] = params
+    with pytest.raises(ConfigError, match=message):
+        load_config(_write(tmp_path, data), LambdaMARTConfig)
+
+
+def test_valid_booster_params_pass_and_reach_lightgbm(tmp_path):
+    data = _quick(tmp_path)
+    data["booster"]["params"] = {"bagging_fraction": 0.8, "bagging_freq": 1, "reg_lambda": 0.5}
+    config = load_config(_write(tmp_path, data), LambdaMARTConfig)
+    assert config.booster.lightgbm_params()["reg_lambda"] == 0.5
+
+
+def test_booster_param_errors_print_one_line_without_lightgbms_fatal_log(tmp_path):
+    data = _quick(tmp_path)
+    data["booster"]["params"] = {"feature_fraction": 2.0}
+    data["booster"]["seed"] = 1
+    out = subprocess.run([sys.executable, "-m", "training.lambdamart", "--config", str(_write(tmp_path, data))],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "[Fatal]" not in out.stderr
+    data["booster"] = {**data["booster"], "params": {}, "seed": 2**40}
+    with pytest.raises(ConfigError, match="booster.seed must be in 0..2\\^31-1"):
+        load_config(_write(tmp_path, data), LambdaMARTConfig)

@@ -4,6 +4,12 @@ per-query scores, a markdown table and a JSON log.
 A trainer supplies ``run_fold(fold_number) -> record``; a record holds ``"fold"`` ("Fold1"), ``"test"``
 (``{measure: mean}``), ``"per_query"`` (``{measure: {qid: value}}``), ``"seconds"`` and ``"selected"``
 (what validation chose, e.g. ``{"iteration": 120}`` or ``{"epoch": 37, "learning_rate": 0.01}``).
+The loop adds ``"provenance"``: the config, the fingerprint of the fold's data files (size and SHA-256)
+and gaprank's version, with the versions of the engines beside them. A finished fold is reused only when
+all three are unchanged; otherwise it is retrained and the log says why.
+
+Every file is written atomically (a killed run leaves the old file or none), an unreadable fold record
+counts as unfinished, and the output directory is locked (``filelock``) while a run writes to it.
 """
 
 from __future__ import annotations
@@ -16,17 +22,79 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from filelock import FileLock, Timeout
 from tqdm import tqdm
 
+import gaprank
+from gaprank import GaprankInputError
+from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions
 
 from .config import to_dict
+
+LOCK_NAME = ".lock"
+
+
+class OutputInUse(GaprankInputError):
+    """Another run holds the lock on an output directory."""
 
 
 def log_event(path: Path, **event: Any) -> None:
     """Append one JSON line to ``path``."""
     with path.open("a") as fh:
         fh.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **event}) + "\n")
+
+
+def locked(directory: Path) -> FileLock:
+    """The lock of an output directory, taken at once or refused with :class:`OutputInUse`:
+
+    ``with locked(out): ...``. Two runs writing one directory would each train every fold and the last
+    writer would win."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(directory / LOCK_NAME), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise OutputInUse(f"{directory} is in use by another run (it holds {directory / LOCK_NAME}); wait for it "
+                          "to finish or write elsewhere") from None
+    return lock
+
+
+def fold_provenance(config: Any, number: int, versions: dict[str, str]) -> dict[str, Any]:
+    """What produced a fold's result: the config, the fold's data fingerprint, gaprank's version (the
+    reuse key) and the engines' versions (recorded)."""
+    data = config.data
+    return {"config": to_dict(config),
+            "data": fold_fingerprint(data.dataset, number, variant=data.variant, data_dir=data.data_dir),
+            "gaprank": gaprank.__version__, "versions": versions}
+
+
+def stale_reason(record: dict[str, Any], provenance: dict[str, Any]) -> str | None:
+    """Why a finished record cannot stand for this run (None when it can)."""
+    if "selected" not in record or "test" not in record:
+        return "the record is incomplete"
+    held = record.get("provenance")
+    if held is None:
+        return "the record carries no provenance (written before data fingerprints)"
+    for key, what in (("config", "the config"), ("data", "the data files"), ("gaprank", "gaprank's version")):
+        if held.get(key) != provenance[key]:
+            return f"{what} changed since it was trained"
+    return None
+
+
+def _read_record(path: Path, log: Path, number: int, progress: bool) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+        return record
+    except (ValueError, OSError) as exc:
+        log_event(log, event="fold_record_unreadable", fold=number, error=str(exc))
+        if progress:
+            print(f"Fold{number}: {path} is unreadable ({exc}); training it again", file=sys.stderr)
+        return None
 
 
 def _selected_text(selected: dict[str, Any]) -> str:
@@ -48,7 +116,7 @@ def run_folds(
     config: Any,
     *,
     run_fold: Callable[[int], dict[str, Any]],
-    folds: list[int],
+    folds: list[int] | None,
     measures: list[str],
     conventions: str,
     g: Any,
@@ -56,53 +124,70 @@ def run_folds(
     force: bool = False,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Run ``run_fold`` for each fold (reusing ``folds/FoldK.json`` written with the same config unless
-    ``force``) and write ``summary.json``, ``per_query.tsv``, ``table.md`` and ``log.jsonl`` under
-    ``config.output_dir``. Returns the summary plus its ``"table"``, the folds trained in this call
-    (``"trained_now"``) and the test values of each query (``"per_query"``: ``{fold: {measure: {qid: value}}}``)."""
+    """Run ``run_fold`` for each fold of ``folds`` (default: the config's ``data.folds``), reusing a
+    ``folds/FoldK.json`` whose provenance matches unless ``force``, and write ``summary.json``,
+    ``per_query.tsv``, ``table.md`` and ``log.jsonl`` under ``config.output_dir``. The summary covers every
+    finished fold of the config, also those not in ``folds``. Returns the summary plus its ``"table"``,
+    the folds trained in this call (``"trained_now"``) and the test values of each query
+    (``"per_query"``: ``{fold: {measure: {qid: value}}}``)."""
+    configured = list(config.data.folds)
+    chosen = configured if folds is None else list(folds)
+    outside = [f for f in chosen if f not in configured]
+    if outside:
+        raise GaprankInputError(f"{config.name}: fold{'s' if len(outside) > 1 else ''} {outside} not among the "
+                                f"config's data.folds {configured}")
     out = Path(config.output_dir)
-    (out / "folds").mkdir(parents=True, exist_ok=True)
-    log = out / "log.jsonl"
-    config_data = to_dict(config)
-    records, trained = [], []
-    for number in tqdm(folds, desc=config.name, unit="fold", file=sys.stderr, disable=not progress):
-        path = out / "folds" / f"Fold{number}.json"
-        if path.exists() and not force:
-            record = json.loads(path.read_text())
-            if record.get("config") == config_data and "selected" in record:
-                log_event(log, event="fold_skipped", fold=number, reason="finished with the same config")
-                records.append(record)
+    with locked(out):
+        (out / "folds").mkdir(parents=True, exist_ok=True)
+        log = out / "log.jsonl"
+        by_fold, trained = {}, []
+        for number in tqdm(configured, desc=config.name, unit="fold", file=sys.stderr, disable=not progress):
+            path = out / "folds" / f"Fold{number}.json"
+            provenance = fold_provenance(config, number, versions)
+            record = _read_record(path, log, number, progress)
+            reason = "--force" if force else ("no finished record" if record is None else stale_reason(record, provenance))
+            if reason is None:
+                if number in chosen:
+                    log_event(log, event="fold_skipped", fold=number, reason="finished with the same config, data and version")
+                by_fold[number] = record
                 continue
-        log_event(log, event="fold_start", fold=number)
-        record = run_fold(number)
-        record["config"] = config_data
-        trained.append(record["fold"])
-        path.write_text(json.dumps(record, indent=1))
-        log_event(log, event="fold_done", fold=number, selected=record["selected"], seconds=record["seconds"],
-                  test=record["test"])
-        records.append(record)
-    means = {m: float(np.mean([r["test"][m] for r in records])) for m in measures}
-    summary = {
-        "name": config.name,
-        "dataset": config.data.dataset,
-        "folds": [r["fold"] for r in records],
-        "mean": means,
-        "per_fold": {r["fold"]: {**r["test"], "selected": r["selected"], "seconds": r["seconds"]} for r in records},
-        "seconds": round(sum(r["seconds"] for r in records), 3),
-        "conventions": get_conventions(conventions).describe(),
-        "g": g,
-        "config": config_data,
-        "versions": versions,
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    with (out / "per_query.tsv").open("w") as fh:
-        fh.write("fold\tqid\t" + "\t".join(measures) + "\n")
+            if number not in chosen:
+                continue  # not asked for now; a stale or missing record stays out of the summary
+            if record is not None and reason != "--force":
+                log_event(log, event="fold_stale", fold=number, reason=reason)
+                if progress:
+                    print(f"Fold{number}: {reason}; training it again", file=sys.stderr)
+            log_event(log, event="fold_start", fold=number)
+            record = run_fold(number)
+            record["provenance"] = provenance
+            trained.append(record["fold"])
+            write_json_atomic(path, record)
+            log_event(log, event="fold_done", fold=number, selected=record["selected"], seconds=record["seconds"],
+                      test=record["test"])
+            by_fold[number] = record
+        records = [by_fold[n] for n in configured if n in by_fold]
+        means = {m: float(np.mean([r["test"][m] for r in records])) for m in measures}
+        summary = {
+            "name": config.name,
+            "dataset": config.data.dataset,
+            "folds": [r["fold"] for r in records],
+            "mean": means,
+            "per_fold": {r["fold"]: {**r["test"], "selected": r["selected"], "seconds": r["seconds"]} for r in records},
+            "seconds": round(sum(r["seconds"] for r in records), 3),
+            "conventions": get_conventions(conventions).describe(),
+            "g": g,
+            "config": to_dict(config),
+            "versions": versions,
+        }
+        write_json_atomic(out / "summary.json", summary)
+        lines = ["fold\tqid\t" + "\t".join(measures) + "\n"]
         for r in records:
             for qid in r["per_query"][measures[0]]:
-                fh.write(f"{r['fold']}\t{qid}\t" + "\t".join(f"{r['per_query'][m][qid]:.6f}" for m in measures) + "\n")
-    table = fold_table(config.name, measures, records, means)
-    (out / "table.md").write_text(table)
-    log_event(log, event="run_done", mean=means)
+                lines.append(f"{r['fold']}\t{qid}\t" + "\t".join(f"{r['per_query'][m][qid]:.6f}" for m in measures) + "\n")
+        write_atomic(out / "per_query.tsv", "".join(lines))
+        table = fold_table(config.name, measures, records, means)
+        write_atomic(out / "table.md", table)
+        log_event(log, event="run_done", mean=means)
     return summary | {"table": table, "trained_now": trained,
                       "per_query": {r["fold"]: r["per_query"] for r in records}}
 

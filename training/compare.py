@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import json
 import platform
 import shlex
 import subprocess
@@ -40,14 +39,14 @@ from scipy import stats
 
 from gaprank import GaprankInputError
 from gaprank.data import resolve_data_dir
-from gaprank.metrics import get_conventions
+from gaprank.metrics import get_conventions, objective_info
 
 from . import cv, lambdamart
-from ._runner import log_event
+from gaprank.data import write_atomic, write_json_atomic
+
+from ._runner import locked, log_event
 from .config import ConfigError, load_config, to_dict
 
-GAP_FAMILY = ("gap", "xgap", "egap")
-COUNTERPARTS = ("ndcg", "ap")
 TRAINERS = {"cv": (cv.CVConfig, cv.run, cv.quick), "lambdamart": (lambdamart.LambdaMARTConfig, lambdamart.run,
                                                                    lambdamart.quick)}
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +58,14 @@ class RunEntry:
     learner: str  # runs of one learner are compared with each other, e.g. "SoftRank", "LambdaMART"
     config: str  # the run's own config file, relative to the repository root
     trainer: Literal["cv", "lambdamart"] = "cv"
-    optimises: Literal["gap", "xgap", "egap", "ap", "ndcg"] | None = None
+    optimises: str | None = None  # the objective's measure, a name of gaprank's registry (gap, ndcg, ...)
+
+    def validate(self) -> None:
+        if self.optimises is not None:
+            try:
+                objective_info(self.optimises, mode="soft")
+            except GaprankInputError as exc:
+                raise GaprankInputError(f"optimises: {exc}") from None
 
 
 @dataclass
@@ -116,7 +122,11 @@ def load_runs(config: CompareConfig, *, quick: bool = False, out: Path | None = 
         if quick:
             run_config = make_quick(run_config)
         if out is not None:
-            run_config = dataclasses.replace(run_config, output_dir=str(out / run_config.name))
+            name = run_config.name
+            if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith("~"):
+                raise ConfigError(f"run {entry.name!r} ({entry.config}): its name {name!r} must be a plain folder "
+                                  f"name to be written under --out {out} (no '/', '..' or '~')")
+            run_config = dataclasses.replace(run_config, output_dir=str(out / name))
         missing = [m for m in config.measures + config.significance.measures
                    if m not in run_config.evaluation.measures]
         if missing:
@@ -158,15 +168,20 @@ def paired_tests(a: np.ndarray, b: np.ndarray, *, resamples: int, seed: int) -> 
             "wins": int((diff > 0).sum()), "ties": int((diff == 0).sum()), "losses": int((diff < 0).sum())}
 
 
+def _uses_g(optimises: str | None) -> bool:
+    """Whether a run optimises a GAP-family measure (one with GAP's user model g)."""
+    return optimises is not None and objective_info(optimises, mode="soft").uses_g
+
+
 def significance(config: CompareConfig, per_query: dict[str, Any], loaded: list[_Loaded]) -> list[dict[str, Any]]:
     """Every GAP-family run against its same-learner nDCG and AP counterparts."""
     rows = []
     sig = config.significance
     for item in loaded:
-        if item.entry.optimises not in GAP_FAMILY:
+        if not _uses_g(item.entry.optimises):
             continue
         for other in loaded:
-            if other.entry.learner != item.entry.learner or other.entry.optimises not in COUNTERPARTS:
+            if other.entry.learner != item.entry.learner or other.entry.optimises is None or _uses_g(other.entry.optimises):
                 continue
             row: dict[str, Any] = {"objective": item.entry.name, "versus": other.entry.name,
                                    "learner": item.entry.learner}
@@ -302,7 +317,21 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
     commit = _commit()
     root = Path(out) if out is not None else Path(config.output_dir + ("-quick" if quick else ""))
     loaded = load_runs(config, quick=quick, out=root if out is not None else None)
-    root.mkdir(parents=True, exist_ok=True)
+    with locked(root):
+        return _compare(config, loaded, root, quick=quick, force=force, progress=progress, command=command,
+                        started=started, commit=commit)
+
+
+def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick: bool, force: bool, progress: bool,
+             command: str | None, started: float, commit: str) -> dict[str, Any]:
+    baselines_path = None
+    if config.letor_baselines:  # checked before any training
+        data_dir = resolve_data_dir(loaded[0].config.data.data_dir)
+        baselines_path = data_dir / config.letor_baselines
+        if not baselines_path.resolve().is_relative_to(data_dir.resolve()):
+            raise ConfigError(f"letor_baselines: {config.letor_baselines!r} points outside the data directory {data_dir}")
+        if not baselines_path.is_file():
+            raise ConfigError(f"letor_baselines: {baselines_path} does not exist")
     log = root / "log.jsonl"
     log_event(log, event="compare_start", runs=[item.entry.name for item in loaded], quick=quick)
     objectives, per_query = {}, {}
@@ -319,12 +348,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
         }
         log_event(log, event="run_done", run=item.entry.name, mean=result["mean"], seconds=result["seconds"])
     first = loaded[0].config
-    baselines = {}
-    if config.letor_baselines:
-        path = resolve_data_dir(first.data.data_dir) / config.letor_baselines
-        if not path.is_file():
-            raise ConfigError(f"letor_baselines: {path} does not exist")
-        baselines = letor_baselines(path, config.measures)
+    baselines = letor_baselines(baselines_path, config.measures) if baselines_path is not None else {}
     summary: dict[str, Any] = {
         "objectives": objectives,
         "conventions": get_conventions(first.evaluation.conventions).describe(),
@@ -345,13 +369,13 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
         "machine": f"{platform.machine()}, {platform.system()}, python {platform.python_version()}",
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
-    (root / "summary.json").write_text(json.dumps(summary, indent=1))
-    with (root / "per_query.tsv").open("w") as fh:
-        fh.write("objective\tfold\tqid\t" + "\t".join(config.measures) + "\n")
-        for name, folds in per_query.items():
-            for fold, by_measure in folds.items():
-                for qid in by_measure[config.measures[0]]:
-                    fh.write(f"{name}\t{fold}\t{qid}\t" + "\t".join(f"{by_measure[m][qid]:.6f}" for m in config.measures) + "\n")
+    write_json_atomic(root / "summary.json", summary)
+    rows = ["objective\tfold\tqid\t" + "\t".join(config.measures) + "\n"]
+    for name, folds in per_query.items():
+        for fold, by_measure in folds.items():
+            for qid in by_measure[config.measures[0]]:
+                rows.append(f"{name}\t{fold}\t{qid}\t" + "\t".join(f"{by_measure[m][qid]:.6f}" for m in config.measures) + "\n")
+    write_atomic(root / "per_query.tsv", "".join(rows))
     table = render_table(summary, config.measures)
     run_info = summary["run"]
     reused = run_info["runs_reused"]
@@ -361,7 +385,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
                  if reused else "every run trained in this invocation; ")
               + f"training time of all runs {run_info['train_seconds']:.0f} s. Conventions "
               f"{first.evaluation.conventions}, g = {first.evaluation.g}; seeds and settings in summary.json.\n")
-    (root / "table.md").write_text(table)
+    write_atomic(root / "table.md", table)
     log_event(log, event="compare_done", wall_seconds=run_info["wall_seconds"])
     return summary | {"table": table, "output_dir": str(root)}
 

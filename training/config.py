@@ -9,6 +9,7 @@ raise :class:`ConfigError`; nothing is looked up by name at run time.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
@@ -22,6 +23,26 @@ T = TypeVar("T")
 
 class ConfigError(GaprankInputError):
     """A config file that cannot be used; the message says where and why."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key; the base class reports it
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise ConfigError(f"line {key_node.start_mark.line + 1}: key {key!r} is given twice "
+                                  f"(first at line {first})")
+        return super().construct_mapping(node, deep=deep)
+
+
+INT64 = 2**63
 
 
 def _describe(tp: Any) -> str:
@@ -78,10 +99,14 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where} must be an integer; got {value!r}")
+        if not -INT64 <= value < INT64:
+            raise ConfigError(f"{where} must fit in 64 bits; got {value}")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where} must be a number; got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{where} must be a finite number; got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -121,12 +146,22 @@ def _build(cls: type[T], data: Any, where: str) -> T:
 def load_config(path: str | Path, cls: type[T]) -> T:
     """Read a YAML file into ``cls``; every problem is a :class:`ConfigError` naming the file."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"config {path} is a directory; give a YAML file")
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except ConfigError as exc:
+        raise ConfigError(f"{path}, {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     try:
         return _build(cls, data, "")
     except ConfigError as exc:

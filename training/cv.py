@@ -37,16 +37,17 @@ from tqdm import tqdm
 import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold
+from gaprank.metrics import measures, objective_info, objective_names
 
 from ._runner import fold_script_main, quick_variant, run_folds
 from ._sections import DataConfig, EvaluationConfig
 
-AP_FAMILY = ("gap", "xgap", "egap", "ap")
 
 
 class TrainingDiverged(GaprankInputError):
     """The loss became NaN or infinite: the configured learning rate is too large for this objective."""
-METRIC_LOSSES = ("soft", "exact", "lambdarank")
+# The loss kinds driven by a measure, and the registry mode each needs of it.
+METRIC_LOSSES = {"soft": "soft", "exact": "exact", "lambdarank": "swap_deltas"}
 
 
 @dataclass
@@ -79,20 +80,29 @@ class ModelConfig:
 @dataclass
 class LossConfig:
     kind: Literal["soft", "exact", "lambdarank", "ranknet", "listnet"]
-    metric: Literal["gap", "xgap", "egap", "ap", "ndcg"] | None = None
+    metric: str | None = None  # a measure of gaprank's registry with the loss kind's mode (gap, ndcg, ...)
     g: list[float] | None = None  # GAP/xGAP/eGAP user model; default: uniform over the grades
     sigma: float = 1.0  # score noise (soft, exact) or logistic steepness (lambdarank, ranknet)
     k: int | None = None  # lambdarank: only pairs whose upper document is in the current top k
 
     def validate(self) -> None:
-        if self.kind in METRIC_LOSSES and self.metric is None:
-            raise GaprankInputError(f"loss.metric is required for loss.kind {self.kind!r} (gap, xgap, egap, ap, ndcg)")
-        if self.kind not in METRIC_LOSSES and self.metric is not None:
+        mode = METRIC_LOSSES.get(self.kind)
+        if mode is not None and self.metric is None:
+            raise GaprankInputError(f"loss.metric is required for loss.kind {self.kind!r} "
+                                    f"({', '.join(objective_names(mode=mode))})")
+        if mode is None and self.metric is not None:
             raise GaprankInputError(f"loss.kind {self.kind!r} takes no metric; got metric {self.metric!r}")
-        if self.kind == "exact" and self.metric not in AP_FAMILY:
-            raise GaprankInputError(f"loss.kind 'exact' is for the AP family {AP_FAMILY}; got {self.metric!r}")
-        if self.g is not None and self.metric not in ("gap", "xgap", "egap"):
-            raise GaprankInputError(f"loss.g is only for gap, xgap and egap; got metric {self.metric!r}")
+        if mode is not None:
+            if self.kind == "exact" and self.metric not in objective_names(mode="exact"):
+                raise GaprankInputError(f"loss.kind 'exact' is for the AP family {objective_names(mode='exact')}; "
+                                        f"got {self.metric!r}")
+            try:
+                info = objective_info(self.metric, mode=mode)
+            except GaprankInputError as exc:
+                raise GaprankInputError(f"loss.{exc}") from None
+            if self.g is not None and not info.uses_g:
+                takes_g = [i.key for i in measures() if i.uses_g]
+                raise GaprankInputError(f"loss.g is only for {', '.join(takes_g)}; got metric {self.metric!r}")
         if self.k is not None and self.kind != "lambdarank":
             raise GaprankInputError("loss.k (truncation) is only for loss.kind 'lambdarank'")
         if not self.sigma > 0:
@@ -105,7 +115,7 @@ class LossConfig:
         metric, g, sigma = self.metric, self.g, self.sigma
         if self.kind in ("soft", "exact"):
             mode = "paper" if self.kind == "soft" else "exact"
-            options = {} if metric in ("ap", "ndcg") else {"g": g}
+            options = {"g": g} if objective_info(metric, mode="soft").uses_g else {}
             return lambda s, y, m: gaprank.soft_metric_loss(s, y, metric=metric, sigma=sigma, mode=mode, mask=m,
                                                             **options)
         if self.kind == "lambdarank":
@@ -136,6 +146,8 @@ class TrainingConfig:
             raise GaprankInputError(f"training.weight_decay must be >= 0; got {self.weight_decay}")
         if self.patience is not None and self.patience < 1:
             raise GaprankInputError(f"training.patience must be >= 1 or null; got {self.patience}")
+        if not 0 <= self.seed < 2**63:
+            raise GaprankInputError(f"training.seed must be in 0..2^63-1; got {self.seed}")
 
 
 @dataclass
@@ -254,7 +266,7 @@ def run(config: CVConfig, *, folds: list[int] | None = None, force: bool = False
     """Every fold of ``config`` (or ``folds``); see the module doc for what is written."""
     ev = config.evaluation
     return run_folds(config, run_fold=lambda number: run_fold(config, number, progress=progress),
-                     folds=folds or config.data.folds, measures=ev.measures, conventions=ev.conventions,
+                     folds=folds, measures=ev.measures, conventions=ev.conventions,
                      g=ev.g, versions={"torch": torch.__version__, "gaprank": gaprank.__version__},
                      force=force, progress=progress)
 

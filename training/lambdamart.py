@@ -16,12 +16,17 @@ and ``log.jsonl`` (one JSON line per event); prints the table. ``--quick`` (fold
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
+import os
+import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 import lightgbm as lgb
+import numpy as np
 
 from gaprank import GaprankInputError
 from gaprank.data import load_fold
@@ -34,7 +39,7 @@ from ._sections import DataConfig, EvaluationConfig
 @dataclass
 class ObjectiveConfig:
     kind: Literal["gaprank", "native"] = "gaprank"
-    metric: Literal["gap", "egap", "xgap", "ap", "ndcg"] = "gap"
+    metric: str = "gap"  # a measure of gaprank's registry with swap deltas (gap, egap, xgap, ap, ndcg, ...)
     g: list[float] | None = None
     sigma: float = 1.0
     truncation_level: int | None = None
@@ -61,6 +66,67 @@ class ObjectiveConfig:
                                                   label_gain=self.label_gain, precision=self.precision)}
 
 
+# LightGBM parameters the config sets through its own keys (canonical names), and where.
+_OWN_KEYS = {"objective": "objective", "metric": "evaluation.selection", "num_iterations": "booster.num_boost_round",
+             "early_stopping_round": "booster.early_stopping_rounds", "seed": "booster.seed",
+             "learning_rate": "booster.learning_rate", "num_leaves": "booster.num_leaves",
+             "min_data_in_leaf": "booster.min_data_in_leaf", "num_threads": "booster.num_threads",
+             "sigmoid": "objective.sigma", "lambdarank_norm": "objective.norm",
+             "lambdarank_truncation_level": "objective.truncation_level", "label_gain": "objective.label_gain"}
+
+
+def lightgbm_aliases() -> dict[str, str]:
+    """Every LightGBM parameter name and alias -> its canonical name, from LightGBM's own table
+    (``LGBM_DumpParamAliases``, the table ``lgb.train`` resolves aliases with)."""
+    from lightgbm.basic import _ConfigAliases
+
+    return {alias: name for name, aliases in _ConfigAliases._get_all_param_aliases().items()
+            for alias in [name, *aliases]}
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr() -> Iterator[None]:
+    """LightGBM prints a refused parameter as '[Fatal] ...' from C++ before raising: keep it off the terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def check_lightgbm_params(params: dict[str, Any]) -> None:
+    """``booster.params`` checked as LightGBM will read them: names resolved through its alias table
+    (an unknown name, a name given twice under two aliases, or one the config sets through its own key
+    is an error) and values accepted by LightGBM itself (probed on a tiny data set)."""
+    aliases = lightgbm_aliases()
+    seen: dict[str, str] = {}
+    for key in params:
+        name = aliases.get(key)
+        if name is None:
+            close = difflib.get_close_matches(key, list(aliases), n=3)
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            raise GaprankInputError(f"booster.params: {key!r} is not a LightGBM parameter{hint}")
+        if name in _OWN_KEYS:
+            alias = f" (LightGBM's alias of {name})" if key != name else ""
+            raise GaprankInputError(f"booster.params may not set {key!r}{alias}: it comes from {_OWN_KEYS[name]}")
+        if name in seen:
+            raise GaprankInputError(f"booster.params sets {name} twice: as {seen[name]!r} and {key!r}")
+        seen[name] = key
+    features = np.random.default_rng(0).random((40, 3))
+    labels = np.tile([0.0, 1.0, 2.0, 1.0], 10)
+    try:
+        with _quiet_native_stderr():
+            data = lgb.Dataset(features, labels, group=[20, 20], params={**params, "verbosity": -1})
+            lgb.Booster(params={**params, "objective": "lambdarank", "verbosity": -1}, train_set=data)
+    except lgb.basic.LightGBMError as exc:
+        reason = str(exc).strip().splitlines()[0].split(" at /")[0]
+        raise GaprankInputError(f"booster.params: LightGBM refuses them: {reason}") from None
+
+
 @dataclass
 class BoosterConfig:
     num_boost_round: int = 1000
@@ -78,9 +144,9 @@ class BoosterConfig:
                 raise GaprankInputError(f"booster.{name} must be >= 1; got {getattr(self, name)}")
         if not self.learning_rate > 0:
             raise GaprankInputError(f"booster.learning_rate must be > 0; got {self.learning_rate}")
-        clash = sorted(set(self.params) & {"objective", "metric", "num_iterations", "num_boost_round", "seed"})
-        if clash:
-            raise GaprankInputError(f"booster.params may not set {clash}: they come from the config's own keys")
+        if not 0 <= self.seed < 2**31:  # LightGBM's seed is a 32-bit int
+            raise GaprankInputError(f"booster.seed must be in 0..2^31-1; got {self.seed}")
+        check_lightgbm_params(self.params)
 
     def lightgbm_params(self) -> dict[str, Any]:
         return {"learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
@@ -143,7 +209,7 @@ def run(config: LambdaMARTConfig, *, folds: list[int] | None = None, force: bool
         progress: bool = True) -> dict[str, Any]:
     """Every fold of ``config`` (or ``folds``); see the module doc for what is written."""
     ev = config.evaluation
-    return run_folds(config, run_fold=lambda number: run_fold(config, number), folds=folds or config.data.folds,
+    return run_folds(config, run_fold=lambda number: run_fold(config, number), folds=folds,
                      measures=ev.measures, conventions=ev.conventions, g=ev.g,
                      versions={"lightgbm": lgb.__version__}, force=force, progress=progress)
 

@@ -7,7 +7,8 @@ sub-namespaces ``gaprank.metrics``, ``gaprank.losses``, ``gaprank.distributions`
 """
 
 from . import data, distributions, lightgbm, losses, metrics
-from ._inputs import GaprankInputError
+from ._autograd import FirstDerivativesOnly
+from ._inputs import MAX_GRADE, GaprankInputError
 from .lightgbm import lambdarank_objective, ranking_feval, sklearn_objective
 from .losses import *  # noqa: F403 - the flat public API
 from .losses import __all__ as _loss_names
@@ -17,6 +18,6 @@ from .metrics import __all__ as _metric_names
 __version__ = "0.1.0"
 
 __all__ = [
-    "GaprankInputError", "data", "distributions", "lightgbm", "losses", "metrics",
+    "GaprankInputError", "FirstDerivativesOnly", "MAX_GRADE", "data", "distributions", "lightgbm", "losses", "metrics",
     "lambdarank_objective", "sklearn_objective", "ranking_feval", *_metric_names, *_loss_names,
 ]

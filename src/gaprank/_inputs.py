@@ -17,6 +17,14 @@ import torch
 REDUCTIONS = ("none", "mean", "sum")
 TIE_RULES = ("stable", "pessimistic", "optimistic")
 
+# The largest grade any input may hold. Every measure works on tables one column per grade (counts R(k),
+# kernels K[t, u], one-hot grades), so cost would otherwise grow with the largest label's value, and
+# nDCG's gain 2^l - 1 must stay finite and exact. 30 is also where LightGBM's and XGBoost's ranking
+# objectives stop (their default label_gain tables hold grades 0..30).
+MAX_GRADE = 30
+GRADE_SCALE_HINT = (f"gaprank supports grades 0..{MAX_GRADE}: every measure keeps one table column per grade, "
+                    "and nDCG's gain 2^l - 1 must stay finite; map a larger scale onto 0..30 first")
+
 
 class GaprankInputError(ValueError):
     """Raised for input that would otherwise give a silently wrong number."""
@@ -145,9 +153,13 @@ def check_labels(y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if not bool((real == torch.round(real)).all()):
             bad = real[real != torch.round(real)][0].item()
             raise GaprankInputError(f"labels must be integer grades; got {bad}")
+        if bool((real > MAX_GRADE).any()):  # before the int64 cast, which would wrap huge values
+            raise GaprankInputError(f"label {real.max().item():g} is above {MAX_GRADE}: {GRADE_SCALE_HINT}")
     yi = torch.where(mask, y, torch.zeros((), dtype=y.dtype, device=y.device)).to(torch.int64)
     if bool((yi < 0).any()):
         raise GaprankInputError(f"labels must be non-negative grades; got {int(yi.min())}")
+    if bool((yi > MAX_GRADE).any()):
+        raise GaprankInputError(f"label {int(yi.max())} is above {MAX_GRADE}: {GRADE_SCALE_HINT}")
     return yi
 
 

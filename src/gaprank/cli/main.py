@@ -6,7 +6,6 @@ Exit codes: 0 success, 2 bad command line or bad input file (the message says wh
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -15,8 +14,16 @@ import numpy as np
 
 from .._inputs import GaprankInputError
 from .._padding import pad_by_group
-from ..data import fold_files, load_fold, read_letor, read_qrels, read_run, read_scores
-from ..metrics import evaluate_letor, get_conventions, parse_measure
+from ..data import CONVENTIONS, fold_files, load_fold, read_letor, read_qrels, read_run, read_scores, to_json, write_atomic
+from ..metrics import Conventions, evaluate_letor, parse_measure
+
+# How TREC mode's measures read when their string leaves a setting open: as trec_eval and ir_measures
+# (whose measure syntax gaprank's strings copy) read them.
+# trec_eval's: nDCG's gain is the grade itself, discount 1/log2(r+1), a short list is scored over the
+# ranks it has; P@k divides by k.
+TREC_CONVENTIONS = Conventions("trec", ndcg_gain="linear", ndcg_discount="log2p1", ndcg_short_list="pad",
+                               precision_short_list="pad")
+_DISCOUNT_TEXT = {"log2p1": "1/log2(r+1)", "jk": "1/max(1, log2 r)"}
 
 
 def _parse_g(text: str | None) -> list[float] | None:
@@ -28,12 +35,15 @@ def _parse_g(text: str | None) -> list[float] | None:
         raise GaprankInputError(f"--g must be comma-separated numbers such as 0.5,0.5; got {text!r}") from None
 
 
-def _print_table(per_query: dict[str, dict[str, float]], means: dict[str, float], fmt: str, show_queries: bool) -> None:
+def _print_table(per_query: dict[str, dict[str, float]], means: dict[str, float], fmt: str, show_queries: bool,
+                 settings: dict[str, dict[str, str]] | None = None) -> None:
     if fmt == "json":
         payload: dict = dict(means)
+        if settings:
+            payload["settings"] = settings
         if show_queries:
             payload["per_query"] = per_query
-        print(json.dumps(payload, indent=1))
+        print(to_json(payload))
         return
     names = list(means)
     if show_queries:
@@ -97,12 +107,22 @@ def _eval_trec(args: argparse.Namespace) -> None:
     m, _ = pad_by_group(np.array(flat_mask), sizes)
     ties = "stable" if args.ties == "trec_eval" else args.ties
     common = dict(mask=m & mask, grade_counts=np.stack(counts), ties=ties, reduction="none", g=_parse_g(args.g))
-    results = {measure.name: measure(s, y, **common) for measure in measures}
+    results, settings = {}, {}
+    for measure in measures:
+        defaults = {key: value for key, value in TREC_CONVENTIONS.keywords(measure.function).items()
+                    if key not in ("ties", "empty_value")}
+        results[measure.name] = measure(s, y, **defaults, **common)
+        used = {**defaults, **measure.kwargs}
+        if "gain" in used:  # nDCG: say which gain and discount were used
+            settings[measure.name] = {"gain": "grade (linear)" if used["gain"] == "linear" else "2^grade - 1 (exp2)",
+                                      "discount": _DISCOUNT_TEXT[used["discount"]]}
     per_query = {q: {name: float(v[i]) for name, v in results.items()} for i, q in enumerate(qids)}
     means = {name: float(np.mean(v)) for name, v in results.items()}
     if args.format == "json":
-        _print_table(per_query, means, "json", args.per_query)
+        _print_table(per_query, means, "json", args.per_query, settings)
         return
+    for name, used in settings.items():
+        print(f"# {name}: gain {used['gain']}, discount {used['discount']}", file=sys.stderr)
     for name, values in results.items():
         if args.per_query:
             for q, v in zip(qids, values):
@@ -129,17 +149,22 @@ def _cmd_baseline(args: argparse.Namespace) -> None:
     """Least-squares linear regression on the fold's train set: LETOR's 'Regression' baseline, pointwise."""
     from sklearn.linear_model import Ridge
 
+    if not (np.isfinite(args.alpha) and args.alpha >= 0):
+        raise GaprankInputError(f"--alpha must be a finite number >= 0; got {args.alpha}")
+    out = Path(args.out)
+    if out.is_dir():
+        raise GaprankInputError(f"--out {out} is a directory; give a file name")
     fold = load_fold(args.dataset, args.fold, variant=args.variant, data_dir=args.data_dir)
     model = Ridge(alpha=args.alpha).fit(fold.train.features, fold.train.labels)
     split = fold.split(args.split)
     scores = model.predict(split.features)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(f"{s:.10g}\n" for s in scores))
+    write_atomic(out, "".join(f"{s:.10g}\n" for s in scores))
     files = fold_files(args.dataset, args.fold, variant=args.variant, data_dir=args.data_dir)[args.split]
     print(f"wrote {len(scores)} scores for {fold.name} {args.split} ({split.num_queries} queries) to {out}")
     if len(files) == 1:
-        print(f"evaluate with: gaprank eval --letor {files[0]} --scores {out}")
+        # the data set's own evaluation conventions, so the hint reproduces its published numbers
+        conventions = CONVENTIONS.get(fold.name.split()[0].upper(), "letor3")
+        print(f"evaluate with: gaprank eval --letor {files[0]} --scores {out} --conventions {conventions}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,11 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--scores", help="prediction file: one score per line, aligned with --letor")
     ev.add_argument("--feature", type=int, help="rank by feature K of the LETOR file instead of --scores")
     ev.add_argument("--conventions", default="letor3", choices=["letor3", "letor4"],
-                    help="LETOR tool whose conventions NDCG/P/MAP follow (default letor3)")
+                    help="LETOR mode: the LETOR tool whose conventions NDCG/P/MAP follow (default letor3; "
+                         "MQ2007/MQ2008 use letor4)")
     ev.add_argument("--qrels", help="TREC qrels file (graded)")
     ev.add_argument("--run", help="TREC run file")
     ev.add_argument("-m", "--measure", action="append", default=[],
-                    help="measure for TREC mode, e.g. GAP, nDCG@10, P@10, AP, 'RBP(p=0.9)'; repeatable")
+                    help="measure for TREC mode, e.g. GAP, nDCG@10, P@10, AP, 'RBP(p=0.9)'; repeatable. As in "
+                         "trec_eval and ir_measures, nDCG's gain is the grade and its discount 1/log2(r+1) "
+                         "unless the string says otherwise, e.g. 'nDCG(gain=exp2)@10'")
     ev.add_argument("--complete", action="store_true", help="TREC mode: also score qrels queries absent from the run (trec_eval -c)")
     ev.add_argument("--ties", default="trec_eval", choices=["trec_eval", "stable", "pessimistic", "optimistic"],
                     help="TREC mode tie rule (default: trec_eval's, docid descending)")

@@ -1,10 +1,15 @@
 """LETOR / SVMlight and TREC data: reading, folds, padded and flat views."""
 
+from ._files import to_json, write_atomic, write_json_atomic
 from ._folds import (
+    CONVENTIONS,
+    NUM_FEATURES,
     DataNotFoundError,
     Fold,
+    FoldsFileError,
     default_data_dir_candidates,
     fold_files,
+    fold_fingerprint,
     load_fold,
     resolve_data_dir,
 )
@@ -12,8 +17,15 @@ from ._letor import LetorFormatError, PaddedBatch, RankingSplit, read_letor, rea
 from ._trec import read_qrels, read_run
 
 __all__ = [
+    "CONVENTIONS",
+    "NUM_FEATURES",
     "DataNotFoundError",
     "Fold",
+    "FoldsFileError",
+    "fold_fingerprint",
+    "to_json",
+    "write_atomic",
+    "write_json_atomic",
     "LetorFormatError",
     "PaddedBatch",
     "RankingSplit",

@@ -15,15 +15,22 @@ The data directory is, in order: the ``data_dir`` argument, the ``GAPRANK_DATA``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._inputs import GaprankInputError
 from ._letor import RankingSplit, read_letor
 
 DATASETS = {"OHSUMED": "QueryLevelNorm", "MQ2008": None, "MQ2007": None}
+# Features per document of each named data set (LETOR 3.0's OHSUMED: 45; LETOR 4.0: 46); read_letor
+# refuses other counts and feature ids beyond them.
+NUM_FEATURES = {"OHSUMED": 45, "MQ2008": 46, "MQ2007": 46}
+# Evaluation conventions of each data set's own LETOR tool (Eval-Score-3.0.pl, Eval-Score-4.0.pl).
+CONVENTIONS = {"OHSUMED": "letor3", "MQ2008": "letor4", "MQ2007": "letor4"}
 SPLITS = ("train", "vali", "test")
 _SPLIT_FILE_NAMES = {
     "train": ("train", "trainingset"),
@@ -107,17 +114,53 @@ def _find_file(base: Path, stems: tuple[str, ...]) -> Path | None:
     return None
 
 
-def _partition_file(base: Path, partition: str) -> Path:
+class FoldsFileError(GaprankInputError):
+    """A ``folds.json`` that cannot be used; the message names the file and what is wrong."""
+
+
+def _partition_file(base: Path, partition: str, source: Path) -> Path:
+    parts = partition.split("/")
+    if not partition or partition.startswith("/") or "\\" in partition or any(p in ("", ".", "..") for p in parts):
+        raise FoldsFileError(f"{source}: partition {partition!r} must be a relative path inside {base} "
+                             "(no '..', no absolute path)")
     folder, _, name = partition.rpartition("/")
     stems = _SPLIT_FILE_NAMES.get(name, (name,))
     found = _find_file(base / folder if folder else base, stems)
     if found is None:
         raise DataNotFoundError(f"partition {partition!r} not found under {base} (looked for {', '.join(stems)}[.txt|.txt.gz])")
+    if not found.resolve().is_relative_to(base.resolve()):  # a symbolic link out of the data set
+        raise FoldsFileError(f"{source}: partition {partition!r} resolves to {found.resolve()}, outside {base}")
     return found
 
 
-def fold_files(dataset: str, fold: int, *, variant: str | None = None, data_dir: str | Path | None = None) -> dict[str, list[Path]]:
-    """The files that make up train, vali and test of ``FoldK`` (several files when built from partitions)."""
+def _read_folds_json(path: Path) -> dict[str, Any]:
+    """``folds.json``'s ``"folds"`` mapping, checked: each fold names train, vali and test partitions
+    (a name or a list of names) and, optionally, the query ids of each split."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FoldsFileError(f"{path}: cannot be read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise FoldsFileError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    folds = data.get("folds") if isinstance(data, dict) else None
+    if not isinstance(folds, dict):
+        raise FoldsFileError(f"{path}: needs a \"folds\" mapping {{\"Fold1\": {{\"train\": ..., \"vali\": ..., \"test\": ...}}}}")
+    for name, spec in folds.items():
+        if not isinstance(spec, dict):
+            raise FoldsFileError(f"{path}: folds.{name} must be a mapping with train, vali and test")
+        for split in SPLITS:
+            entry = spec.get(split)
+            names = [entry] if isinstance(entry, str) else entry
+            if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+                raise FoldsFileError(f"{path}: folds.{name}.{split} must be a partition name or a non-empty list of them")
+            qids = spec.get(f"{split}_qids")
+            if qids is not None and not (isinstance(qids, list) and all(isinstance(q, str) for q in qids)):
+                raise FoldsFileError(f"{path}: folds.{name}.{split}_qids must be a list of query id strings")
+    return folds
+
+
+def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None) -> tuple[Path, Path, dict | None]:
+    """The data set's folder, the folder of its files (the variant's, if any) and its folds.json entry."""
     if isinstance(fold, bool) or not isinstance(fold, int) or not 1 <= fold <= 5:
         raise GaprankInputError(f"fold must be an integer 1..5; got {fold!r}")
     root = resolve_data_dir(data_dir)
@@ -128,12 +171,21 @@ def fold_files(dataset: str, fold: int, *, variant: str | None = None, data_dir:
     if variant and base == ds_dir and not (ds_dir / f"Fold{fold}").is_dir():
         raise DataNotFoundError(f"variant {variant!r} of {dataset} not found: no folder {ds_dir / variant}. {DOWNLOAD_HINT}")
     folds_json = ds_dir / "folds.json"
-    if folds_json.is_file():
-        spec = json.loads(folds_json.read_text())["folds"].get(f"Fold{fold}")
-        if spec is None:
-            raise DataNotFoundError(f"{folds_json} has no entry Fold{fold}")
+    if not folds_json.is_file():
+        return ds_dir, base, None
+    spec = _read_folds_json(folds_json).get(f"Fold{fold}")
+    if spec is None:
+        raise DataNotFoundError(f"{folds_json} has no entry Fold{fold}")
+    return ds_dir, base, spec
+
+
+def fold_files(dataset: str, fold: int, *, variant: str | None = None, data_dir: str | Path | None = None) -> dict[str, list[Path]]:
+    """The files that make up train, vali and test of ``FoldK`` (several files when built from partitions)."""
+    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
+    folds_json = ds_dir / "folds.json"
+    if spec is not None:
         return {
-            split: [_partition_file(base, p) for p in ([spec[split]] if isinstance(spec[split], str) else spec[split])]
+            split: [_partition_file(base, p, folds_json) for p in ([spec[split]] if isinstance(spec[split], str) else spec[split])]
             for split in SPLITS
         }
     fold_dir = base / f"Fold{fold}"
@@ -149,6 +201,61 @@ def fold_files(dataset: str, fold: int, *, variant: str | None = None, data_dir:
     return files
 
 
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _file_digest(path: Path) -> dict[str, Any]:
+    """Size and SHA-256 of a file (the digest is cached per path, size and modification time)."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()
+    return {"file": path.name, "bytes": stat.st_size, "sha256": _DIGESTS[key]}
+
+
+def fold_fingerprint(dataset: str, fold: int, *, variant: str | None = None,
+                     data_dir: str | Path | None = None) -> dict[str, Any]:
+    """What a fold's data is made of: size and SHA-256 of every file of train, vali and test (and of
+    ``folds.json`` when it defines the fold). Equal fingerprints mean equal data wherever it lies, so a
+    result trained on other data (or another fold layout) is never taken for this one's.
+
+    Examples
+    --------
+    >>> from gaprank.data import fold_fingerprint
+    >>> fold_fingerprint("OHSUMED", 1)["test"][0]["file"]   # doctest: +SKIP
+    'test.txt.gz'
+    """
+    files = fold_files(dataset, fold, variant=variant, data_dir=data_dir)
+    fingerprint: dict[str, Any] = {split: [_file_digest(p) for p in paths] for split, paths in files.items()}
+    folds_json = _dataset_dir(resolve_data_dir(data_dir), dataset) / "folds.json"
+    if folds_json.is_file():
+        fingerprint["folds.json"] = _file_digest(folds_json)
+    return fingerprint
+
+
+def _check_splits(name: str, parts: dict[str, RankingSplit], spec: dict | None, source: Path) -> None:
+    """Train, vali and test share no query, and match the query lists folds.json gives for them."""
+    ids = {split: part.query_ids for split, part in parts.items()}
+    for i, a in enumerate(SPLITS):
+        for b in SPLITS[i + 1:]:
+            shared = sorted(set(ids[a]) & set(ids[b]), key=lambda q: (len(q), q))
+            if shared:
+                more = f" and {len(shared) - 5} more" if len(shared) > 5 else ""
+                raise FoldsFileError(f"{name}: {a} and {b} share {len(shared)} queries ({', '.join(shared[:5])}{more}); "
+                                     f"the splits of a fold must be disjoint (check {source})")
+    for split in SPLITS:
+        listed = None if spec is None else spec.get(f"{split}_qids")
+        if listed is not None and sorted(listed) != sorted(ids[split]):
+            missing = sorted(set(listed) - set(ids[split]))[:3]
+            extra = sorted(set(ids[split]) - set(listed))[:3]
+            raise FoldsFileError(f"{source}: {name} {split}_qids contradicts its partitions "
+                                 f"(listed but not loaded: {missing or '-'}; loaded but not listed: {extra or '-'})")
+
+
 def load_fold(
     dataset: str,
     fold: int,
@@ -160,7 +267,14 @@ def load_fold(
     """Load train, vali and test of LETOR ``FoldK`` for ``dataset`` ("OHSUMED", "MQ2008", ...).
 
     ``variant`` picks the OHSUMED feature variant ("QueryLevelNorm" by default, "Feature-min",
-    "Feature-null"); ``null`` is passed to :func:`read_letor`.
+    "Feature-null"); ``null`` is passed to :func:`read_letor`, with the data set's known feature count.
+
+    Raises
+    ------
+    FoldsFileError
+        When train, vali and test share a query (the message lists them), when ``folds.json``'s own
+        query lists contradict its partitions, or when ``folds.json`` is malformed or points outside
+        the data set's folder.
 
     Examples
     --------
@@ -169,14 +283,19 @@ def load_fold(
     >>> fold.test.num_queries, fold.train.num_queries   # doctest: +SKIP
     (22, 63)
     """
+    ds_dir, _, spec = _fold_spec(dataset, fold, variant, data_dir)
     files = fold_files(dataset, fold, variant=variant, data_dir=data_dir)
+    num_features = NUM_FEATURES.get(ds_dir.name.upper())
     cache: dict[Path, RankingSplit] = {}
     parts = {}
     for split, paths in files.items():
         loaded = []
         for p in paths:
             if p not in cache:
-                cache[p] = read_letor(p, null=null)
+                cache[p] = read_letor(p, null=null, num_features=num_features)
             loaded.append(cache[p])
         parts[split] = loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
-    return Fold(f"{dataset} Fold{fold}", parts["train"], parts["vali"], parts["test"])
+    name = f"{dataset} Fold{fold}"
+    source = ds_dir / "folds.json" if spec is not None else ds_dir / f"Fold{fold}"
+    _check_splits(name, parts, spec, source)
+    return Fold(name, parts["train"], parts["vali"], parts["test"])

@@ -19,13 +19,17 @@ import numpy as np
 import torch
 from sklearn.datasets import load_svmlight_file
 
-from .._inputs import GaprankInputError
+from .._inputs import MAX_GRADE, GaprankInputError
 from .._padding import pad_by_group
 
 NULL_POLICIES = ("min", "zero", "nan", "error")
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
-_FEATURE = re.compile(r"^(\d+):(\S+)$")
-_LABEL = re.compile(r"^\d+$")
+# ASCII only: Python's int() and float() would also take "1_000" and other scripts' digits.
+_NUMBER_TEXT = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_NUMBER = re.compile(_NUMBER_TEXT)
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+_FEATURE = re.compile(r"([0-9]+):(\S+)")
+_LABEL = re.compile(r"[0-9]+")
 
 
 class LetorFormatError(GaprankInputError):
@@ -114,6 +118,11 @@ class RankingSplit:
         )
 
 
+def parse_number(token: str) -> float | None:
+    """A finite decimal number in ASCII notation, else None (``nan``, ``inf``, ``1_000``, other digits)."""
+    return float(token) if _NUMBER.fullmatch(token) else None
+
+
 def _open_text(path: Path) -> list[str]:
     try:
         raw = gzip.open(path, "rb").read() if path.suffix == ".gz" else path.read_bytes()
@@ -125,7 +134,10 @@ def _open_text(path: Path) -> list[str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LetorFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
-    return text.splitlines()
+    # Lines end at "\n" alone (as editors and wc count them): str.splitlines would also break at form
+    # feeds, U+2028 and other separators inside a line and shift every later line number.
+    lines = text.split("\n")
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def _fill_null(features: np.ndarray, sizes: np.ndarray, policy: str) -> np.ndarray:
@@ -156,19 +168,25 @@ def read_letor(
     path
         The file.
     num_features
-        Expected number of features; default: the count on the first line. Every line must carry
-        the same feature ids (LETOR files are dense).
+        Expected number of features (the data set's known count); feature ids must then lie in
+        1..num_features. Default: the count on the first data line. Every line must carry the same
+        feature ids (LETOR files are dense); only the ids used take memory, whatever their values.
     null
         Policy for LETOR's literal ``NULL`` (Feature-null variant): the value is missing, then
         ``"min"`` fills it with min(0, the query's smallest observed value of that feature) -- this
         reproduces LETOR 3.0's own Feature-min files in 1,521 of OHSUMED's 1,530 (query, feature)
         cells; ``"zero"`` fills 0; ``"nan"`` keeps NaN; ``"error"`` refuses the file.
 
+    Lines starting with ``#`` (SVMlight comments) and blank lines at the end are skipped; a blank line
+    between data lines is an error.
+
     Raises
     ------
     LetorFormatError
-        For a bad label, a missing qid, malformed or unordered feature ids, a wrong feature count,
-        rows of one query that are not contiguous, an unparsable value; the message names file and line.
+        For a bad label (not an ASCII integer, or above the largest supported grade), a missing qid,
+        malformed, unordered or out-of-range feature ids, a wrong feature count, rows of one query that
+        are not contiguous, a value that is not a finite ASCII number (a literal ``nan`` or ``inf``
+        too); the message names file and line.
     """
     if null not in NULL_POLICIES:
         raise GaprankInputError(f"null must be one of {NULL_POLICIES}; got {null!r}")
@@ -182,16 +200,22 @@ def read_letor(
     first_line_of: dict[str, int] = {}
     expected_ids: list[int] | None = None
     previous_qid = None
+    first_data_line: int | None = None
+    last_content = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)
     for lineno, line in enumerate(lines, 1):
         body, _, comment = line.partition("#")
         tokens = body.split()
         where = f"{path}, line {lineno}"
         if not tokens:
-            if lineno == len(lines) and not line.strip():
+            if line.strip() or lineno > last_content:  # a comment line, or blank lines at the end
                 continue
             raise LetorFormatError(f"{where}: empty line")
-        if not _LABEL.match(tokens[0]):
+        if not _LABEL.fullmatch(tokens[0]):
             raise LetorFormatError(f"{where}: label {tokens[0]!r} is not a non-negative integer grade")
+        label = int(tokens[0])
+        if label > MAX_GRADE:
+            raise LetorFormatError(f"{where}: label {tokens[0]} is above {MAX_GRADE}, the largest grade gaprank "
+                                   "supports (every measure keeps one table column per grade)")
         if len(tokens) < 2 or not tokens[1].startswith("qid:") or len(tokens[1]) == 4:
             raise LetorFormatError(f"{where}: missing 'qid:<id>' after the label")
         qid = tokens[1][4:]
@@ -205,28 +229,37 @@ def read_letor(
         ids = []
         values = []
         for token in tokens[2:]:
-            match = _FEATURE.match(token)
+            match = _FEATURE.fullmatch(token)
             if not match:
                 raise LetorFormatError(f"{where}: malformed feature {token!r} (expected <id>:<value>)")
             fid = int(match.group(1))
             if fid < 1 or (ids and fid <= ids[-1]):
                 raise LetorFormatError(f"{where}: feature ids must be >= 1 and increasing; got {fid} after {ids[-1] if ids else '-'}")
+            if num_features is not None and fid > num_features:
+                raise LetorFormatError(f"{where}: feature id {fid} is above num_features={num_features}")
             ids.append(fid)
             value = match.group(2)
             if value == "NULL":
                 if null == "error":
                     raise LetorFormatError(f"{where}: feature {fid} is NULL (null='error')")
                 value = "nan"
-            values.append(f"{fid}:{value}")
+            elif not _NUMBER.fullmatch(value):
+                kind = "not finite" if _NON_FINITE.fullmatch(value) else "not a number"
+                raise LetorFormatError(f"{where}: feature value {value!r} (feature {fid}) is {kind}")
+            # columns are numbered by position, so a large feature id costs no memory
+            values.append(f"{len(ids)}:{value}")
         if expected_ids is None:
             expected_ids = ids
             if num_features is not None and len(ids) != num_features:
                 raise LetorFormatError(f"{where}: {len(ids)} features, expected {num_features}")
         elif ids != expected_ids:
             raise LetorFormatError(
-                f"{where}: {len(ids)} features (ids {ids[:1]}..{ids[-1:]}), expected the {len(expected_ids)} of line 1"
+                f"{where}: {len(ids)} features (ids {ids[:1]}..{ids[-1:]}), expected the {len(expected_ids)} of "
+                f"line {first_data_line}"
             )
-        labels.append(int(tokens[0]))
+        if first_data_line is None:
+            first_data_line = lineno
+        labels.append(label)
         qids.append(qid)
         match = _DOCID.search(comment)
         docids.append(match.group(1) if match else "")
@@ -235,7 +268,7 @@ def read_letor(
         cleaned.append(f"{tokens[0]} qid:{len(first_line_of)} {' '.join(values)}")
     if not labels:
         raise LetorFormatError(f"{path}: no data lines")
-    width = max(expected_ids) if expected_ids else 0
+    width = len(expected_ids) if expected_ids else 0
     try:
         x_sparse, _, _ = load_svmlight_file(
             io.BytesIO("\n".join(cleaned).encode()), n_features=width, zero_based=False, query_id=True,
@@ -245,10 +278,9 @@ def read_letor(
         _locate_bad_value(path, cleaned)
         raise
     features = np.asarray(x_sparse.todense())
-    if expected_ids and len(expected_ids) != width:  # sparse ids: keep only the columns the file uses
-        features = features[:, np.asarray(expected_ids) - 1]
-    if not np.isfinite(features[~np.isnan(features)]).all():
-        raise LetorFormatError(f"{path}: infinite feature values")
+    if not np.isfinite(features[~np.isnan(features)]).all():  # e.g. 1e999, which overflows on parsing
+        row = int(np.flatnonzero(np.isinf(features).any(1))[0])
+        raise LetorFormatError(f"{path}, data line {row + 1}: a feature value overflows to infinity")
     split = RankingSplit(features, np.asarray(labels, np.int64), np.asarray(qids, dtype=object).astype(str),
                          np.asarray(docids, dtype=object).astype(str), comments, str(path))
     split.features = _fill_null(features, split.group_sizes, null)
@@ -259,10 +291,8 @@ def _locate_bad_value(path: Path, cleaned: Iterable[str]) -> None:
     for lineno, line in enumerate(cleaned, 1):
         for token in line.split()[2:]:
             value = token.split(":", 1)[1]
-            try:
-                float(value)
-            except ValueError:
-                raise LetorFormatError(f"{path}, data line {lineno}: feature value {value!r} is not a number") from None
+            if value != "nan" and parse_number(value) is None:
+                raise LetorFormatError(f"{path}, data line {lineno}: feature value {value!r} is not a number")
 
 
 def read_scores(path: str | Path, expected_lines: int | None = None) -> np.ndarray:
@@ -274,14 +304,14 @@ def read_scores(path: str | Path, expected_lines: int | None = None) -> np.ndarr
     scores = np.empty(len(lines), dtype=np.float64)
     for lineno, line in enumerate(lines, 1):
         token = line.strip().split()
-        try:
-            if len(token) != 1:
-                raise ValueError
-            scores[lineno - 1] = float(token[0])
-        except ValueError:
-            raise LetorFormatError(f"{path}, line {lineno}: expected one number, got {line!r}") from None
-        if not np.isfinite(scores[lineno - 1]):
+        value = parse_number(token[0]) if len(token) == 1 else None
+        if value is None:
+            if len(token) == 1 and _NON_FINITE.fullmatch(token[0]):
+                raise LetorFormatError(f"{path}, line {lineno}: score {token[0]} is not finite")
+            raise LetorFormatError(f"{path}, line {lineno}: expected one number (ASCII digits), got {line!r}")
+        if not np.isfinite(value):
             raise LetorFormatError(f"{path}, line {lineno}: score {token[0]} is not finite")
+        scores[lineno - 1] = value
     if expected_lines is not None and len(scores) != expected_lines:
         raise LetorFormatError(f"{path} has {len(scores)} scores but the ranking file has {expected_lines} lines")
     return scores

@@ -1,17 +1,21 @@
 """TREC qrels and run files.
 
 * qrels: ``<qid> <iteration> <docid> <grade>`` per line. Negative grades (e.g. TREC Web's -2 for spam)
-  count as 0, as trec_eval treats them as non-relevant. A repeated (qid, docid) is an error.
+  count as 0, as trec_eval treats them as non-relevant. A repeated (qid, docid), or a grade above
+  ``MAX_GRADE`` (30), is an error.
 * run: ``<qid> Q0 <docid> <rank> <score> <tag>`` per line. The rank column is ignored: documents are
   ranked by score (higher first). A repeated (qid, docid) or a non-finite score is an error.
 """
 
 from __future__ import annotations
 
-import math
+import re
 from pathlib import Path
 
-from ._letor import LetorFormatError, _open_text
+from .._inputs import MAX_GRADE
+from ._letor import _NON_FINITE, LetorFormatError, _open_text, parse_number
+
+_GRADE = re.compile(r"-?[0-9]+")
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
@@ -25,10 +29,12 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
         if len(tokens) != 4:
             raise LetorFormatError(f"{path}, line {lineno}: a qrels line has 4 fields (qid iter docid grade); got {len(tokens)}")
         qid, _, docid, grade = tokens
-        try:
-            value = int(grade)
-        except ValueError:
-            raise LetorFormatError(f"{path}, line {lineno}: grade {grade!r} is not an integer") from None
+        if not _GRADE.fullmatch(grade):
+            raise LetorFormatError(f"{path}, line {lineno}: grade {grade!r} is not an integer")
+        value = int(grade)
+        if value > MAX_GRADE:
+            raise LetorFormatError(f"{path}, line {lineno}: grade {grade} is above {MAX_GRADE}, the largest grade "
+                                   "gaprank supports (every measure keeps one table column per grade)")
         judged = qrels.setdefault(qid, {})
         if docid in judged:
             raise LetorFormatError(f"{path}, line {lineno}: document {docid} judged twice for query {qid}")
@@ -49,12 +55,11 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
         if len(tokens) != 6:
             raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); got {len(tokens)}")
         qid, _, docid, _, score, _ = tokens
-        try:
-            value = float(score)
-        except ValueError:
-            raise LetorFormatError(f"{path}, line {lineno}: score {score!r} is not a number") from None
-        if not math.isfinite(value):
-            raise LetorFormatError(f"{path}, line {lineno}: score {score} is not finite")
+        value = parse_number(score)
+        if value is None or value in (float("inf"), float("-inf")):
+            if _NON_FINITE.fullmatch(score) or value is not None:
+                raise LetorFormatError(f"{path}, line {lineno}: score {score} is not finite")
+            raise LetorFormatError(f"{path}, line {lineno}: score {score!r} is not a number")
         ranked = run.setdefault(qid, {})
         if docid in ranked:
             raise LetorFormatError(f"{path}, line {lineno}: document {docid} appears twice for query {qid}")

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from .._autograd import first_derivatives_only
+
 from .._inputs import GaprankInputError, check_sigma
 
 
@@ -122,7 +124,7 @@ class _RankRecursion(torch.autograd.Function):
         return buffers[others % 2, ..., 1:].clone()
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
     def backward(ctx, grad_dist):  # noqa: D102
         (pi,) = ctx.saved_tensors
         batch, others, pivots = pi.shape

@@ -13,6 +13,7 @@ from .._padding import check_group_sizes, pad_by_group
 from ..metrics._letor_eval import Conventions, get_conventions
 from ..metrics._names import Measure, parse_measure
 from ..metrics._ranking import resolve_g
+from ._folds import check_whole_queries
 from ._layout import LayoutCache, check_flat_labels, check_flat_scores
 
 
@@ -70,6 +71,7 @@ class RankingEval:
         import lightgbm
 
         if isinstance(second, lightgbm.Dataset):
+            check_whole_queries(second)
             preds, labels, group = first, second.get_label(), second.get_group()
         else:
             labels, preds = first, second

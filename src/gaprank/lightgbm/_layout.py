@@ -8,7 +8,7 @@ from typing import Any, Callable, Generic, TypeVar
 import numpy as np
 import torch
 
-from .._inputs import GaprankInputError
+from .._inputs import GRADE_SCALE_HINT, MAX_GRADE, GaprankInputError
 from .._padding import check_group_sizes
 from ..metrics._slots import SlotLayout
 
@@ -60,6 +60,8 @@ def check_flat_labels(labels: Any) -> np.ndarray:
     if (y < 0).any() or (y != np.round(y)).any():
         bad = y[(y < 0) | (y != np.round(y))][0]
         raise GaprankInputError(f"labels must be non-negative integer grades; got {bad}")
+    if y.size and y.max() > MAX_GRADE:
+        raise GaprankInputError(f"label {y.max():g} is above {MAX_GRADE}: {GRADE_SCALE_HINT}")
     return y.astype(np.int64)
 
 

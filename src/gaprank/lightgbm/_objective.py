@@ -33,10 +33,11 @@ import torch
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
 from ..losses._pairwise import PairwiseEngine
 from ..metrics._ranking import default_g, rank_lists, resolve_g
-from ..metrics._swap import METRICS, FactorPlan, plan_pair_factors
+from ..metrics import objective_info
+from ..metrics._swap import FactorPlan, plan_pair_factors
+from ._folds import check_whole_queries
 from ._layout import LayoutCache, QueryLayout, check_flat_scores
 
-_GAP_FAMILY = ("gap", "xgap", "egap")
 PRECISIONS = ("float32", "float64")
 # Pairs per chunk: small enough that a chunk's scratch buffers (about 28 bytes per pair in float32)
 # stay near the two cores' caches across the dozen elementwise passes, large enough that the fixed
@@ -50,7 +51,7 @@ CACHE_BLOCK_ELEMENTS = 1 << 18
 def _check_label_gain(label_gain: Any, metric: str) -> torch.Tensor | None:
     if label_gain is None:
         return None
-    if metric != "ndcg":
+    if objective_info(metric).kernel is not None:  # a gain per label belongs to nDCG, not to a kernel measure
         raise GaprankInputError(f"label_gain applies to metric='ndcg' only, not {metric!r} (the AP family uses g)")
     gains = np.asarray(label_gain, dtype=np.float64)
     if gains.ndim != 1 or gains.size == 0 or not np.isfinite(gains).all():
@@ -109,15 +110,16 @@ class LambdaRankObjective:
         precision: str = "float32",
         block_elements: int = CACHE_BLOCK_ELEMENTS,
     ) -> None:
-        check_choice(metric, "metric", METRICS)
+        info = objective_info(metric)
         self.metric = metric
+        self.uses_g = info.uses_g
         self.sigma = check_sigma(sigma)
         self.truncation_level = check_positive_int(truncation_level)
         if not isinstance(norm, (bool, np.bool_)):
             raise GaprankInputError(f"norm must be True or False; got {norm!r}")
         self.norm = bool(norm)
-        if g is not None and metric not in _GAP_FAMILY:
-            raise GaprankInputError(f"g applies to gap, xgap and egap, not {metric!r}")
+        if g is not None and not info.uses_g:
+            raise GaprankInputError(f"g applies to the measures with a user model g, not {metric!r}")
         self.g = None if g is None else resolve_g(g, torch.device("cpu"))
         self.label_gain = _check_label_gain(label_gain, metric)
         self.block_elements = check_positive_int(block_elements)
@@ -132,7 +134,7 @@ class LambdaRankObjective:
 
     def _scale_g(self, layout: QueryLayout) -> torch.Tensor | None:
         """g for the whole data set: the user's, or uniform over grades 1..(largest label)."""
-        if self.metric not in _GAP_FAMILY:
+        if not self.uses_g:
             return None
         if self.g is None:
             return default_g(layout.max_label, torch.device("cpu"))
@@ -196,6 +198,7 @@ class LambdaRankObjective:
 
     def __call__(self, preds: np.ndarray, train_data: Any) -> tuple[np.ndarray, np.ndarray]:
         """``lgb.train`` form: ``(preds, train_data) -> (grad, hess)``."""
+        check_whole_queries(train_data)
         return self.gradients(preds, train_data.get_label(), train_data.get_group(), train_data.get_weight())
 
 

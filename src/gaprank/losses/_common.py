@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from .._autograd import first_derivatives_only
+
 from .._inputs import REDUCTIONS, GaprankInputError, check_choice
 from ..metrics._ranking import RankedLists
 
@@ -58,7 +60,7 @@ class _WithGradient(torch.autograd.Function):
         return values.clone()
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    @first_derivatives_only('this loss (LambdaRank, RankNet: gradients from the pair engine)')
     def backward(ctx, grad_values):  # noqa: D102
         (grad,) = ctx.saved_tensors
         return grad * grad_values[:, None], None, None

@@ -21,6 +21,7 @@ from .._inputs import GaprankInputError, check_choice, check_sigma
 from ..distributions import _pairwise, rank_recursion
 from ..metrics._functional import _gain_table, _ideal_dcg
 from ..metrics._kernels import pivot_sum
+from ..metrics import objective_info, objective_names
 from ..metrics._swap import metric_kernel, rank_for_metric
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
@@ -52,17 +53,19 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
     check_choice(mode, "mode", MODES)
-    ranked, g_t = rank_for_metric(scores.detach(), labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts)
+    info = objective_info(metric, mode="soft")
+    if mode == "exact" and not info.exact:
+        raise GaprankInputError(
+            f"mode='exact' is available for the AP family ({', '.join(objective_names(mode='exact'))}); "
+            f"Soft{info.name} uses SoftRank's rank distributions (mode='paper')"
+        )
+    ranked, g_t = rank_for_metric(scores.detach(), labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts,
+                                  mode="soft")
     s, m = as_batch(scores, mask)
     doc_labels = ranked.document_grades()
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
     ideal_valid, ideal_grades = ideal_order >= 0, ideal_order.clamp_min(0)
-    if metric == "ndcg":
-        if mode == "exact":
-            raise GaprankInputError(
-                "mode='exact' is available for the AP family (gap, xgap, egap, ap); "
-                "SoftNDCG uses SoftRank's rank distributions (mode='paper')"
-            )
+    if info.kernel is None:  # SoftNDCG: SoftRank's expected discounts
         gains = _gain_table(ranked.num_grades, "exp2", doc_labels.device)
         idcg = _ideal_dcg(ranked, gains, "log2p1", None)
         defined = idcg > 0

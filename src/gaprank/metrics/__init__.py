@@ -13,10 +13,21 @@ from ._functional import (
     q_measure,
     rbp,
     sliding_ratio,
+    kernel_metric,
     xgap,
 )
 from ._letor_eval import CONVENTIONS, Conventions, evaluate_letor, get_conventions, letor_measure_names
 from ._names import Measure, parse_measure
+from ._registry import (
+    MeasureInfo,
+    ParamInfo,
+    find_measure,
+    measures,
+    objective_info,
+    objective_names,
+    register,
+    unregister,
+)
 
 __all__ = [
     "average_precision",
@@ -39,4 +50,13 @@ __all__ = [
     "get_conventions",
     "letor_measure_names",
     "parse_measure",
+    "MeasureInfo",
+    "ParamInfo",
+    "find_measure",
+    "kernel_metric",
+    "measures",
+    "objective_info",
+    "objective_names",
+    "register",
+    "unregister",
 ]

@@ -88,6 +88,33 @@ def _ap_family(
     return finalize(values, kernel.defined, ranked.spec, empty_value=empty_value, reduction=reduction)
 
 
+def kernel_metric(build: Callable[[RankedLists, torch.Tensor], Kernel], name: str) -> Callable[..., Any]:
+    """The exact metric of an AP-family kernel: ``build(ranked, g) -> Kernel`` becomes a function with the
+    signature every metric has (``scores, labels, *, g=None, k=None, mask=None, grade_counts=None,
+    ties="stable", empty_value=0.0, reduction="mean"``), evaluated by the one pivot-sum engine.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import gap
+    >>> from gaprank.metrics._functional import kernel_metric
+    >>> from gaprank.metrics._kernels import gap_kernel
+    >>> same = kernel_metric(gap_kernel, "same_as_gap")
+    >>> bool(same(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0])) == gap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0])))
+    True
+    """
+
+    def metric(scores: Any, labels: Any, *, g: Any = None, k: int | None = None, mask: Any = None,
+               grade_counts: Any = None, ties: str = "stable", empty_value: float = 0.0,
+               reduction: str = "mean") -> Any:
+        return _ap_family(scores, labels, build, g=g, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                          empty_value=empty_value, reduction=reduction)
+
+    metric.__name__ = metric.__qualname__ = name
+    metric.__doc__ = f"The kernel measure {name} (see :func:`kernel_metric`)."
+    return metric
+
+
 def gap(
     scores: Any,
     labels: Any,

@@ -19,6 +19,7 @@ import numpy as np
 from .._inputs import GaprankInputError
 from .._padding import check_group_sizes, pad_by_group
 from . import _functional as F
+from ._registry import MeasureInfo, measures
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,12 @@ def get_conventions(name: str | Conventions) -> Conventions:
 
 def letor_measure_names(max_cutoff: int = 10) -> list[str]:
     return ([f"NDCG@{k}" for k in range(1, max_cutoff + 1)] + [f"P@{k}" for k in range(1, max_cutoff + 1)]
-            + ["MAP", "GAP", "xGAP", "eGAP"])
+            + ["MAP"] + [info.name for info in _user_model_measures()])
+
+
+def _user_model_measures() -> list[MeasureInfo]:
+    """The registered measures with GAP's user model g (GAP, xGAP, eGAP): reported beside LETOR's own."""
+    return [info for info in measures() if info.uses_g]
 
 
 def evaluate_letor(
@@ -101,6 +107,6 @@ def evaluate_letor(
     for k in range(1, max_cutoff + 1):
         out[f"P@{k}"] = F.precision(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.precision))
     out["MAP"] = F.average_precision(s, y, mask=mask, reduction="none", **conv.keywords(F.average_precision))
-    for name, function in (("GAP", F.gap), ("xGAP", F.xgap), ("eGAP", F.egap)):
-        out[name] = function(s, y, g=g, mask=mask, reduction="none", **conv.keywords(function))
+    for info in _user_model_measures():
+        out[info.name] = info.function(s, y, g=g, mask=mask, reduction="none", **conv.keywords(info.function))
     return out

@@ -8,36 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .._inputs import GaprankInputError
-from . import _functional as F
+from ._registry import find_measure, known_names
 
 _NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
-
-
-@dataclass(frozen=True)
-class _Entry:
-    function: Callable[..., Any]
-    params: dict[str, str]  # name in the string -> keyword of the function
-    needs_cutoff: bool = False
-    takes_cutoff: bool = True
-    uses_g: bool = False
-
-
-_REGISTRY: dict[str, _Entry] = {
-    "ap": _Entry(F.average_precision, {"rel": "threshold"}),
-    "map": _Entry(F.average_precision, {"rel": "threshold"}),
-    "gap": _Entry(F.gap, {"g": "g"}, uses_g=True),
-    "xgap": _Entry(F.xgap, {"g": "g"}, uses_g=True),
-    "egap": _Entry(F.egap, {"g": "g"}, uses_g=True),
-    "ndcg": _Entry(F.ndcg, {"gain": "gain", "discount": "discount", "short_list": "short_list"}),
-    "p": _Entry(F.precision, {"rel": "threshold", "short_list": "short_list"}, needs_cutoff=True),
-    "rbp": _Entry(F.rbp, {"p": "persistence", "rel": "threshold"}),
-    "err": _Entry(F.err, {"max_grade": "max_grade"}),
-    "q": _Entry(F.q_measure, {"beta": "beta"}, takes_cutoff=False),
-    "sr": _Entry(F.sliding_ratio, {}),
-    "vg": _Entry(F.generalized_ap, {}),
-    "erap": _Entry(F.erap, {"p": "p"}),
-    "errbp": _Entry(F.errbp, {"p": "p", "q": "persistence"}),
-}
 
 
 @dataclass(frozen=True)
@@ -92,10 +65,11 @@ def _value(text: str, name: str) -> Any:
 def parse_measure(name: str) -> Measure:
     """Parse a measure string into a callable :class:`Measure`.
 
-    Names (case-insensitive): AP / MAP (``rel``), GAP, xGAP, eGAP (``g``), nDCG (``gain``, ``discount``,
-    ``short_list``), P (``rel``, ``short_list``; needs ``@k``), RBP (``p`` = persistence, ``rel``), ERR
-    (``max_grade``), Q (``beta``), SR (sliding ratio), vG (Kishida's generalized AP), eRAP (``p`` list),
-    eRRBP (``p`` list, ``q`` persistence). ``@k`` sets the cutoff.
+    Names (case-insensitive) and parameters are those of the measure registry
+    (:mod:`gaprank.metrics._registry`): AP / MAP (``rel``), GAP, xGAP, eGAP (``g``), nDCG (``gain``,
+    ``discount``, ``short_list``), P (``rel``, ``short_list``; needs ``@k``), RBP (``p`` = persistence,
+    ``rel``), ERR (``max_grade``), Q (``beta``), SR (sliding ratio), vG (Kishida's generalized AP), eRAP
+    (``p`` list), eRRBP (``p`` list, ``q`` persistence). ``@k`` sets the cutoff.
 
     Examples
     --------
@@ -108,18 +82,17 @@ def parse_measure(name: str) -> Measure:
     if not match:
         raise GaprankInputError(f"cannot parse measure {name!r}; expected NAME[(key=value,...)][@k], e.g. 'nDCG@10'")
     base, args, cutoff = match.groups()
-    entry = _REGISTRY.get(base.lower())
+    entry = find_measure(base)
     if entry is None:
-        known = "AP, MAP, GAP, xGAP, eGAP, nDCG, P, RBP, ERR, Q, SR, vG, eRAP, eRRBP"
-        raise GaprankInputError(f"unknown measure {base!r} in {name!r}; known: {known}")
+        raise GaprankInputError(f"unknown measure {base!r} in {name!r}; known: {known_names()}")
     kwargs: dict[str, Any] = {}
     for part in _split_args(args or ""):
         key, sep, value = part.partition("=")
         key = key.strip()
-        if not sep or key not in entry.params:
-            allowed = ", ".join(entry.params) or "none"
+        if not sep or key not in entry.parameters:
+            allowed = ", ".join(entry.parameters) or "none"
             raise GaprankInputError(f"measure {name!r}: bad parameter {part.strip()!r}; parameters of {base}: {allowed}")
-        kwargs[entry.params[key]] = _value(value, name)
+        kwargs[entry.parameters[key].keyword] = _value(value, name)
     if cutoff is not None:
         if not entry.takes_cutoff:
             raise GaprankInputError(f"measure {name!r}: {base} takes no @k cutoff")

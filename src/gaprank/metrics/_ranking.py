@@ -19,6 +19,8 @@ from typing import Any
 import torch
 
 from .._inputs import (
+    GRADE_SCALE_HINT,
+    MAX_GRADE,
     TIE_RULES,
     GaprankInputError,
     OutputSpec,
@@ -153,6 +155,8 @@ def rank_lists(
         num_grades, scale_source = gc_shape[-1] - 1, "grade_counts"
     if num_grades is None:
         num_grades = max_label
+    elif num_grades > MAX_GRADE:
+        raise GaprankInputError(f"{scale_source} sets a grade scale 0..{num_grades}: {GRADE_SCALE_HINT}")
     elif max_label > num_grades:
         raise GaprankInputError(
             f"label {max_label} is above the grade scale 0..{num_grades} set by {scale_source}"

@@ -26,13 +26,13 @@ from typing import Sequence
 
 import torch
 
-from .._inputs import GaprankInputError, check_choice, check_positive_int
+from .._inputs import GaprankInputError, check_positive_int
 from ._functional import _discount, _gain_table, _ideal_dcg
-from ._kernels import Kernel, _safe_div, ap_kernel, egap_kernel, gap_kernel, xgap_kernel
+from ._kernels import Kernel, _safe_div
 from ._ranking import RankedLists, default_g, rank_lists, resolve_g
+from ._registry import measures as _registry_measures
+from ._registry import objective_info
 from ._slots import SlotLayout
-
-METRICS = ("gap", "xgap", "egap", "ap", "ndcg")
 
 
 @dataclass
@@ -231,21 +231,24 @@ def metric_kernel(metric: str, ranked: RankedLists, g: torch.Tensor | None) -> K
     """The kernel of an AP-family ``metric`` for these lists (None when the scale has no grades)."""
     if not ranked.num_grades:
         return None
-    if metric == "ap":
-        return ap_kernel(ranked, 1)
+    info = objective_info(metric, mode="soft")
+    assert info.kernel is not None, f"{metric} has no kernel"
     g_t = default_g(ranked.num_grades, ranked.grades.device) if g is None else g
-    return {"gap": gap_kernel, "xgap": xgap_kernel, "egap": egap_kernel}[metric](ranked, g_t)
+    return info.kernel(ranked, g_t)
 
 
-def rank_for_metric(scores, labels, *, metric: str, g=None, mask=None, grade_counts=None) -> tuple[RankedLists, torch.Tensor | None]:
-    """Validate the inputs of a metric-driven objective and rank the lists (ties stable).
+def rank_for_metric(scores, labels, *, metric: str, g=None, mask=None, grade_counts=None,
+                    mode: str = "swap_deltas") -> tuple[RankedLists, torch.Tensor | None]:
+    """Validate the inputs of a metric-driven objective (``metric`` must have ``mode``: "swap_deltas",
+    "soft" or "exact") and rank the lists (ties stable).
 
-    Returns the ranked lists and the validated g (None unless metric is gap/xgap/egap and g given)."""
-    check_choice(metric, "metric", METRICS)
+    Returns the ranked lists and the validated g (None unless the metric takes g and g is given)."""
+    info = objective_info(metric, mode=mode)
     device = scores.device if isinstance(scores, torch.Tensor) else torch.device("cpu")
-    g_t = resolve_g(g, device) if metric in ("gap", "xgap", "egap") else None
+    g_t = resolve_g(g, device) if info.uses_g else None
     if g is not None and g_t is None:
-        raise GaprankInputError(f"g applies to gap, xgap and egap, not {metric!r}")
+        takes_g = ", ".join(i.key for i in _registry_measures() if i.uses_g)
+        raise GaprankInputError(f"g applies to {takes_g}, not {metric!r}")
     ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties="stable",
                         num_grades=None if g_t is None else g_t.numel(),
                         scale_source=f"g (c = {0 if g_t is None else g_t.numel()} grades)")
@@ -266,7 +269,7 @@ def plan_pair_factors(metric: str, lists: RankedLists | Sequence[RankedLists], g
     if layout is None:
         (ranked,) = parts
         layout = SlotLayout.single(ranked.n_docs, ranked.list_size)
-    if metric == "ndcg":
+    if objective_info(metric).kernel is None:  # nDCG: gain times discount difference, no kernel
         if gains is None:
             gains = _gain_table(parts[0].num_grades, "exp2", layout.valid.device)
         cutoff = k if ideal_cutoff is None else ideal_cutoff

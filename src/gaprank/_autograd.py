@@ -1,0 +1,36 @@
+"""Hand-written backward passes that refuse to be differentiated again.
+
+``torch.autograd.function.once_differentiable`` only raises on double backward when the incoming
+gradient itself requires grad; when it is a constant (a loss that is linear in the function's output,
+as SoftNDCG's DCG is in the rank laws) the second pass silently treats the returned gradient as constant
+and gives wrong Hessian-vector products. This decorator refuses ``create_graph=True`` outright.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+
+class FirstDerivativesOnly(NotImplementedError):
+    """A gradient was asked with ``create_graph=True`` (double backward) from a first-order-only backward."""
+
+
+def first_derivatives_only(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate an ``autograd.Function.backward``: run it without a graph, and raise
+    :class:`FirstDerivativesOnly` naming ``what`` when a graph of the gradient is asked for."""
+
+    def decorate(backward: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(backward)
+        def wrapped(ctx: Any, *grads: Any) -> Any:
+            if torch.is_grad_enabled():  # autograd enables grad mode in backward only under create_graph=True
+                raise FirstDerivativesOnly(
+                    f"{what} supports first derivatives only: its backward pass is hand-written, so "
+                    "create_graph=True (double backward, Hessian-vector products) is not available")
+            return backward(ctx, *grads)
+
+        return wrapped
+
+    return decorate

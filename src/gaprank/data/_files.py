@@ -1,0 +1,83 @@
+"""Results on disk: written whole or not at all, and never as non-standard JSON.
+
+A file is written to a temporary name in its own folder, flushed to the disk, then renamed over the
+target (``os.replace`` is atomic on POSIX and Windows): a run killed mid-write leaves the old file or
+none, never half of one. JSON refuses NaN and infinity (Python would write the non-standard ``NaN``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .._inputs import GaprankInputError
+
+
+def write_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically, creating missing parent folders.
+
+    Raises
+    ------
+    GaprankInputError
+        When ``path`` is a directory, or cannot be written (permissions, a full device, a parent that is
+        a file); one line naming the path and the reason.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from gaprank.data import write_atomic
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "scores.txt"
+    >>> write_atomic(target, "0.5\\n").read_text()
+    '0.5\\n'
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise GaprankInputError(f"{path} is a directory; give a file name")
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
+        raise GaprankInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def _first_non_finite(value: Any, where: str = "") -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "the value"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _first_non_finite(item, f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _first_non_finite(item, f"{where}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def to_json(value: Any, *, indent: int | None = 1) -> str:
+    """Standard JSON text of ``value``; a NaN or infinite number is an error naming where it sits."""
+    try:
+        return json.dumps(value, indent=indent, allow_nan=False)
+    except ValueError:
+        where = _first_non_finite(value)
+        raise GaprankInputError(f"refusing to write a non-finite number (at {where}) as JSON") from None
+
+
+def write_json_atomic(path: str | Path, value: Any, *, indent: int | None = 1) -> Path:
+    """:func:`write_atomic` of standard JSON (no ``NaN`` / ``Infinity``)."""
+    return write_atomic(path, to_json(value, indent=indent))
