@@ -381,7 +381,7 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
     reused = run_info["runs_reused"]
     table += (f"\nProduced by `{run_info['command']}` at commit {run_info['commit']}: {run_info['wall_seconds']:.0f} s wall "
               f"({run_info['machine']}), "
-              + (f"{len(reused)} of {len(objectives)} runs reused from earlier invocations with the same configs; "
+              + (f"{len(reused)} of {len(objectives)} runs reused from earlier invocations (same config, data and gaprank version); "
                  if reused else "every run trained in this invocation; ")
               + f"training time of all runs {run_info['train_seconds']:.0f} s. Conventions "
               f"{first.evaluation.conventions}, g = {first.evaluation.g}; seeds and settings in summary.json.\n")
