@@ -22,7 +22,7 @@ def ohsumed():
 
 def _trec_eval(split, scores, measures):
     qrels, run = {}, {}
-    for q, d, y, s in zip(split.qids, split.docids, split.labels, scores):
+    for q, d, y, s in zip(split.qids, split.docids, split.labels, scores, strict=True):
         qrels.setdefault(q, {})[d] = int(y)
         run.setdefault(q, {})[d] = float(s)
     return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)

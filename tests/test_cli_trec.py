@@ -26,8 +26,8 @@ def trec_files(tmp_path):
         # the run retrieves 20 judged and 5 unjudged documents, with ties
         docs = list(judged)[:20] + [f"U{q}-{d}" for d in range(5)]
         scores = np.round(rng.random(len(docs)), 1)
-        run[qid] = dict(zip(docs, scores.tolist()))
-        run_lines += [f"{qid} Q0 {d} {i} {s} tag" for i, (d, s) in enumerate(zip(docs, scores))]
+        run[qid] = dict(zip(docs, scores.tolist(), strict=True))
+        run_lines += [f"{qid} Q0 {d} {i} {s} tag" for i, (d, s) in enumerate(zip(docs, scores, strict=True))]
     run_lines += ["99 Q0 X 1 1.0 tag"]  # a query without judgments is ignored, as trec_eval does
     (tmp_path / "qrels").write_text("\n".join(qrel_lines) + "\n")
     (tmp_path / "run").write_text("\n".join(run_lines) + "\n")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 
-
 import numpy as np
 import pytest
 import torch
@@ -62,7 +61,7 @@ def _copy_as_standard_layout(tmp_path, gz: bool, names=("train", "vali", "test")
     files = fold_files("OHSUMED", 1)
     fold_dir = tmp_path / "OHSUMED" / "QueryLevelNorm" / "Fold1"
     fold_dir.mkdir(parents=True)
-    for split, name in zip(("train", "vali", "test"), names):
+    for split, name in zip(("train", "vali", "test"), names, strict=True):
         text = "".join(gzip.open(p, "rt").read() for p in files[split])
         target = fold_dir / (f"{name}.txt.gz" if gz else f"{name}.txt")
         if gz:

@@ -22,7 +22,7 @@ NDCG_GAIN = {0: 0, 1: 1, 2: 3}
 def _tool(lines, preds, version=3, top=10):
     """Per-query (NDCG@1..10, P@1..10, MAP) the way the Perl tools compute them."""
     queries: dict[str, list] = {}
-    for line_num, (line, pred) in enumerate(zip(lines, preds), 1):
+    for line_num, (line, pred) in enumerate(zip(lines, preds, strict=True), 1):
         label, qid = line.split()[:2]
         queries.setdefault(qid[4:], []).append((int(label), float(pred), line_num))
     out = {}
@@ -54,7 +54,7 @@ def _tool(lines, preds, version=3, top=10):
             return out_d
 
         real, best = dcg(rates), dcg(sorted(rates, reverse=True))
-        ndcg = [r / b if b else 0.0 for r, b in zip(real, best)]
+        ndcg = [r / b if b else 0.0 for r, b in zip(real, best, strict=True)]
         pad = lambda v: v + [0.0] * (top - len(v))  # noqa: E731 - unset entries add 0 to the sums
         out[qid] = pad(ndcg) + pad(prec) + [ap]
     return out

@@ -183,9 +183,9 @@ def test_bucket_bounds_are_the_cheapest_cut():
             sizes = np.sort(rng.choice([2, 3, 5, 9, 40, 80, 120, 300, 700, 1000], size=rng.integers(1, 9)))
             bounds = bucket_bounds(sizes, rows)
             assert bounds[0][0] == 0 and bounds[-1][1] == sizes.size
-            assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+            assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
             cuts = [i for i in range(1, sizes.size) if sizes[i] != sizes[i - 1]]
-            best = min(cost(sizes, list(zip([0, *chosen], [*chosen, sizes.size])), rows)
+            best = min(cost(sizes, list(zip([0, *chosen], [*chosen, sizes.size], strict=True)), rows)
                        for r in range(len(cuts) + 1) for chosen in itertools.combinations(cuts, r))
             assert cost(sizes, bounds, rows) == pytest.approx(best, rel=1e-12)
 
@@ -210,7 +210,7 @@ def test_repeated_calls_reuse_state_without_going_stale():
     kept = lambdarank_objective("xgap", g=G, truncation_level=10, norm=True)
     for s in (s1, s2, s1, np.zeros_like(s1), s2):
         fresh = lambdarank_objective("xgap", g=G, truncation_level=10, norm=True).gradients(s, y, sizes)
-        for a, b in zip(kept.gradients(s, y, sizes), fresh):
+        for a, b in zip(kept.gradients(s, y, sizes), fresh, strict=True):
             np.testing.assert_array_equal(a, b)
 
 
@@ -473,7 +473,7 @@ def test_lgb_cv_row_folds_are_refused_and_query_folds_are_whole(ohsumed):
                     feval=feval, return_cvbooster=True)
     # each fold's vali NDCG@10 is gaprank's NDCG@10 of that fold's booster on its whole test queries
     expected = []
-    for booster, (_, test_rows) in zip(result["cvbooster"].boosters, folds):
+    for booster, (_, test_rows) in zip(result["cvbooster"].boosters, folds, strict=True):
         sizes = np.bincount(np.searchsorted(starts, test_rows, side="right") - 1, minlength=group.size)
         value = feval.evaluate(booster.predict(X[test_rows]), y[test_rows], sizes[sizes > 0])["NDCG@10"]
         expected.append(value)

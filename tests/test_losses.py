@@ -135,7 +135,7 @@ def test_pair_engine_on_packed_blocks_equals_one_batch_at_a_time(norm, truncatio
         engine = pairwise_module.PairwiseEngine(layout, **options, block_elements=block_elements)
         for _ in range(2):
             cost, sums = engine.run(scores, grades, None if plan is None else plan.factors(grades))
-            for block, terms in zip(layout.blocks, alone):
+            for block, terms in zip(layout.blocks, alone, strict=True):
                 torch.testing.assert_close(cost[block.queries], terms.cost, rtol=1e-12, atol=1e-14)
                 torch.testing.assert_close(layout.view(sums[0], block), terms.grad, rtol=1e-12, atol=1e-14)
                 torch.testing.assert_close(layout.view(sums[1], block), terms.hess, rtol=1e-12, atol=1e-14)

@@ -4,13 +4,13 @@ with ties, padding, all-zero queries, missing grades and recall bases beyond the
 from __future__ import annotations
 
 import numpy as np
+import oracles as O
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gaprank.metrics as M
-import oracles as O
 
 EMPTY = -7.0  # a sentinel empty_value, so undefined queries are recognisable
 

@@ -101,7 +101,7 @@ def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
     g = (0.5, 0.5) if metric in ("gap", "xgap", "egap") else None
     first, g_t = rank_for_metric(torch.zeros(3, 12), labels, metric=metric, g=g, mask=mask)
     plan = plan_pair_factors(metric, first, g_t, k=5)
-    for seed in range(3):
+    for _ in range(3):
         ranked, _ = rank_for_metric(torch.tensor(rng.normal(size=(3, 12))), labels, metric=metric, g=g, mask=mask)
         fresh = pair_factors(metric, ranked, g_t, k=5)
         kept = plan.factors(ranked.grades.reshape(-1))

@@ -110,7 +110,7 @@ def test_compare_writes_the_summary_table_and_plots(tmp_path):
     assert main(["--config", str(_tiny_compare(tmp_path)), "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["objectives"]) == ["LR-nDCG", "LR-AP", "LR-GAP", "ListNet"]
-    for name, o in summary["objectives"].items():
+    for o in summary["objectives"].values():
         for m in ("NDCG@10", "MAP", "P@10", "GAP"):
             assert o[m] == pytest.approx(o["per_fold"]["Fold1"][m])
         fold_record = json.loads((Path(o["output_dir"]) / "folds" / "Fold1.json").read_text())

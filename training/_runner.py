@@ -18,8 +18,9 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from filelock import FileLock, Timeout
@@ -221,6 +222,7 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
 
     from gaprank import GaprankInputError
 
+    from ._baselines import baselines_table
     from .config import load_config
 
     parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -228,14 +230,20 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
     parser.add_argument("--folds", help="comma-separated subset of the config's folds, e.g. 1,2")
     parser.add_argument("--force", action="store_true", help="retrain folds that already have results")
     parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--out", help="write under this directory instead of the config's output_dir")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config, config_class)
+        if args.out:
+            config = dataclasses.replace(config, output_dir=args.out)
         if args.quick:
             config = quick(config)
         result = run(config, folds=parse_folds(args.folds, config.data.dataset), force=args.force)
+        baselines = baselines_table(config.data.dataset, config.data.data_dir, config.evaluation.measures)
     except GaprankInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(result["table"], end="")
+    if baselines:
+        print("\n" + baselines, end="")
     return 0

@@ -23,7 +23,6 @@ comparison and every run under ``DIR`` instead.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import platform
 import shlex
@@ -38,12 +37,11 @@ import numpy as np
 from scipy import stats
 
 from gaprank import GaprankInputError
-from gaprank.data import resolve_data_dir
+from gaprank.data import resolve_data_dir, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions, objective_info
 
 from . import cv, lambdamart
-from gaprank.data import write_atomic, write_json_atomic
-
+from ._baselines import letor_baselines
 from ._runner import locked, log_event
 from .config import ConfigError, load_config, to_dict
 
@@ -195,18 +193,6 @@ def significance(config: CompareConfig, per_query: dict[str, Any], loaded: list[
     return rows
 
 
-def letor_baselines(path: Path, measures: list[str]) -> dict[str, dict[str, float]]:
-    """{algorithm: {measure: test mean over the five folds}} from the flattened LETOR 3.0 spreadsheet."""
-    table: dict[str, dict[str, float]] = {}
-    with path.open() as fh:
-        for row in csv.DictReader(fh):
-            if row["split"] == "test" and row["fold"] == "average" and row["metric"] in measures:
-                table.setdefault(row["algorithm"], {})[row["metric"]] = float(row["value"])
-    if not table:
-        raise ConfigError(f"{path}: no test averages for {measures}")
-    return table
-
-
 def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.4f}"
 
@@ -265,7 +251,7 @@ def plot(summary: dict[str, Any], per_query: dict[str, Any], measures: list[str]
     names = list(summary["objectives"])
     written = []
     fig, axes = plt.subplots(1, len(measures), figsize=(4.2 * len(measures), 0.32 * len(names) + 1.6), sharey=True)
-    for ax, measure in zip(np.atleast_1d(axes), measures):
+    for ax, measure in zip(np.atleast_1d(axes), measures, strict=True):
         means, half = [], []
         for name in names:
             _, v = _aligned(per_query[name], measure)
@@ -284,7 +270,7 @@ def plot(summary: dict[str, Any], per_query: dict[str, Any], measures: list[str]
              if summary["objectives"][row["versus"]]["optimises"] == "ndcg"]
     if pairs:
         fig, axes = plt.subplots(1, len(pairs), figsize=(3.6 * len(pairs), 3.6), squeeze=False)
-        for ax, (gap_name, ndcg_name) in zip(axes[0], pairs):
+        for ax, (gap_name, ndcg_name) in zip(axes[0], pairs, strict=True):
             _, a = _aligned(per_query[gap_name], "NDCG@10")
             _, b = _aligned(per_query[ndcg_name], "NDCG@10")
             ax.scatter(b, a, s=10, alpha=0.7)
@@ -381,7 +367,8 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
     reused = run_info["runs_reused"]
     table += (f"\nProduced by `{run_info['command']}` at commit {run_info['commit']}: {run_info['wall_seconds']:.0f} s wall "
               f"({run_info['machine']}), "
-              + (f"{len(reused)} of {len(objectives)} runs reused from earlier invocations (same config, data and gaprank version); "
+              + (f"{len(reused)} of {len(objectives)} runs reused from earlier invocations "
+                 "(same config, data and gaprank version); "
                  if reused else "every run trained in this invocation; ")
               + f"training time of all runs {run_info['train_seconds']:.0f} s. Conventions "
               f"{first.evaluation.conventions}, g = {first.evaluation.g}; seeds and settings in summary.json.\n")

@@ -27,8 +27,9 @@ import copy
 import dataclasses
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -41,7 +42,6 @@ from gaprank.metrics import measures, objective_info, objective_names
 
 from ._runner import fold_script_main, quick_variant, run_folds
 from ._sections import DataConfig, EvaluationConfig
-
 
 
 class TrainingDiverged(GaprankInputError):
@@ -250,14 +250,15 @@ def run_fold(config: CVConfig, fold_number: int, *, progress: bool = True) -> di
     chosen = max(tr.learning_rates, key=lambda lr: runs[lr]["value"])  # ties: the first listed
     best = runs[chosen]
     test = fold.test
-    per_query = ev.scorer().per_query(predict(best["model"], torch.as_tensor(test.features, dtype=dtype)), test.labels, test.group_sizes)
+    test_scores = predict(best["model"], torch.as_tensor(test.features, dtype=dtype))
+    per_query = ev.scorer().per_query(test_scores, test.labels, test.group_sizes)
     return {
         "fold": f"Fold{fold_number}",
         "selected": {"epoch": best["epoch"], "learning_rate": chosen, f"vali {ev.selection}": round(best["value"], 6)},
         "seconds": round(seconds, 3),
         "vali": {f"{lr:g}": {ev.selection: r["vali"], "train_loss": r["train_loss"]} for lr, r in runs.items()},
         "test": {name: float(values.mean()) for name, values in per_query.items()},
-        "per_query": {name: dict(zip(test.query_ids, map(float, values))) for name, values in per_query.items()},
+        "per_query": {name: dict(zip(test.query_ids, map(float, values), strict=True)) for name, values in per_query.items()},
     }
 
 

@@ -22,8 +22,9 @@ import difflib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import lightgbm as lgb
 import numpy as np
@@ -200,7 +201,7 @@ def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
         "seconds": round(seconds, 3),
         "vali": {ev.selection: history["vali"][ev.selection]},
         "test": {name: float(values.mean()) for name, values in per_query.items()},
-        "per_query": {name: dict(zip(test.query_ids, map(float, values))) for name, values in per_query.items()},
+        "per_query": {name: dict(zip(test.query_ids, map(float, values), strict=True)) for name, values in per_query.items()},
         "feature_importance_gain": booster.feature_importance("gain").tolist(),
     }
 
@@ -215,7 +216,8 @@ def run(config: LambdaMARTConfig, *, folds: list[int] | None = None, force: bool
 
 
 def main(argv: list[str] | None = None) -> int:
-    return fold_script_main(argv, prog="python -m training.lambdamart", doc=__doc__, example="configs/ohsumed/lambdamart_gap.yaml",
+    return fold_script_main(argv, prog="python -m training.lambdamart", doc=__doc__,
+                            example="configs/ohsumed/lambdamart_gap.yaml",
                             config_class=LambdaMARTConfig, run=run, quick=quick, quick_help="fold 1, 5 boosting rounds (CI)")
 
 

@@ -1,7 +1,8 @@
 """gaprank: train learning-to-rank models for Graded Average Precision.
 
 The public API is flat: every metric of :mod:`gaprank.metrics` and every objective of
-:mod:`gaprank.losses` and the LightGBM objectives of :mod:`gaprank.lightgbm` are re-exported here (``gaprank.gap``, ``gaprank.SoftGAPLoss``, ...), next to the
+:mod:`gaprank.losses` and the LightGBM objectives of :mod:`gaprank.lightgbm` are re-exported here
+(``gaprank.gap``, ``gaprank.SoftGAPLoss``, ...), next to the
 sub-namespaces ``gaprank.metrics``, ``gaprank.losses``, ``gaprank.distributions``, ``gaprank.lightgbm`` and
 ``gaprank.data``.
 """

@@ -9,7 +9,8 @@ and gives wrong Hessian-vector products. This decorator refuses ``create_graph=T
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

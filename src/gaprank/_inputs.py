@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
+
+from ._typing import ArrayLike, MetricValue
 
 REDUCTIONS = ("none", "mean", "sum")
 TIE_RULES = ("stable", "pessimistic", "optimistic")
@@ -40,7 +42,7 @@ class OutputSpec:
     dtype: torch.dtype
 
 
-def _as_tensor(x: Any, name: str, device: torch.device | None = None) -> torch.Tensor:
+def _as_tensor(x: ArrayLike, name: str, device: torch.device | None = None) -> torch.Tensor:
     if isinstance(x, torch.Tensor):
         t = x
     else:
@@ -60,6 +62,14 @@ def check_choice(value: str, name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise GaprankInputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return value
+
+
+@overload
+def check_positive_int(k: Any, name: str = ..., *, allow_none: Literal[False]) -> int: ...
+
+
+@overload
+def check_positive_int(k: Any, name: str = ..., allow_none: bool = ...) -> int | None: ...
 
 
 def check_positive_int(k: Any, name: str = "k", allow_none: bool = True) -> int | None:
@@ -95,7 +105,7 @@ def check_probability(value: Any, name: str, *, open_interval: bool = False) -> 
 
 
 def prepare_scores_labels(
-    scores: Any, labels: Any, mask: Any = None
+    scores: ArrayLike, labels: ArrayLike, mask: ArrayLike | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, OutputSpec]:
     """Validate and convert ``scores``, ``labels`` and ``mask`` to 2-D torch tensors.
 
@@ -170,7 +180,7 @@ def finalize(
     *,
     empty_value: float,
     reduction: str,
-) -> Any:
+) -> MetricValue:
     """Apply the undefined-query policy and the reduction; return in the caller's array type."""
     check_choice(reduction, "reduction", REDUCTIONS)
     if defined is not None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ._inputs import GaprankInputError
+from ._typing import ArrayLike
 
 
 def group_positions(group_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -30,7 +29,7 @@ def pad_by_group(values: np.ndarray, group_sizes: np.ndarray, fill: float = 0) -
     return padded, mask
 
 
-def check_group_sizes(group: Any, num_rows: int, what: str = "group") -> np.ndarray:
+def check_group_sizes(group: ArrayLike | None, num_rows: int, what: str = "group") -> np.ndarray:
     """Documents per query (LightGBM's ``group``): positive integers summing to the number of rows."""
     if group is None:
         raise GaprankInputError(f"ranking needs query groups: no {what} given "
@@ -39,7 +38,8 @@ def check_group_sizes(group: Any, num_rows: int, what: str = "group") -> np.ndar
     if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.number):
         raise GaprankInputError(f"{what} must be a non-empty 1-D array of query sizes; got shape {sizes.shape}")
     if (sizes != np.round(sizes)).any() or (sizes < 1).any():
-        raise GaprankInputError(f"{what} sizes must be positive integers; got {sizes[(sizes < 1) | (sizes != np.round(sizes))][:5]}")
+        bad = sizes[(sizes < 1) | (sizes != np.round(sizes))][:5]
+        raise GaprankInputError(f"{what} sizes must be positive integers; got {bad}")
     sizes = sizes.astype(np.int64)
     if int(sizes.sum()) != num_rows:
         raise GaprankInputError(f"{what} sizes sum to {int(sizes.sum())} but there are {num_rows} rows")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -125,7 +125,7 @@ def _eval_trec(args: argparse.Namespace) -> None:
         print(f"# {name}: gain {used['gain']}, discount {used['discount']}", file=sys.stderr)
     for name, values in results.items():
         if args.per_query:
-            for q, v in zip(qids, values):
+            for q, v in zip(qids, values, strict=True):
                 print(f"{name}\t{q}\t{v:.4f}")
         print(f"{name}\tall\t{means[name]:.4f}")
 
@@ -186,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="measure for TREC mode, e.g. GAP, nDCG@10, P@10, AP, 'RBP(p=0.9)'; repeatable. As in "
                          "trec_eval and ir_measures, nDCG's gain is the grade and its discount 1/log2(r+1) "
                          "unless the string says otherwise, e.g. 'nDCG(gain=exp2)@10'")
-    ev.add_argument("--complete", action="store_true", help="TREC mode: also score qrels queries absent from the run (trec_eval -c)")
+    ev.add_argument("--complete", action="store_true",
+                    help="TREC mode: also score qrels queries absent from the run (trec_eval -c)")
     ev.add_argument("--ties", default="trec_eval", choices=["trec_eval", "stable", "pessimistic", "optimistic"],
                     help="TREC mode tie rule (default: trec_eval's, docid descending)")
     ev.add_argument("--g", help="GAP/xGAP/eGAP threshold probabilities g_1,...,g_c (default uniform over grades 1..c)")

@@ -95,7 +95,8 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
         if path.is_dir():
             return path
     looked = ", ".join(str(c) for c in candidates)
-    raise DataNotFoundError(f"no data directory: data_dir not given, GAPRANK_DATA not set, and none of {looked} exists. {DOWNLOAD_HINT}")
+    raise DataNotFoundError(f"no data directory: data_dir not given, GAPRANK_DATA not set, and none of {looked} exists. "
+                            f"{DOWNLOAD_HINT}")
 
 
 def _dataset_dir(root: Path, dataset: str) -> Path:
@@ -179,13 +180,15 @@ def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Pat
     return ds_dir, base, spec
 
 
-def fold_files(dataset: str, fold: int, *, variant: str | None = None, data_dir: str | Path | None = None) -> dict[str, list[Path]]:
+def fold_files(dataset: str, fold: int, *, variant: str | None = None,
+               data_dir: str | Path | None = None) -> dict[str, list[Path]]:
     """The files that make up train, vali and test of ``FoldK`` (several files when built from partitions)."""
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
     folds_json = ds_dir / "folds.json"
     if spec is not None:
         return {
-            split: [_partition_file(base, p, folds_json) for p in ([spec[split]] if isinstance(spec[split], str) else spec[split])]
+            split: [_partition_file(base, p, folds_json)
+                    for p in ([spec[split]] if isinstance(spec[split], str) else spec[split])]
             for split in SPLITS
         }
     fold_dir = base / f"Fold{fold}"

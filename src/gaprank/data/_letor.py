@@ -11,9 +11,9 @@ from __future__ import annotations
 import gzip
 import io
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -97,7 +97,7 @@ class RankingSplit:
         )
 
     @classmethod
-    def concatenate(cls, splits: Sequence["RankingSplit"]) -> "RankingSplit":
+    def concatenate(cls, splits: Sequence[RankingSplit]) -> RankingSplit:
         """Rows of several splits, one after the other (the splits must not share a query id)."""
         seen: set[str] = set()
         for split in splits:
@@ -163,6 +163,9 @@ def read_letor(
 ) -> RankingSplit:
     """Read a LETOR / SVMlight ranking file (``.txt`` or ``.gz``, LF or CRLF).
 
+    Lines starting with ``#`` (SVMlight comments) and blank lines at the end are skipped; a blank line
+    between data lines is an error.
+
     Parameters
     ----------
     path
@@ -176,9 +179,6 @@ def read_letor(
         ``"min"`` fills it with min(0, the query's smallest observed value of that feature) -- this
         reproduces LETOR 3.0's own Feature-min files in 1,521 of OHSUMED's 1,530 (query, feature)
         cells; ``"zero"`` fills 0; ``"nan"`` keeps NaN; ``"error"`` refuses the file.
-
-    Lines starting with ``#`` (SVMlight comments) and blank lines at the end are skipped; a blank line
-    between data lines is an error.
 
     Raises
     ------
@@ -226,15 +226,16 @@ def read_letor(
                 )
             first_line_of[qid] = lineno
             previous_qid = qid
-        ids = []
-        values = []
+        ids: list[int] = []
+        values: list[str] = []
         for token in tokens[2:]:
             match = _FEATURE.fullmatch(token)
             if not match:
                 raise LetorFormatError(f"{where}: malformed feature {token!r} (expected <id>:<value>)")
             fid = int(match.group(1))
             if fid < 1 or (ids and fid <= ids[-1]):
-                raise LetorFormatError(f"{where}: feature ids must be >= 1 and increasing; got {fid} after {ids[-1] if ids else '-'}")
+                after = ids[-1] if ids else "-"
+                raise LetorFormatError(f"{where}: feature ids must be >= 1 and increasing; got {fid} after {after}")
             if num_features is not None and fid > num_features:
                 raise LetorFormatError(f"{where}: feature id {fid} is above num_features={num_features}")
             ids.append(fid)

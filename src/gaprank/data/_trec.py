@@ -53,7 +53,8 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
         if not tokens:
             continue
         if len(tokens) != 6:
-            raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); got {len(tokens)}")
+            raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); "
+                                   f"got {len(tokens)}")
         qid, _, docid, _, score, _ = tokens
         value = parse_number(score)
         if value is None or value in (float("inf"), float("-inf")):

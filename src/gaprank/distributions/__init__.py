@@ -13,16 +13,15 @@ input, boolean ``mask`` (True = a real document); padding never counts.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 
 from .._autograd import first_derivatives_only
-
 from .._inputs import GaprankInputError, check_sigma
+from .._typing import ArrayLike
 
 
-def _prepare(scores: Any, sigma: float, mask: Any) -> tuple[torch.Tensor, torch.Tensor, bool]:
+def _prepare(scores: ArrayLike, sigma: float, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, bool]:
     if not isinstance(scores, torch.Tensor):
         raise GaprankInputError("scores must be a torch tensor (these functions are differentiable)")
     if scores.ndim not in (1, 2) or scores.shape[-1] == 0:

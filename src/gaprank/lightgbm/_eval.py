@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from .._inputs import GaprankInputError
 from .._padding import check_group_sizes, pad_by_group
+from .._typing import ArrayLike
 from ..metrics._letor_eval import Conventions, get_conventions
 from ..metrics._names import Measure, parse_measure
 from ..metrics._ranking import resolve_g
@@ -24,7 +26,7 @@ class _PaddedLabels:
     group_sizes: np.ndarray
 
     @classmethod
-    def build(cls, labels: Any, group: Any) -> "_PaddedLabels":
+    def build(cls, labels: ArrayLike, group: ArrayLike | None) -> _PaddedLabels:
         y = check_flat_labels(labels)
         sizes = check_group_sizes(group, y.size)
         padded, mask = pad_by_group(y, sizes)
@@ -34,7 +36,7 @@ class _PaddedLabels:
 class RankingEval:
     """Mean of each measure over the queries of a LightGBM data set; see :func:`ranking_feval`."""
 
-    def __init__(self, measures: Sequence[str], *, g: Any = None, conventions: str | Conventions = "letor3") -> None:
+    def __init__(self, measures: Sequence[str], *, g: ArrayLike | None = None, conventions: str | Conventions = "letor3") -> None:
         if isinstance(measures, str):
             measures = [measures]
         if len(measures) == 0:
@@ -43,7 +45,8 @@ class RankingEval:
         names = [m.name for m in self.measures]
         if len(set(names)) != len(names):
             raise GaprankInputError(f"measure names must be unique (LightGBM keys results by name); got {names}")
-        self.g = None if g is None else resolve_g(g, torch.device("cpu")).tolist()
+        checked = resolve_g(g, torch.device("cpu"))
+        self.g = None if checked is None else checked.tolist()
         self.conventions = get_conventions(conventions)
         self._layouts = LayoutCache(_PaddedLabels.build)
 
@@ -51,37 +54,40 @@ class RankingEval:
         return (f"ranking_feval({[m.name for m in self.measures]}, g={self.g}, "
                 f"conventions={self.conventions.name!r})")
 
-    def _values(self, preds: Any, labels: Any, group: Any, reduction: str) -> dict[str, Any]:
+    def _values(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None, reduction: str) -> dict[str, Any]:
         layout = self._layouts.get(labels, group)
         scores = check_flat_scores(preds, int(layout.group_sizes.sum()))
         s, _ = pad_by_group(scores, layout.group_sizes)
         return {m.name: m(s, layout.labels, g=self.g, mask=layout.mask, reduction=reduction,
                           **self.conventions.keywords(m.function)) for m in self.measures}
 
-    def evaluate(self, preds: Any, labels: Any, group: Any) -> dict[str, float]:
+    def evaluate(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None) -> dict[str, float]:
         """``{name: mean over queries}`` for flat predictions and labels grouped by ``group`` sizes."""
         return {name: float(value) for name, value in self._values(preds, labels, group, "mean").items()}
 
-    def per_query(self, preds: Any, labels: Any, group: Any) -> dict[str, np.ndarray]:
+    def per_query(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None) -> dict[str, np.ndarray]:
         """``{name: value of each query}``, queries in the order of ``group``."""
         return {name: np.asarray(value, dtype=np.float64) for name, value in self._values(preds, labels, group, "none").items()}
 
-    def __call__(self, first: Any, second: Any, weight: Any = None, group: Any = None) -> list[tuple[str, float, bool]]:
+    def __call__(self, first: Any, second: Any, weight: ArrayLike | None = None,
+                 group: ArrayLike | None = None) -> list[tuple[str, float, bool]]:
         """``lgb.train`` calls ``(preds, eval_data)``; ``LGBMRanker`` calls ``(y_true, y_pred, weight, group)``."""
         import lightgbm
 
+        labels: Any
+        sizes: Any
         if isinstance(second, lightgbm.Dataset):
             check_whole_queries(second)
-            preds, labels, group = first, second.get_label(), second.get_group()
+            preds, labels, sizes = first, second.get_label(), second.get_group()
         else:
-            labels, preds = first, second
-        return [(name, value, True) for name, value in self.evaluate(preds, labels, group).items()]
+            labels, preds, sizes = first, second, group
+        return [(name, value, True) for name, value in self.evaluate(preds, labels, sizes).items()]
 
 
 def ranking_feval(
     measures: Sequence[str] = ("GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10"),
     *,
-    g: Any = None,
+    g: ArrayLike | None = None,
     conventions: str | Conventions = "letor3",
 ) -> RankingEval:
     """Ranking measures for LightGBM: ``lgb.train(feval=...)`` and ``LGBMRanker.fit(eval_metric=...)``.

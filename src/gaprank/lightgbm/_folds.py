@@ -15,11 +15,13 @@ import numpy as np
 
 from .._inputs import GaprankInputError, check_positive_int
 from .._padding import check_group_sizes
+from .._typing import ArrayLike
 
-_CHECKED: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+_CHECKED: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
-def query_folds(group: Any, nfold: int = 5, *, shuffle: bool = True, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+def query_folds(group: ArrayLike, nfold: int = 5, *, shuffle: bool = True,
+                seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """``nfold`` (train rows, test rows) splits whose test parts are disjoint sets of whole queries.
 
     Queries are taken in a seeded random order (``shuffle``) or in file order, and each goes to the fold

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
 
 from .._inputs import GRADE_SCALE_HINT, MAX_GRADE, GaprankInputError
 from .._padding import check_group_sizes
+from .._typing import ArrayLike
 from ..metrics._slots import SlotLayout
 
 # The cost model that cuts queries, sorted by length, into buckets padded to their longest query.
@@ -48,7 +50,7 @@ def bucket_bounds(sorted_sizes: np.ndarray, rows: int | None) -> list[tuple[int,
     return bounds[::-1]
 
 
-def check_flat_labels(labels: Any) -> np.ndarray:
+def check_flat_labels(labels: ArrayLike) -> np.ndarray:
     """Labels of a LightGBM data set: finite non-negative integer grades (LightGBM stores float32)."""
     if labels is None:
         raise GaprankInputError("the data set has no labels")
@@ -65,7 +67,7 @@ def check_flat_labels(labels: Any) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def check_flat_scores(preds: Any, num_rows: int) -> np.ndarray:
+def check_flat_scores(preds: ArrayLike, num_rows: int) -> np.ndarray:
     s = np.asarray(preds, dtype=np.float64)
     if s.ndim != 1 or s.size != num_rows:
         raise GaprankInputError(f"predictions must be 1-D with one score per row ({num_rows}); got shape {s.shape}; "
@@ -108,7 +110,7 @@ class QueryLayout:
         return int(self.labels.max()) if self.labels.size else 0
 
     @classmethod
-    def build(cls, labels: Any, group: Any, *, only_rankable: bool, rows: int | None = None) -> "QueryLayout":
+    def build(cls, labels: ArrayLike, group: ArrayLike | None, *, only_rankable: bool, rows: int | None = None) -> QueryLayout:
         """``rows``: how many upper ranks of each query take part in pairs (None: all), for the cost model."""
         y = check_flat_labels(labels)
         sizes = check_group_sizes(group, y.size)
@@ -128,7 +130,7 @@ class QueryLayout:
             rows_t = torch.from_numpy(np.where(mask, starts[chosen][:, None] + offsets[None, :], y.size))
             buckets.append(Bucket(rows_t, torch.from_numpy(mask), labels_with_sentinel[rows_t]))
             chosen_sizes.append(sizes[chosen])
-        slots = SlotLayout([tuple(b.rows.shape) for b in buckets],
+        slots = SlotLayout([(int(b.rows.shape[0]), int(b.rows.shape[1])) for b in buckets],
                            torch.from_numpy(np.concatenate(chosen_sizes) if chosen_sizes else np.zeros(0, np.int64)))
         return cls(y.size, y, sizes, buckets, slots, _concat_flat([b.rows for b in buckets]),
                    _concat_flat([b.labels for b in buckets]))
@@ -154,7 +156,7 @@ class LayoutCache(Generic[T]):
         self._size = size
         self._entries: list[tuple[np.ndarray, np.ndarray, T]] = []
 
-    def get(self, labels: Any, group: Any) -> T:
+    def get(self, labels: ArrayLike, group: ArrayLike | None) -> T:
         y = np.asarray(labels)
         sizes = np.asarray(group) if group is not None else None
         for i, (cached_y, cached_sizes, value) in enumerate(self._entries):

@@ -10,7 +10,7 @@ Per query and per pair with :math:`l_i > l_j`, :math:`\rho_{ij} = 1 / (1 + e^{\s
 
 the gradient and (diagonal) hessian of :math:`C = \sum |\Delta M_{ij}| \log(1 + e^{-\sigma (s_i - s_j)})`
 with :math:`\Delta M` held fixed (Burges 2010, "From RankNet to LambdaRank to LambdaMART", sec. 7;
-FORMULAS.md "LambdaRank"). LightGBM minimises, so these are handed over as they are. The arithmetic is
+docs: The maths, "LambdaRank and LambdaMART"). LightGBM minimises, so these are handed over as they are. The arithmetic is
 :class:`gaprank.losses._pairwise.PairwiseEngine`, the engine of :func:`gaprank.lambdarank_loss`.
 
 Per data set (cached, so once per training run): the rankable queries are cut into length buckets by
@@ -31,9 +31,10 @@ import numpy as np
 import torch
 
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
+from .._typing import ArrayLike
 from ..losses._pairwise import PairwiseEngine
-from ..metrics._ranking import default_g, rank_lists, resolve_g
 from ..metrics import objective_info
+from ..metrics._ranking import default_g, rank_lists, resolve_g
 from ..metrics._swap import FactorPlan, plan_pair_factors
 from ._folds import check_whole_queries
 from ._layout import LayoutCache, QueryLayout, check_flat_scores
@@ -48,7 +49,7 @@ PRECISIONS = ("float32", "float64")
 CACHE_BLOCK_ELEMENTS = 1 << 18
 
 
-def _check_label_gain(label_gain: Any, metric: str) -> torch.Tensor | None:
+def _check_label_gain(label_gain: ArrayLike | None, metric: str) -> torch.Tensor | None:
     if label_gain is None:
         return None
     if objective_info(metric).kernel is not None:  # a gain per label belongs to nDCG, not to a kernel measure
@@ -78,7 +79,7 @@ class _PreparedData:
 
     @classmethod
     def build(cls, layout: QueryLayout, plan: FactorPlan | None, engine: PairwiseEngine | None,
-              dtype: torch.dtype) -> "_PreparedData":
+              dtype: torch.dtype) -> _PreparedData:
         slots = layout.slots
         row_scores = torch.empty(slots.num_slots, dtype=torch.float64)
         order = torch.empty(slots.num_slots, dtype=torch.int64)
@@ -102,11 +103,11 @@ class LambdaRankObjective:
         self,
         metric: str = "gap",
         *,
-        g: Any = None,
+        g: ArrayLike | None = None,
         sigma: float = 1.0,
         truncation_level: int | None = None,
         norm: bool = False,
-        label_gain: Any = None,
+        label_gain: ArrayLike | None = None,
         precision: str = "float32",
         block_elements: int = CACHE_BLOCK_ELEMENTS,
     ) -> None:
@@ -143,7 +144,7 @@ class LambdaRankObjective:
                                     f"set by g (c = {self.g.numel()} grades)")
         return self.g
 
-    def _prepare(self, labels: Any, group: Any) -> _PreparedData:
+    def _prepare(self, labels: ArrayLike, group: ArrayLike | None) -> _PreparedData:
         """Lay out the rankable queries and build their factor plan and pair engine (once per data set)."""
         layout = QueryLayout.build(labels, group, only_rankable=True, rows=self.truncation_level)
         if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
@@ -162,7 +163,8 @@ class LambdaRankObjective:
                                     with_hessian=True, with_cost=False, dtype=dtype, block_elements=self.block_elements)
         return _PreparedData.build(layout, plan, engine, dtype)
 
-    def gradients(self, preds: Any, labels: Any, group: Any, weight: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    def gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
+                  weight: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
 
         Queries with fewer than two different labels get 0 and 0. ``weight`` (one per row), when
@@ -183,6 +185,7 @@ class LambdaRankObjective:
                 torch.index_select(layout.slot_labels, 0, order, out=data.grades)
                 torch.index_select(layout.slot_rows, 0, order, out=data.destination)
                 factors = data.plan.factors(data.grades)
+                assert data.engine is not None, "a data set with a factor plan has a pair engine"
                 _, sums = data.engine.run(data.engine.scores, data.grades, factors)
                 real = layout.slots.real
                 data.derivatives.index_copy_(1, torch.index_select(data.destination, 0, real, out=data.real_rows),
@@ -212,7 +215,8 @@ class SklearnObjective:
     def __init__(self, objective: LambdaRankObjective) -> None:
         self.objective = objective
 
-    def __call__(self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, y_true: np.ndarray, y_pred: np.ndarray, weight: ArrayLike | None,
+                 group: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
         return self.objective.gradients(y_pred, y_true, group, weight)
 
     def __repr__(self) -> str:
@@ -222,11 +226,11 @@ class SklearnObjective:
 def lambdarank_objective(
     metric: str = "gap",
     *,
-    g: Any = None,
+    g: ArrayLike | None = None,
     sigma: float = 1.0,
     truncation_level: int | None = None,
     norm: bool = False,
-    label_gain: Any = None,
+    label_gain: ArrayLike | None = None,
     precision: str = "float32",
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
@@ -235,7 +239,7 @@ def lambdarank_objective(
     data set's grades), "ap" (relevant = label >= 1) or "ndcg" (gain ``label_gain``, default
     :math:`2^l - 1`; ideal DCG at ``truncation_level``, discounts :math:`1/\log_2(1 + n)` at every rank).
     :math:`\Delta M_{ij}` is the exact change of the metric when documents i and j swap places in the
-    ranking the current scores induce (ties in row order), in O(c) per pair (FORMULAS.md result 2).
+    ranking the current scores induce (ties in row order), in O(c) per pair (docs: The maths, "Swap deltas in O(c) per pair").
 
     ``truncation_level`` k keeps the pairs whose higher-ranked document is in the current top k
     (None: all pairs); ``norm`` divides :math:`|\Delta M|` by :math:`0.01 + |s_i - s_j|` and scales
@@ -273,11 +277,11 @@ def lambdarank_objective(
 def sklearn_objective(
     metric: str = "gap",
     *,
-    g: Any = None,
+    g: ArrayLike | None = None,
     sigma: float = 1.0,
     truncation_level: int | None = None,
     norm: bool = False,
-    label_gain: Any = None,
+    label_gain: ArrayLike | None = None,
     precision: str = "float32",
 ) -> SklearnObjective:
     """The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.

@@ -6,7 +6,6 @@ from __future__ import annotations
 import torch
 
 from .._autograd import first_derivatives_only
-
 from .._inputs import REDUCTIONS, GaprankInputError, check_choice
 from ..metrics._ranking import RankedLists
 

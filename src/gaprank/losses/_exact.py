@@ -7,7 +7,7 @@ With :math:`s_j \sim N(\bar s_j, \sigma^2)` independent and :math:`B_{mn} = 1[s_
     E[M] = \sum_n E\Big[\frac{D_n + \sum_{m \ne n} B_{mn} K_{mn}}{1 + \sum_{m \ne n} B_{mn}}\Big].
 
 Given the pivot's score :math:`s_n = t`, the :math:`B_{mn}` are independent Bernoulli
-:math:`q_m(t) = \Phi((\bar s_m - t)/\sigma)` (FORMULAS.md, SoftRank and SoftGAP). With
+:math:`q_m(t) = \Phi((\bar s_m - t)/\sigma)` (docs: The maths, "SoftRank, SoftGAP and the exact expectation"). With
 :math:`f_m(x) = 1 - q_m + q_m x` and :math:`P(x) = \prod_m f_m(x)` (the generating function of the
 count above), :math:`1/(a + S) = \int_0^1 x^{a+S-1} dx` gives
 
@@ -37,7 +37,6 @@ import numpy as np
 import torch
 
 from .._autograd import first_derivatives_only
-
 from .._inputs import GaprankInputError
 from ..metrics._kernels import Kernel
 

@@ -8,7 +8,7 @@ For a pair with label_i > label_j, :math:`\rho_{ij} = 1 / (1 + e^{\sigma (s_i - 
     \frac{\partial C}{\partial s_i} = -\sum_j \lambda_{ij} + \sum_j \lambda_{ji}, \quad
     \lambda_{ij} = \sigma |\Delta M_{ij}| \rho_{ij}
 
-(Burges, Ragno and Le, NIPS 2006; Robertson et al. 2010, sec. 5; FORMULAS.md "LambdaRank"). RankNet is
+(Burges, Ragno and Le, NIPS 2006; Robertson et al. 2010, sec. 5; docs: The maths, "LambdaRank and LambdaMART"). RankNet is
 the same with :math:`|\Delta M| = 1` (Burges et al., ICML 2005). :math:`\Delta M` is taken on the
 ranking the current scores induce and held fixed, so the gradient is the lambda sums; it is computed
 directly (no autograd graph over pairs) from the swap-delta factors, a band of upper ranks at a time.
@@ -104,8 +104,9 @@ def _chunk_bounds(layout: SlotLayout, tops: list[int], block_elements: int):
     """Runs ``(block, lists q0..q1-1, upper ranks start..stop-1, pairs)``, packed into chunks of at
     most ``block_elements`` pairs (one run may exceed it: it holds at least one list and
     ``MIN_RUN_ROWS`` upper ranks). A run pairs its upper ranks with the ranks below ``start``."""
-    chunk, filled = [], 0
-    for block, top in zip(layout.blocks, tops):
+    chunk: list[tuple[SlotBlock, int, int, int, int, int]] = []
+    filled = 0
+    for block, top in zip(layout.blocks, tops, strict=True):
         if top == 0:
             continue
         rows = min(top, max(MIN_RUN_ROWS, block_elements // (block.batch * block.width)))
@@ -272,6 +273,7 @@ class PairwiseEngine:
             if unit:  # unit weights (RankNet) on pairs of real documents
                 torch.mul(run.valid_up, run.valid_low, out=run.weight)
             else:
+                assert run.left is not None and run.right is not None, "factor views are bound before a run"
                 torch.bmm(run.left, run.right, out=run.deltas)
             torch.sub(run.scores_low, run.scores_up, out=run.diff)  # sigma (s_low - s_up)
         # Every step below runs once over the whole chunk. Swap deltas and score differences were
@@ -290,6 +292,7 @@ class PairwiseEngine:
         if self.with_cost:
             torch.mul(torch.nn.functional.softplus(z), weight, out=chunk.cost_terms)
             for run in chunk.runs:
+                assert run.cost_terms is not None, "a run keeps cost terms when the cost is asked for"
                 run.cost.add_(torch.sum(run.cost_terms, (1, 2), out=run.query_sum))
         rho = z.sigmoid_()  # 1 / (1 + exp(sigma (s_better - s_worse)))
         lam = weight.mul_(rho)  # |dM| rho: the lambda over sigma
@@ -396,7 +399,7 @@ def lambdarank_loss(
 
     summed per query (then reduced over queries by ``reduction``). :math:`\Delta M_{ij}` is the change
     of ``metric`` ("gap", "xgap", "egap", "ap", "ndcg") when documents i and j swap places in the ranking
-    the scores induce (FORMULAS.md result 2: O(c) per pair; held fixed, as in LambdaRank). Ties in the
+    the scores induce (docs: The maths, swap deltas: O(c) per pair; held fixed, as in LambdaRank). Ties in the
     scores are ranked in input order for Delta M and give :math:`\rho = 1/2`. ``k``: only pairs whose
     higher-ranked document is in the current top k (LightGBM's truncation rule); for "ndcg", as in
     LightGBM, the ideal DCG is then taken at depth k. Queries without two different labels give 0 loss

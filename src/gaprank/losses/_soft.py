@@ -3,8 +3,8 @@ r"""SoftRank-style smooth metrics (Taylor et al., WSDM 2008) and the losses buil
 Scores are independent Gaussians :math:`s_j \sim N(\bar s_j, \sigma^2)` around the model's scores, so
 :math:`\pi_{mn} = P(s_m > s_n) = \Phi((\bar s_m - \bar s_n)/(\sigma\sqrt 2))`.
 
-* AP family, ``mode="paper"`` (Robertson et al. 2010, sec. 5, written with the kernel of FORMULAS.md
-  result 1): :math:`\mathrm{Soft}M = \sum_n PC_n`,
+* AP family, ``mode="paper"`` (Robertson et al. 2010, sec. 5, written with the kernel of the docs'
+  page The maths, "One kernel for the AP family"): :math:`\mathrm{Soft}M = \sum_n PC_n`,
   :math:`PC_n = (D[l_n] + \sum_{m \ne n} \pi_{mn} K[l_m, l_n]) / (1 + \sum_{m \ne n} \pi_{mn})`.
   The sum over m is grouped by grade (one ``[B, c+1, N]`` product), so memory is one ``[B, N, N]``
   matrix of pi, never one per grade. As sigma -> 0 with distinct scores it equals the metric.
@@ -19,9 +19,9 @@ import torch
 
 from .._inputs import GaprankInputError, check_choice, check_sigma
 from ..distributions import _pairwise, rank_recursion
+from ..metrics import objective_info, objective_names
 from ..metrics._functional import _gain_table, _ideal_dcg
 from ..metrics._kernels import pivot_sum
-from ..metrics import objective_info, objective_names
 from ..metrics._swap import metric_kernel, rank_for_metric
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric

@@ -8,12 +8,12 @@ from ._functional import (
     errbp,
     gap,
     generalized_ap,
+    kernel_metric,
     ndcg,
     precision,
     q_measure,
     rbp,
     sliding_ratio,
-    kernel_metric,
     xgap,
 )
 from ._letor_eval import CONVENTIONS, Conventions, evaluate_letor, get_conventions, letor_measure_names

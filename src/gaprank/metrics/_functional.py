@@ -25,7 +25,8 @@ grade_counts=None, ties="stable", empty_value=0.0, reduction="mean")``:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -37,6 +38,7 @@ from .._inputs import (
     check_probability,
     finalize,
 )
+from .._typing import ArrayLike, MetricValue
 from ._kernels import (
     Kernel,
     ap_kernel,
@@ -54,14 +56,14 @@ DISCOUNTS = ("log2p1", "jk")
 SHORT_LIST_RULES = ("pad", "zero")
 
 def _ap_family(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     build: Callable[[RankedLists, torch.Tensor], Kernel],
     *,
-    g: Any,
+    g: ArrayLike | None,
     k: int | None,
-    mask: Any,
-    grade_counts: Any,
+    mask: ArrayLike | None,
+    grade_counts: ArrayLike | None,
     ties: str,
     empty_value: float,
     reduction: str,
@@ -104,9 +106,9 @@ def kernel_metric(build: Callable[[RankedLists, torch.Tensor], Kernel], name: st
     True
     """
 
-    def metric(scores: Any, labels: Any, *, g: Any = None, k: int | None = None, mask: Any = None,
-               grade_counts: Any = None, ties: str = "stable", empty_value: float = 0.0,
-               reduction: str = "mean") -> Any:
+    def metric(scores: ArrayLike, labels: ArrayLike, *, g: ArrayLike | None = None, k: int | None = None,
+               mask: ArrayLike | None = None, grade_counts: ArrayLike | None = None, ties: str = "stable",
+               empty_value: float = 0.0, reduction: str = "mean") -> MetricValue:
         return _ap_family(scores, labels, build, g=g, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                           empty_value=empty_value, reduction=reduction)
 
@@ -116,17 +118,17 @@ def kernel_metric(build: Callable[[RankedLists, torch.Tensor], Kernel], name: st
 
 
 def gap(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
-    g: Any = None,
+    g: ArrayLike | None = None,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Graded Average Precision (Robertson, Kanoulas and Yilmaz, SIGIR 2010, sec. 2.2).
 
     .. math::
@@ -151,17 +153,17 @@ def gap(
 
 
 def xgap(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
-    g: Any = None,
+    g: ArrayLike | None = None,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Extended Graded Average Precision (Ferrante, Ferro et al., eq. 5).
 
     .. math::
@@ -185,17 +187,17 @@ def xgap(
 
 
 def egap(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
-    g: Any = None,
+    g: ArrayLike | None = None,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Expected Graded Average Precision (Ferrante, Ferro et al., eq. 6).
 
     .. math::
@@ -217,17 +219,17 @@ def egap(
 
 
 def average_precision(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
     threshold: int = 1,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Binary average precision with grades >= ``threshold`` relevant.
 
     .. math::
@@ -250,16 +252,16 @@ def average_precision(
 
 
 def generalized_ap(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Kishida's generalized average precision v_G (Kishida 2005, eq. 42).
 
     .. math::
@@ -281,7 +283,7 @@ def generalized_ap(
                       grade_counts=grade_counts, ties=ties, empty_value=empty_value, reduction=reduction)
 
 
-def _check_relevance_probabilities(p: Any, device: torch.device) -> torch.Tensor:
+def _check_relevance_probabilities(p: ArrayLike, device: torch.device) -> torch.Tensor:
     pt = _as_tensor(p, "p", device).to(torch.float64)
     if pt.ndim != 1 or pt.numel() < 1:
         raise GaprankInputError(f"p must be a 1-D sequence p_0..p_c (one probability per grade); got shape {tuple(pt.shape)}")
@@ -291,17 +293,17 @@ def _check_relevance_probabilities(p: Any, device: torch.device) -> torch.Tensor
 
 
 def erap(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
-    p: Any,
+    p: ArrayLike,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Expected random average precision, eRAP (Ferrante, Ferro, Pontarollo, eq. 2).
 
     .. math::
@@ -367,19 +369,19 @@ def _zero_short_lists(values, defined, ranked: RankedLists, k, short_list):
 
 
 def ndcg(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
     k: int | None = None,
     gain: str = "exp2",
     discount: str = "log2p1",
     short_list: str = "pad",
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Normalised discounted cumulative gain at cutoff k (Järvelin and Kekäläinen 2002).
 
     .. math::
@@ -413,18 +415,18 @@ def ndcg(
 
 
 def precision(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
     k: int,
     threshold: int = 1,
     short_list: str = "pad",
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Precision at cutoff k: :math:`P@k = \frac{1}{k} \sum_{n \le k} 1[r_n \ge \theta]`.
 
     Always divides by k. ``short_list="zero"`` gives 0 to a query with fewer than k documents
@@ -449,18 +451,18 @@ def precision(
 
 
 def rbp(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
     persistence: float = 0.8,
     threshold: int = 1,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Rank-biased precision (Moffat and Zobel 2008), binary relevance at ``threshold``.
 
     .. math::
@@ -487,18 +489,18 @@ def rbp(
 
 
 def errbp(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
-    p: Any,
+    p: ArrayLike,
     persistence: float = 0.8,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Expected random rank-biased precision, eRRBP (Ferrante, Ferro, Pontarollo, eq. 1).
 
     .. math::
@@ -526,17 +528,17 @@ def errbp(
 
 
 def err(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
     max_grade: int | None = None,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, CIKM 2009).
 
     .. math::
@@ -577,16 +579,16 @@ def _ideal_prefix(ranked: RankedLists, per_position: Callable[[torch.Tensor, tor
 
 
 def q_measure(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
     beta: float = 1.0,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Sakai's Q-measure with gain = grade (Kishida 2005, eq. 35 for beta = 1).
 
     .. math::
@@ -621,16 +623,16 @@ def q_measure(
 
 
 def sliding_ratio(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
     k: int | None = None,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     empty_value: float = 0.0,
     reduction: str = "mean",
-) -> Any:
+) -> MetricValue:
     r"""Sagara's modified sliding ratio (Kishida 2005, eq. 27).
 
     .. math::

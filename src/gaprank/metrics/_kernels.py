@@ -1,4 +1,4 @@
-r"""One engine for the whole AP family (FORMULAS.md, result 1).
+r"""One engine for the whole AP family (docs: The maths, "One kernel for the AP family").
 
 Every member is
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._inputs import GaprankInputError
 from .._padding import check_group_sizes, pad_by_group
+from .._typing import ArrayLike
 from . import _functional as F
 from ._registry import MeasureInfo, measures
 
@@ -72,11 +73,11 @@ def _user_model_measures() -> list[MeasureInfo]:
 
 
 def evaluate_letor(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     group_sizes: Any,
     *,
-    g: Any = None,
+    g: ArrayLike | None = None,
     conventions: str | Conventions = "letor3",
     max_cutoff: int = 10,
 ) -> dict[str, np.ndarray]:
@@ -101,12 +102,14 @@ def evaluate_letor(
     sizes = check_group_sizes(group_sizes, scores.size, what="group_sizes")
     s, mask = pad_by_group(scores, sizes)
     y, _ = pad_by_group(labels, sizes)
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, np.ndarray] = {}  # NumPy inputs, reduction "none": every value is an array per query
     for k in range(1, max_cutoff + 1):
-        out[f"NDCG@{k}"] = F.ndcg(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.ndcg))
+        out[f"NDCG@{k}"] = np.asarray(F.ndcg(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.ndcg)))
     for k in range(1, max_cutoff + 1):
-        out[f"P@{k}"] = F.precision(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.precision))
-    out["MAP"] = F.average_precision(s, y, mask=mask, reduction="none", **conv.keywords(F.average_precision))
+        out[f"P@{k}"] = np.asarray(F.precision(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.precision)))
+    out["MAP"] = np.asarray(F.average_precision(s, y, mask=mask, reduction="none",
+                                                **conv.keywords(F.average_precision)))
     for info in _user_model_measures():
-        out[info.name] = info.function(s, y, g=g, mask=mask, reduction="none", **conv.keywords(info.function))
+        out[info.name] = np.asarray(info.function(s, y, g=g, mask=mask, reduction="none",
+                                                  **conv.keywords(info.function)))
     return out

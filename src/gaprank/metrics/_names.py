@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .._inputs import GaprankInputError
+from .._typing import ArrayLike
 from ._registry import find_measure, known_names
 
 _NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
@@ -22,7 +24,7 @@ class Measure:
     kwargs: dict[str, Any] = field(default_factory=dict)
     uses_g: bool = False
 
-    def __call__(self, scores: Any, labels: Any, *, g: Any = None, **common: Any) -> Any:
+    def __call__(self, scores: ArrayLike, labels: ArrayLike, *, g: ArrayLike | None = None, **common: Any) -> Any:
         """Evaluate; keywords in ``common`` that the measure's own name already set (``nDCG(gain=linear)``)
         yield to the name."""
         kwargs = {**common, **self.kwargs}

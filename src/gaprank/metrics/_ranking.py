@@ -14,7 +14,6 @@ Conventions (documented once here, named as arguments in every public function):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -28,6 +27,7 @@ from .._inputs import (
     check_choice,
     prepare_scores_labels,
 )
+from .._typing import ArrayLike
 
 
 @dataclass
@@ -75,7 +75,7 @@ class RankedLists:
         return (rb[:, None, :] >= pos[None, :, None]).sum(-1)  # [B, L]
 
 
-def resolve_g(g: Any, device: torch.device) -> torch.Tensor | None:
+def resolve_g(g: ArrayLike | None, device: torch.device) -> torch.Tensor | None:
     """Validate user threshold probabilities g_1..g_c (non-negative, summing to 1 within 1e-6)."""
     if g is None:
         return None
@@ -107,7 +107,7 @@ def _rank_order(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, 
 
 
 def _check_grade_counts(
-    grade_counts: Any, in_list: torch.Tensor, num_grades: int, device: torch.device
+    grade_counts: ArrayLike, in_list: torch.Tensor, num_grades: int, device: torch.device
 ) -> torch.Tensor:
     batch = in_list.shape[0]
     gc = _as_tensor(grade_counts, "grade_counts", device).to(torch.float64)
@@ -131,11 +131,11 @@ def _check_grade_counts(
 
 
 def rank_lists(
-    scores: Any,
-    labels: Any,
+    scores: ArrayLike,
+    labels: ArrayLike,
     *,
-    mask: Any = None,
-    grade_counts: Any = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
     ties: str = "stable",
     num_grades: int | None = None,
     scale_source: str = "",

@@ -17,13 +17,15 @@ Adding an AP-family measure as a metric *and* an objective is one kernel and one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from .._inputs import GaprankInputError
 from . import _functional as F
+from ._docs import with_parameters
 from ._kernels import Kernel, ap_kernel, egap_kernel, gap_kernel, xgap_kernel
 from ._ranking import RankedLists
 
@@ -40,6 +42,12 @@ class ParamInfo:
     dtype: type
     default: Any
     desc: str
+
+    @property
+    def type_text(self) -> str:
+        """numpydoc's type line: ``float, default 0.8`` or ``sequence of float, optional``."""
+        kind = "sequence of float" if self.dtype is list else self.dtype.__name__
+        return f"{kind}, optional" if self.default is None else f"{kind}, default {self.default!r}"
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,7 @@ def unregister(name: str) -> None:
 
 for _entry in _ENTRIES:
     register(_entry)
+    with_parameters(_entry.function, {p.keyword: (p.type_text, p.desc) for p in _entry.params})
 
 
 def measures() -> list[MeasureInfo]:

@@ -10,8 +10,8 @@ block, through views.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -73,7 +73,7 @@ class SlotLayout:
         self.last_slot = starts + (sizes - 1).clamp_min(0)  # [Q]: the last real document (first slot if none)
 
     @classmethod
-    def single(cls, sizes: torch.Tensor, width: int) -> "SlotLayout":
+    def single(cls, sizes: torch.Tensor, width: int) -> SlotLayout:
         """One block: ``B = len(sizes)`` lists of ``width`` slots (a ``[B, N]`` batch)."""
         return cls([(sizes.numel(), width)], sizes)
 

@@ -1,4 +1,4 @@
-r"""All-pairs swap deltas in O(c) per pair (FORMULAS.md, result 2), as one low-rank product.
+r"""All-pairs swap deltas in O(c) per pair (docs: The maths, "Swap deltas in O(c) per pair"), as one low-rank product.
 
 For ranks a < b holding grades x = r_a and y = r_b, swapping the two documents changes a kernel
 measure ``M = sum_n (1/n) (D[r_n] + sum_{m<n} K[r_m, r_n])`` only through three groups of pivots:
@@ -21,8 +21,9 @@ operation for all blocks; a :class:`FactorPlan` keeps what does not depend on th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
 import torch
 
@@ -136,7 +137,7 @@ class KernelFactorPlan(FactorPlan):
         self.product = kernel_product_matrix(kernel)  # [Q, 3C+2, 3C+1]
         c1 = kernel.matrix.shape[-1]
         slots, device = layout.num_slots, layout.valid.device
-        f64 = dict(dtype=torch.float64, device=device)
+        f64: dict[str, Any] = {"dtype": torch.float64, "device": device}
         inv = _cut_inverse_ranks(layout, k)
         valid = layout.valid.to(torch.float64)
         self._grade_ids = torch.arange(c1, device=device)[:, None]
@@ -275,9 +276,12 @@ def plan_pair_factors(metric: str, lists: RankedLists | Sequence[RankedLists], g
         cutoff = k if ideal_cutoff is None else ideal_cutoff
         inv_idcg = torch.cat([ndcg_inverse_ideal(ranked, gains, cutoff) for ranked in parts])
         return NdcgFactorPlan(layout, gains, inv_idcg, discount_cutoff=k)
-    kernels = [metric_kernel(metric, ranked, g) for ranked in parts]
-    if any(kernel is None for kernel in kernels):
-        return None
+    kernels = []
+    for ranked in parts:
+        kernel_of_part = metric_kernel(metric, ranked, g)
+        if kernel_of_part is None:
+            return None
+        kernels.append(kernel_of_part)
     kernel = Kernel(torch.cat([kr.matrix for kr in kernels]), torch.cat([kr.diag for kr in kernels]),
                     torch.cat([kr.defined for kr in kernels]))
     return KernelFactorPlan(metric, layout, kernel, k)
@@ -327,7 +331,7 @@ def swap_deltas(
     document-index space (entry [b, i, j] is about documents i and j of query b), symmetric, and zero
     for equal labels and for padding. ``metric`` is one of "gap", "xgap", "egap", "ap" (threshold 1),
     "ndcg" (gain 2^l - 1, discount 1/log2(n+1)); ``k`` gives the delta of the measure at cutoff k.
-    AP-family deltas use FORMULAS.md result 2 (O(c) per pair); nDCG uses
+    AP-family deltas use the swap deltas of the docs' page The maths (O(c) per pair); nDCG uses
     :math:`\Delta = (\mathrm{gain}(y) - \mathrm{gain}(x)) (D(a) - D(b)) / \mathrm{IDCG}`.
 
     Examples

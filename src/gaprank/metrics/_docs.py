@@ -1,0 +1,64 @@
+"""The parameters every metric shares, written once and put into each metric's docstring.
+
+A registered measure's docstring gets numpydoc ``Parameters`` and ``Returns`` sections built from its
+signature: the arrays, the cutoff ``k``, its own parameters (their descriptions come from the measure's
+registry entry) and the five options below, in that order, before its ``Examples``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+ARRAYS = ("scores, labels", "array-like or torch.Tensor",
+          "``[list]`` (one query) or ``[batch, list]``. Higher score = better rank; labels are integer grades "
+          "0..30. NumPy in, NumPy out; a tensor in, a tensor out, on its device.")
+CUTOFF = ("int, optional", "Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as "
+                           "it is, as in trec_eval's cut measures.")
+SHARED: dict[str, tuple[str, str]] = {
+    "mask": ("array-like of bool, optional",
+             "True marks a real document, False padding. Padding ranks after every real document and never "
+             "counts; its scores and labels are never read. Default: every position is real."),
+    "grade_counts": ("array-like, optional",
+                     "R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each grade, "
+                     "when the list does not hold every judged document (a run that missed relevant ones). The "
+                     "recall base and the ideal ranking are built from it. Default: counted from the labels."),
+    "ties": ('{"stable", "pessimistic", "optimistic"}',
+             '"stable" keeps tied documents in input order (as LETOR\'s evaluation tools); "pessimistic" puts the '
+             'lower grades of a tie first, "optimistic" the higher grades.'),
+    "empty_value": ("float",
+                    "The value of a query whose measure is undefined because its normaliser is 0 (no relevant "
+                    "document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined."),
+    "reduction": ('{"mean", "sum", "none"}', '"mean" or "sum" over the queries, or "none": one value per query.'),
+}
+RETURNS = ("float, numpy.ndarray or torch.Tensor",
+           'The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar for a '
+           "1-D input), in the scores' array type.")
+
+
+def _entry(name: str, kind: str, text: str) -> list[str]:
+    return [f"{name} : {kind}", *textwrap.wrap(text, 96, initial_indent="    ", subsequent_indent="    ")]
+
+
+def with_parameters(function: Callable[..., Any], own: dict[str, tuple[str, str]]) -> None:
+    """Give ``function``'s docstring its Parameters and Returns (unless it has them); ``own`` maps a
+    keyword of the function to (type, description)."""
+    doc = inspect.getdoc(function) or ""
+    if "\nParameters\n" in doc:
+        return
+    lines = ["Parameters", "----------", *_entry(*ARRAYS)]
+    for name in inspect.signature(function).parameters:
+        if name in ("scores", "labels") or name in SHARED:
+            continue
+        if name == "k":
+            lines += _entry("k", *CUTOFF)
+        elif name in own:
+            lines += _entry(name, *own[name])
+    for name, (kind, text) in SHARED.items():
+        lines += _entry(name, kind, text)
+    lines += ["", "Returns", "-------", *_entry("value", *RETURNS)]
+    head, marker, examples = doc.partition("\nExamples\n")
+    body = head.rstrip() + "\n\n" + "\n".join(lines) + "\n"
+    function.__doc__ = body + (f"\nExamples\n{examples}" if marker else "")
