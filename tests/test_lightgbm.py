@@ -167,7 +167,7 @@ def test_bucketing_does_not_change_gradients():
 
 def test_bucket_bounds_are_the_cheapest_cut():
     """The dynamic programme against every way of cutting a few lengths into contiguous buckets."""
-    from gaprank.lightgbm._layout import BUCKET_COST, SLOT_COST, bucket_bounds
+    from gaprank._engine.buckets import BUCKET_COST, SLOT_COST, bucket_bounds
 
     def cost(sizes, bounds, rows):
         total = 0.0

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 import gaprank
+import gaprank._engine.pairs as pairwise_module
 import gaprank.distributions as distributions_module
 import gaprank.losses as L
 import gaprank.losses._exact as exact_module
-import gaprank.losses._pairwise as pairwise_module
 from gaprank import GaprankInputError
 
 G = [0.2, 0.3, 0.5]
@@ -113,8 +113,8 @@ def test_lambdarank_blocks_give_the_same_numbers(monkeypatch):
 def test_pair_engine_on_packed_blocks_equals_one_batch_at_a_time(norm, truncation, metric):
     """Batches packed as blocks of one slot layout (LightGBM's buckets) give each batch's own numbers,
     whatever the chunking, and again on a second run over the same buffers."""
-    from gaprank.metrics._slots import SlotLayout
-    from gaprank.metrics._swap import pair_factors, plan_pair_factors, rank_for_metric
+    from gaprank._engine.factors import pair_factors, plan_pair_factors, rank_for_metric
+    from gaprank._engine.slots import SlotLayout
 
     parts = []
     for seed, (b, n) in enumerate([(3, 9), (1, 2), (4, 17), (2, 5)]):

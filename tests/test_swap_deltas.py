@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import gaprank.metrics as M
+from gaprank._engine.factors import kernel_swap_deltas, to_document_space
 from gaprank.losses import swap_deltas
 from gaprank.metrics._kernels import erap_kernel
 from gaprank.metrics._ranking import rank_lists
-from gaprank.metrics._swap import kernel_swap_deltas, to_document_space
 
 G = [0.2, 0.3, 0.5]
 EXACT = {
@@ -91,7 +91,7 @@ def test_one_query_input_and_errors():
 @pytest.mark.parametrize("metric", ["gap", "xgap", "egap", "ap", "ndcg"])
 def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
     """LambdaMART builds a plan once and re-ranks every round: its kept tables must not go stale."""
-    from gaprank.metrics._swap import pair_factors, plan_pair_factors, rank_for_metric
+    from gaprank._engine.factors import pair_factors, plan_pair_factors, rank_for_metric
 
     rng = np.random.default_rng(4)
     labels = torch.tensor(rng.integers(0, 3, size=(3, 12)))
@@ -111,7 +111,7 @@ def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
 
 def test_slot_layout_packs_blocks_end_to_end():
     """Blocks [2, 3] and [1, 4] with list sizes 3, 1, 0 (an empty list) and 4: slots, validity, views."""
-    from gaprank.metrics._slots import SlotLayout
+    from gaprank._engine.slots import SlotLayout
 
     layout = SlotLayout([(2, 3), (2, 4)], torch.tensor([3, 1, 0, 4]))
     assert layout.num_slots == 14 and layout.num_queries == 4

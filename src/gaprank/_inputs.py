@@ -104,6 +104,20 @@ def check_probability(value: Any, name: str, *, open_interval: bool = False) -> 
     return v
 
 
+def batch_mask(mask: ArrayLike | None, shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """The one mask normaliser: ``mask`` for scores of ``shape`` (``[list]`` or ``[batch, list]``) as a
+    ``[batch, list]`` bool tensor on ``device``, all True when None (every position a real document)."""
+    rows = (1, shape[0]) if len(shape) == 1 else tuple(shape)
+    if mask is None:
+        return torch.ones(rows, dtype=torch.bool, device=device)
+    m = _as_tensor(mask, "mask", device)
+    if m.dtype != torch.bool:
+        raise GaprankInputError(f"mask must be boolean (True = a real document); got dtype {m.dtype}")
+    if tuple(m.shape) != tuple(shape):
+        raise GaprankInputError(f"mask shape {tuple(m.shape)} does not match scores shape {tuple(shape)}")
+    return m.reshape(rows)
+
+
 def prepare_scores_labels(
     scores: ArrayLike, labels: ArrayLike, mask: ArrayLike | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, OutputSpec]:
@@ -131,15 +145,7 @@ def prepare_scores_labels(
         raise GaprankInputError(f"labels shape {tuple(y.shape)} does not match scores shape {tuple(s.shape)}")
     y2 = y.reshape(1, -1) if squeeze else y
 
-    if mask is None:
-        m2 = torch.ones(s2.shape, dtype=torch.bool, device=device)
-    else:
-        m = _as_tensor(mask, "mask", device)
-        if m.dtype != torch.bool:
-            raise GaprankInputError(f"mask must be boolean (True = a real document); got dtype {m.dtype}")
-        if tuple(m.shape) != tuple(s.shape):
-            raise GaprankInputError(f"mask shape {tuple(m.shape)} does not match scores shape {tuple(s.shape)}")
-        m2 = m.reshape(1, -1) if squeeze else m
+    m2 = batch_mask(mask, tuple(s.shape), device)
 
     bad = ~torch.isfinite(s2) & m2
     if bool(bad.any()):

@@ -26,6 +26,18 @@ def write_atomic(path: str | Path, text: str) -> Path:
         When ``path`` is a directory, or cannot be written (permissions, a full device, a parent that is
         a file); one line naming the path and the reason.
 
+    Parameters
+    ----------
+    path : str or Path
+        The target file.
+    text : str
+        Its content.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -70,7 +82,20 @@ def _first_non_finite(value: Any, where: str = "") -> str | None:
 
 
 def to_json(value: Any, *, indent: int | None = 1) -> str:
-    """Standard JSON text of ``value``; a NaN or infinite number is an error naming where it sits."""
+    """Standard JSON text of ``value``; a NaN or infinite number is an error naming where it sits.
+
+    Parameters
+    ----------
+    value
+        Plain data (dicts, lists, numbers, strings).
+    indent : int, optional
+        As in :func:`json.dumps`.
+
+    Returns
+    -------
+    str
+        The JSON text.
+    """
     try:
         return json.dumps(value, indent=indent, allow_nan=False)
     except ValueError:
@@ -79,5 +104,20 @@ def to_json(value: Any, *, indent: int | None = 1) -> str:
 
 
 def write_json_atomic(path: str | Path, value: Any, *, indent: int | None = 1) -> Path:
-    """:func:`write_atomic` of standard JSON (no ``NaN`` / ``Infinity``)."""
+    """:func:`write_atomic` of standard JSON (no ``NaN`` / ``Infinity``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The target file.
+    value
+        Plain data, written as standard JSON.
+    indent : int, optional
+        As in :func:`json.dumps`.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     return write_atomic(path, to_json(value, indent=indent))

@@ -67,7 +67,13 @@ def _repository_root() -> Path:
 
 
 def default_data_dir_candidates() -> list[Path]:
-    """Places searched after the argument and ``GAPRANK_DATA``: ``../shared/data`` beside the repository."""
+    """Places searched after the argument and ``GAPRANK_DATA``: ``../shared/data`` beside the repository.
+
+    Returns
+    -------
+    list of Path
+        The candidate directories, in the order they are tried.
+    """
     repo = _repository_root()
     candidates = [repo.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
     unique: list[Path] = []
@@ -78,7 +84,23 @@ def default_data_dir_candidates() -> list[Path]:
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
-    """The data directory: explicit argument > ``GAPRANK_DATA`` > ``../shared/data`` from the repository."""
+    """The data directory: explicit argument > ``GAPRANK_DATA`` > ``../shared/data`` from the repository.
+
+    Parameters
+    ----------
+    data_dir : str or Path, optional
+        An explicit directory; it must exist.
+
+    Returns
+    -------
+    Path
+        The data directory.
+
+    Raises
+    ------
+    DataNotFoundError
+        When no candidate exists; the message says where it looked and what to download.
+    """
     if data_dir is not None:
         path = Path(data_dir)
         if not path.is_dir():
@@ -182,7 +204,18 @@ def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Pat
 
 def fold_files(dataset: str, fold: int, *, variant: str | None = None,
                data_dir: str | Path | None = None) -> dict[str, list[Path]]:
-    """The files that make up train, vali and test of ``FoldK`` (several files when built from partitions)."""
+    """The files that make up train, vali and test of ``FoldK`` (several files when built from partitions).
+
+    Parameters
+    ----------
+    dataset, fold, variant, data_dir
+        As in :func:`load_fold`.
+
+    Returns
+    -------
+    dict of str to list of Path
+        ``{"train": [...], "vali": [...], "test": [...]}``.
+    """
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
     folds_json = ds_dir / "folds.json"
     if spec is not None:
@@ -225,6 +258,13 @@ def fold_fingerprint(dataset: str, fold: int, *, variant: str | None = None,
     """What a fold's data is made of: size and SHA-256 of every file of train, vali and test (and of
     ``folds.json`` when it defines the fold). Equal fingerprints mean equal data wherever it lies, so a
     result trained on other data (or another fold layout) is never taken for this one's.
+
+    The arguments are those of :func:`load_fold`.
+
+    Returns
+    -------
+    dict
+        For each split the list of its files' ``{"file", "bytes", "sha256"}``, and ``folds.json``'s.
 
     Examples
     --------
@@ -278,6 +318,24 @@ def load_fold(
         When train, vali and test share a query (the message lists them), when ``folds.json``'s own
         query lists contradict its partitions, or when ``folds.json`` is malformed or points outside
         the data set's folder.
+
+    Parameters
+    ----------
+    dataset : str
+        "OHSUMED", "MQ2008", "MQ2007" (or another folder of the data directory).
+    fold : int
+        1..5.
+    variant : str, optional
+        OHSUMED's feature variant: "QueryLevelNorm" (default), "Feature-min", "Feature-null".
+    data_dir : str or Path, optional
+        The data directory; default ``GAPRANK_DATA``, then ``../shared/data`` beside the repository.
+    null : {"min", "zero", "nan", "error"}
+        The policy for LETOR's ``NULL`` values (see :func:`read_letor`).
+
+    Returns
+    -------
+    Fold
+        ``train``, ``vali`` and ``test`` :class:`RankingSplit` s.
 
     Examples
     --------

@@ -187,6 +187,11 @@ def read_letor(
         malformed, unordered or out-of-range feature ids, a wrong feature count, rows of one query that
         are not contiguous, a value that is not a finite ASCII number (a literal ``nan`` or ``inf``
         too); the message names file and line.
+
+    Returns
+    -------
+    RankingSplit
+        The file's rows grouped by query, in file order.
     """
     if null not in NULL_POLICIES:
         raise GaprankInputError(f"null must be one of {NULL_POLICIES}; got {null!r}")
@@ -297,7 +302,20 @@ def _locate_bad_value(path: Path, cleaned: Iterable[str]) -> None:
 
 
 def read_scores(path: str | Path, expected_lines: int | None = None) -> np.ndarray:
-    """Read a prediction file: one score per line (LETOR's format), finite numbers only."""
+    """Read a prediction file: one score per line (LETOR's format), finite numbers only.
+
+    Parameters
+    ----------
+    path : str or Path
+        One score per line.
+    expected_lines : int, optional
+        The number of lines the ranking file has; a different count is an error.
+
+    Returns
+    -------
+    numpy.ndarray
+        The scores, float64.
+    """
     path = Path(path)
     lines = _open_text(path)
     while lines and not lines[-1].strip():

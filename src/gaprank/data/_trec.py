@@ -19,7 +19,18 @@ _GRADE = re.compile(r"-?[0-9]+")
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """``{qid: {docid: grade}}`` from a TREC qrels file."""
+    """``{qid: {docid: grade}}`` from a TREC qrels file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The qrels file (``.gz`` too).
+
+    Returns
+    -------
+    dict of str to dict of str to int
+        ``{qid: {docid: grade}}``.
+    """
     path = Path(path)
     qrels: dict[str, dict[str, int]] = {}
     for lineno, line in enumerate(_open_text(path), 1):
@@ -45,7 +56,18 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 
 
 def read_run(path: str | Path) -> dict[str, dict[str, float]]:
-    """``{qid: {docid: score}}`` from a TREC run file."""
+    """``{qid: {docid: score}}`` from a TREC run file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The run file (``.gz`` too); its rank column is ignored, its tag too.
+
+    Returns
+    -------
+    dict of str to dict of str to float
+        ``{qid: {docid: score}}``, documents in file order.
+    """
     path = Path(path)
     run: dict[str, dict[str, float]] = {}
     for lineno, line in enumerate(_open_text(path), 1):

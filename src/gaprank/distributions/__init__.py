@@ -17,7 +17,7 @@ import math
 import torch
 
 from .._autograd import first_derivatives_only
-from .._inputs import GaprankInputError, check_sigma
+from .._inputs import GaprankInputError, batch_mask, check_sigma
 from .._typing import ArrayLike
 
 
@@ -29,18 +29,13 @@ def _prepare(scores: ArrayLike, sigma: float, mask: torch.Tensor | None) -> tupl
     check_sigma(sigma)
     squeeze = scores.ndim == 1
     s = scores[None] if squeeze else scores
-    if mask is None:
-        m = torch.ones(s.shape, dtype=torch.bool, device=s.device)
-    else:
-        m = mask[None] if squeeze else mask
-        if m.dtype != torch.bool or m.shape != s.shape:
-            raise GaprankInputError("mask must be a boolean tensor of the scores' shape")
+    m = batch_mask(mask, tuple(scores.shape), s.device)
     if not bool(torch.isfinite(s[m]).all()):
         raise GaprankInputError("scores contain NaN or infinite values")
     return s.masked_fill(~m, 0.0), m, squeeze
 
 
-def _pairwise(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
+def pairwise_matrix(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
     pi = torch.special.ndtr((s[:, :, None] - s[:, None, :]) / (sigma * math.sqrt(2.0)))
     keep = m[:, :, None] & m[:, None, :] & ~torch.eye(s.shape[1], dtype=torch.bool, device=s.device)
     return pi * keep
@@ -51,6 +46,20 @@ def pairwise_probs(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor | N
 
     The diagonal and every pair involving padding are 0.
 
+    Parameters
+    ----------
+    scores : torch.Tensor
+        The mean scores, ``[list]`` or ``[batch, list]``.
+    sigma : float
+        The standard deviation of each score.
+    mask : torch.Tensor of bool, optional
+        True marks a real document.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[batch, list, list]`` (``[list, list]`` for one query).
+
     Examples
     --------
     >>> import torch
@@ -59,7 +68,7 @@ def pairwise_probs(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor | N
     0.7602
     """
     s, m, squeeze = _prepare(scores, sigma, mask)
-    pi = _pairwise(s, m, float(sigma))
+    pi = pairwise_matrix(s, m, float(sigma))
     return pi[0] if squeeze else pi
 
 
@@ -71,6 +80,16 @@ def rank_distribution(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor 
     combined as independent Bernoullis (a Poisson-binomial law); the exact rank law under the Gaussian
     model couples them through s_n and has the same mean. Cost O(B N^3) time, O(B N^2) memory.
 
+    Parameters
+    ----------
+    scores, sigma, mask
+        As in :func:`pairwise_probs`.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[batch, list, list]``: entry [b, n, r] is the probability that document n is at 0-based rank r.
+
     Examples
     --------
     >>> import torch
@@ -80,7 +99,7 @@ def rank_distribution(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor 
     [1.0, 1.0, 1.0]
     """
     s, m, squeeze = _prepare(scores, sigma, mask)
-    dist = rank_recursion(_pairwise(s, m, float(sigma))) * m[:, :, None]
+    dist = rank_recursion(pairwise_matrix(s, m, float(sigma))) * m[:, :, None]
     return dist[0] if squeeze else dist
 
 

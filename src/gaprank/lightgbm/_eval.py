@@ -99,6 +99,22 @@ def ranking_feval(
     order). ``g`` goes to GAP/xGAP/eGAP. Every value is reported as higher-is-better, so LightGBM's
     early stopping works on any of them.
 
+    Parameters
+    ----------
+    measures : sequence of str
+        Measure strings (:func:`gaprank.metrics.parse_measure`), e.g. ``["GAP", "nDCG@10", "P(rel=2)@5"]``.
+    g : array-like, optional
+        GAP's user model for GAP, xGAP and eGAP.
+    conventions : {"letor3", "letor4"} or Conventions
+        How nDCG, P@k and short lists are scored (LETOR 3.0's or 4.0's evaluation tool).
+
+    Returns
+    -------
+    RankingEval
+        Callable as ``feval(preds, eval_data)`` (``lgb.train``) and ``eval_metric(y_true, y_pred, weight,
+        group)`` (``LGBMRanker``), returning ``[(name, value, True), ...]``; ``evaluate`` and ``per_query``
+        give the values directly.
+
     Examples
     --------
     >>> import lightgbm as lgb, numpy as np

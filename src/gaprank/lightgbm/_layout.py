@@ -9,45 +9,11 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import torch
 
-from .._inputs import GRADE_SCALE_HINT, MAX_GRADE, GaprankInputError
+from .._engine.buckets import bucket_bounds
+from .._engine.slots import SlotLayout
+from .._inputs import GaprankInputError, check_labels
 from .._padding import check_group_sizes
 from .._typing import ArrayLike
-from ..metrics._slots import SlotLayout
-
-# The cost model that cuts queries, sorted by length, into buckets padded to their longest query.
-# In units of one pair of the pair blocks: a bucket costs a fixed few dozen tensor operations (about
-# as much as 70,000 pairs), each pair of its [B, rows, W] blocks one unit, and each padded slot about
-# 10 units (the swap-delta factors, sorting). Estimated on the 2-core benchmark machine; a bucket cost
-# of 20,000 to 150,000 gave the same times on OHSUMED and MQ2008 (3 and 2 buckets), 300,000 and
-# more were slower. Small data sets get a few buckets, large ones many tight ones.
-BUCKET_COST = 70_000.0
-SLOT_COST = 10.0
-
-
-def bucket_bounds(sorted_sizes: np.ndarray, rows: int | None) -> list[tuple[int, int]]:
-    """Cut queries sorted by length into buckets ``[first, last)`` of least modelled cost.
-
-    A bucket of ``B`` queries whose longest has ``W`` documents costs ``BUCKET_COST + B (R W +
-    SLOT_COST W)``, R = min(rows, W - 1) upper ranks (W - 1 when ``rows`` is None). Exact dynamic
-    programming over the distinct lengths (equal lengths never need to be split).
-    """
-    if sorted_sizes.size == 0:
-        return []
-    lengths, counts = np.unique(sorted_sizes, return_counts=True)
-    before = np.concatenate([[0], np.cumsum(counts)])  # queries shorter than lengths[i]
-    best = np.zeros(lengths.size + 1)
-    start = np.zeros(lengths.size + 1, dtype=np.int64)
-    for j in range(1, lengths.size + 1):  # a bucket holding lengths[i..j-1], padded to lengths[j-1]
-        width = float(lengths[j - 1])
-        upper = width - 1 if rows is None else min(float(rows), width - 1)  # the last rank is no upper one
-        costs = best[:j] + BUCKET_COST + (before[j] - before[:j]) * (upper * width + SLOT_COST * width)
-        start[j] = int(np.argmin(costs))
-        best[j] = costs[start[j]]
-    bounds, j = [], lengths.size
-    while j > 0:
-        bounds.append((int(before[start[j]]), int(before[j])))
-        j = int(start[j])
-    return bounds[::-1]
 
 
 def check_flat_labels(labels: ArrayLike) -> np.ndarray:
@@ -57,14 +23,8 @@ def check_flat_labels(labels: ArrayLike) -> np.ndarray:
     y = np.asarray(labels, dtype=np.float64)
     if y.ndim != 1:
         raise GaprankInputError(f"labels must be 1-D; got shape {y.shape}")
-    if not np.isfinite(y).all():
-        raise GaprankInputError("labels contain NaN or infinite values")
-    if (y < 0).any() or (y != np.round(y)).any():
-        bad = y[(y < 0) | (y != np.round(y))][0]
-        raise GaprankInputError(f"labels must be non-negative integer grades; got {bad}")
-    if y.size and y.max() > MAX_GRADE:
-        raise GaprankInputError(f"label {y.max():g} is above {MAX_GRADE}: {GRADE_SCALE_HINT}")
-    return y.astype(np.int64)
+    grades = torch.from_numpy(y)[None]
+    return check_labels(grades, torch.ones(grades.shape, dtype=torch.bool))[0].numpy()
 
 
 def check_flat_scores(preds: ArrayLike, num_rows: int) -> np.ndarray:
@@ -91,7 +51,7 @@ class Bucket:
 @dataclass
 class QueryLayout:
     """Flat rows grouped by query, as buckets of padded queries, and the same buckets as one
-    :class:`~gaprank.metrics._slots.SlotLayout` (bucket after bucket, query-major).
+    :class:`~gaprank._engine.slots.SlotLayout` (bucket after bucket, query-major).
 
     ``only_rankable`` keeps only the queries with at least two different labels (the only ones a
     pairwise objective can move); the others are left out of every bucket.

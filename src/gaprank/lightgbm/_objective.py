@@ -11,11 +11,11 @@ Per query and per pair with :math:`l_i > l_j`, :math:`\rho_{ij} = 1 / (1 + e^{\s
 the gradient and (diagonal) hessian of :math:`C = \sum |\Delta M_{ij}| \log(1 + e^{-\sigma (s_i - s_j)})`
 with :math:`\Delta M` held fixed (Burges 2010, "From RankNet to LambdaRank to LambdaMART", sec. 7;
 docs: The maths, "LambdaRank and LambdaMART"). LightGBM minimises, so these are handed over as they are. The arithmetic is
-:class:`gaprank.losses._pairwise.PairwiseEngine`, the engine of :func:`gaprank.lambdarank_loss`.
+:class:`gaprank._engine.pairs.PairwiseEngine`, the engine of :func:`gaprank.lambdarank_loss`.
 
 Per data set (cached, so once per training run): the rankable queries are cut into length buckets by
-a cost model (:func:`gaprank.lightgbm._layout.bucket_bounds`) and laid end to end on one axis of
-slots (:class:`gaprank.metrics._slots.SlotLayout`); the factor plan (the kernels or IDCGs, which
+a cost model (:func:`gaprank._engine.buckets.bucket_bounds`) and laid end to end on one axis of
+slots (:class:`gaprank._engine.slots.SlotLayout`); the factor plan (the kernels or IDCGs, which
 depend only on grade counts) and the pair engine, with every buffer and view they use, are built
 once. Per round: one sort per bucket, then the swap-delta factors and the pair blocks, where each
 elementwise step is one tensor operation for all buckets (per cache-sized chunk of pairs).
@@ -30,22 +30,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._engine.factors import FactorPlan, plan_pair_factors
+from .._engine.pairs import PairwiseEngine
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
 from .._typing import ArrayLike
-from ..losses._pairwise import PairwiseEngine
 from ..metrics import objective_info
 from ..metrics._ranking import default_g, rank_lists, resolve_g
-from ..metrics._swap import FactorPlan, plan_pair_factors
 from ._folds import check_whole_queries
 from ._layout import LayoutCache, QueryLayout, check_flat_scores
 
 PRECISIONS = ("float32", "float64")
 # Pairs per chunk: small enough that a chunk's scratch buffers (about 28 bytes per pair in float32)
-# stay near the two cores' caches across the dozen elementwise passes, large enough that the fixed
-# operations per chunk stay few. Measured per call (gradients on random scores, 2 threads, best of
-# 40; benchmarks/bench_lightgbm.py's data): 2^16 .. 2^19 gave 2.68, 2.45, 2.46, 2.65 ms on OHSUMED,
-# 2.99, 2.85, 2.83, 2.95 ms on MQ2008, and 2^17 .. 2^20 gave 294, 267, 282, 275 ms on the MSLR-sized
-# set (truncation 30, norm).
+# stay near the cores' caches across the dozen elementwise passes, large enough that the fixed
+# operations per chunk stay few (the measurements behind the choice: docs/benchmarks.md).
 CACHE_BLOCK_ELEMENTS = 1 << 18
 
 
@@ -258,6 +255,29 @@ def lambdarank_objective(
     Pairs are processed as dense blocks over queries bucketed by length (no Python loop over pairs or
     queries); a query of N documents needs O(N) memory beyond a bounded block of pairs.
 
+    Parameters
+    ----------
+    metric : str
+        The measure whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg' (or any measure
+        registered with swap deltas).
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's grades.
+    sigma : float
+        The logistic's steepness (LightGBM's ``sigmoid``).
+    truncation_level : int, optional
+        Only pairs whose higher-ranked document is in the current top k; default every pair.
+    norm : bool
+        LightGBM's ``lambdarank_norm``.
+    label_gain : array-like, optional
+        nDCG's gain of each label (default 2^l - 1); for metric 'ndcg' only.
+    precision : {"float32", "float64"}
+        The type of the per-pair arithmetic (swap deltas and score differences are formed in float64).
+
+    Returns
+    -------
+    LambdaRankObjective
+        A callable ``(preds, train_data) -> (grad, hess)`` for ``lgb.train(params={"objective": ...})``.
+
     Examples
     --------
     >>> import lightgbm as lgb, numpy as np
@@ -285,6 +305,16 @@ def sklearn_objective(
     precision: str = "float32",
 ) -> SklearnObjective:
     """The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.
+
+    Parameters
+    ----------
+    metric, g, sigma, truncation_level, norm, label_gain, precision
+        As in :func:`lambdarank_objective`.
+
+    Returns
+    -------
+    SklearnObjective
+        A callable ``(y_true, y_pred, weight, group) -> (grad, hess)`` for ``LGBMRanker(objective=...)``.
 
     Examples
     --------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from .._autograd import first_derivatives_only
-from .._inputs import REDUCTIONS, GaprankInputError, check_choice
+from .._inputs import REDUCTIONS, GaprankInputError, batch_mask, check_choice
 from ..metrics._ranking import RankedLists
 
 
@@ -22,11 +22,7 @@ def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Ten
     """``[B, N]`` views of scores (keeping the graph) and mask; padding scores replaced by 0 so that
     whatever they held (even NaN) never reaches a value or a gradient."""
     s = scores.reshape(1, -1) if scores.ndim == 1 else scores
-    if mask is None:
-        m = torch.ones(s.shape, dtype=torch.bool, device=s.device)
-    else:
-        mask = torch.as_tensor(mask, device=s.device)
-        m = mask.reshape(1, -1) if mask.ndim == 1 else mask
+    m = batch_mask(mask, tuple(scores.shape), s.device)
     return s.masked_fill(~m, 0.0), m
 
 

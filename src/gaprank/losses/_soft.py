@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import torch
 
+from .._engine.factors import metric_kernel, rank_for_metric
 from .._inputs import GaprankInputError, check_choice, check_sigma
-from ..distributions import _pairwise, rank_recursion
+from ..distributions import pairwise_matrix, rank_recursion
 from ..metrics import objective_info, objective_names
-from ..metrics._functional import _gain_table, _ideal_dcg
-from ..metrics._kernels import pivot_sum
-from ..metrics._swap import metric_kernel, rank_for_metric
+from ..metrics._functional import gain_table, ideal_dcg, rank_discount
+from ..metrics._kernels import pivot_sum, safe_divide
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
 
@@ -30,7 +30,7 @@ MODES = ("paper", "exact")
 
 
 def _paper_kernel_metric(s, m, labels, kernel, sigma):
-    pi = _pairwise(s, m, sigma)  # [B, M, N]
+    pi = pairwise_matrix(s, m, sigma)  # [B, M, N]
     num_classes = kernel.matrix.shape[-1]
     onehot = torch.nn.functional.one_hot(labels, num_classes).to(s.dtype) * m[..., None]
     above_by_grade = torch.bmm(onehot.transpose(1, 2), pi)  # [B, c+1, N]: sum_m pi_mn 1[l_m = t]
@@ -44,8 +44,8 @@ def _paper_kernel_metric(s, m, labels, kernel, sigma):
 def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
     """``[B, N]``: :math:`\\sum_r p_n(r) / \\log_2(r + 2)` over 0-based ranks r (SoftRank's rank laws)."""
     size = s.shape[1]
-    discounts = 1.0 / torch.log2(torch.arange(size, dtype=s.dtype, device=s.device) + 2.0)
-    return (rank_recursion(_pairwise(s, m, sigma)) @ discounts) * m
+    discounts = rank_discount(torch.arange(1, size + 1, dtype=s.dtype, device=s.device), "log2p1")
+    return (rank_recursion(pairwise_matrix(s, m, sigma)) @ discounts) * m
 
 
 def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
@@ -66,13 +66,13 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
     ideal_valid, ideal_grades = ideal_order >= 0, ideal_order.clamp_min(0)
     if info.kernel is None:  # SoftNDCG: SoftRank's expected discounts
-        gains = _gain_table(ranked.num_grades, "exp2", doc_labels.device)
-        idcg = _ideal_dcg(ranked, gains, "log2p1", None)
+        gains = gain_table(ranked.num_grades, "exp2", doc_labels.device)
+        idcg = ideal_dcg(ranked, gains, "log2p1", None)
         defined = idcg > 0
-        inv_idcg = torch.where(defined, 1.0 / torch.where(defined, idcg, torch.ones_like(idcg)), torch.zeros_like(idcg))
+        inv_idcg = safe_divide(torch.ones_like(idcg), idcg)
         dcg = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma)).sum(-1)
         values = dcg * inv_idcg.to(s.dtype)
-        best_disc = 1.0 / torch.log2(ranked.positions() + 1.0)
+        best_disc = rank_discount(ranked.positions(), "log2p1")
         best = (gains[ideal_grades] * best_disc * ideal_valid).sum(-1) * inv_idcg
         return values, best, defined, ranked
     kernel = metric_kernel(metric, ranked, g_t)

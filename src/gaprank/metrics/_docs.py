@@ -1,16 +1,17 @@
 """The parameters every metric shares, written once and put into each metric's docstring.
 
 A registered measure's docstring gets numpydoc ``Parameters`` and ``Returns`` sections built from its
-signature: the arrays, the cutoff ``k``, its own parameters (their descriptions come from the measure's
-registry entry) and the five options below, in that order, before its ``Examples``.
+signature: the arrays, then, in signature order, the cutoff ``k``, its own parameters (their
+descriptions come from the measure's registry entry) and the five options below, before its
+``Examples``.
 """
 
 from __future__ import annotations
 
-import inspect
-import textwrap
 from collections.abc import Callable
 from typing import Any
+
+from .._docstrings import with_parameters
 
 ARRAYS = ("scores, labels", "array-like or torch.Tensor",
           "``[list]`` (one query) or ``[batch, list]``. Higher score = better rank; labels are integer grades "
@@ -38,27 +39,7 @@ RETURNS = ("float, numpy.ndarray or torch.Tensor",
            "1-D input), in the scores' array type.")
 
 
-def _entry(name: str, kind: str, text: str) -> list[str]:
-    return [f"{name} : {kind}", *textwrap.wrap(text, 96, initial_indent="    ", subsequent_indent="    ")]
-
-
-def with_parameters(function: Callable[..., Any], own: dict[str, tuple[str, str]]) -> None:
-    """Give ``function``'s docstring its Parameters and Returns (unless it has them); ``own`` maps a
-    keyword of the function to (type, description)."""
-    doc = inspect.getdoc(function) or ""
-    if "\nParameters\n" in doc:
-        return
-    lines = ["Parameters", "----------", *_entry(*ARRAYS)]
-    for name in inspect.signature(function).parameters:
-        if name in ("scores", "labels") or name in SHARED:
-            continue
-        if name == "k":
-            lines += _entry("k", *CUTOFF)
-        elif name in own:
-            lines += _entry(name, *own[name])
-    for name, (kind, text) in SHARED.items():
-        lines += _entry(name, kind, text)
-    lines += ["", "Returns", "-------", *_entry("value", *RETURNS)]
-    head, marker, examples = doc.partition("\nExamples\n")
-    body = head.rstrip() + "\n\n" + "\n".join(lines) + "\n"
-    function.__doc__ = body + (f"\nExamples\n{examples}" if marker else "")
+def document_metric(function: Callable[..., Any], own: dict[str, tuple[str, str]]) -> None:
+    """Give a metric's docstring its Parameters and Returns (unless it has them); ``own`` maps a keyword
+    of the function to (type, description)."""
+    with_parameters(function, {"k": CUTOFF, **own}, shared=SHARED, first=ARRAYS, returns=RETURNS)

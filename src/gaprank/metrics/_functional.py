@@ -95,6 +95,19 @@ def kernel_metric(build: Callable[[RankedLists, torch.Tensor], Kernel], name: st
     signature every metric has (``scores, labels, *, g=None, k=None, mask=None, grade_counts=None,
     ties="stable", empty_value=0.0, reduction="mean"``), evaluated by the one pivot-sum engine.
 
+    Parameters
+    ----------
+    build : callable
+        ``build(ranked, g) -> Kernel``: the kernel of each query (``g`` is the resolved user model,
+        uniform when the caller gives none).
+    name : str
+        The function's ``__name__``.
+
+    Returns
+    -------
+    callable
+        The metric.
+
     Examples
     --------
     >>> import numpy as np
@@ -335,21 +348,21 @@ def erap(
 # Position-discounted measures
 
 
-def _discount(positions: torch.Tensor, discount: str) -> torch.Tensor:
+def rank_discount(positions: torch.Tensor, discount: str) -> torch.Tensor:
     if discount == "log2p1":
         return 1.0 / torch.log2(positions + 1.0)
     return 1.0 / torch.clamp(torch.log2(positions), min=1.0)
 
 
-def _gain_table(num_grades: int, gain: str, device: torch.device) -> torch.Tensor:
+def gain_table(num_grades: int, gain: str, device: torch.device) -> torch.Tensor:
     grades = torch.arange(num_grades + 1, dtype=torch.float64, device=device)
     return torch.pow(2.0, grades) - 1.0 if gain == "exp2" else grades
 
 
-def _ideal_dcg(ranked: RankedLists, gains: torch.Tensor, discount: str, k: int | None) -> torch.Tensor:
+def ideal_dcg(ranked: RankedLists, gains: torch.Tensor, discount: str, k: int | None) -> torch.Tensor:
     """DCG@k of the ideal ranking built from R(k), shape [B]."""
     ideal = ranked.ideal_grades()
-    values = gains[ideal] * _discount(ranked.positions(ideal.shape[1]), discount)
+    values = gains[ideal] * rank_discount(ranked.positions(ideal.shape[1]), discount)
     return (values if k is None else values[:, :k]).sum(-1)
 
 
@@ -406,9 +419,9 @@ def ndcg(
     check_choice(discount, "discount", DISCOUNTS)
     check_choice(short_list, "short_list", SHORT_LIST_RULES)
     ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties=ties)
-    gains = _gain_table(ranked.num_grades, gain, ranked.grades.device)
-    dcg = _discounted_sum(ranked, gains, _discount(ranked.positions(), discount), k)
-    idcg = _ideal_dcg(ranked, gains, discount, k)
+    gains = gain_table(ranked.num_grades, gain, ranked.grades.device)
+    dcg = _discounted_sum(ranked, gains, rank_discount(ranked.positions(), discount), k)
+    idcg = ideal_dcg(ranked, gains, discount, k)
     values = dcg / torch.where(idcg > 0, idcg, torch.ones_like(idcg))
     values, defined = _zero_short_lists(values, idcg > 0, ranked, k, short_list)
     return finalize(values, defined, ranked.spec, empty_value=empty_value, reduction=reduction)

@@ -51,7 +51,7 @@ def _min_index(num_classes: int, device: torch.device) -> torch.Tensor:
     return torch.minimum(idx[:, None], idx[None, :])
 
 
-def _safe_div(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+def safe_divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
 
 
@@ -70,7 +70,7 @@ def ap_kernel(ranked: RankedLists, threshold: int) -> Kernel:
     grades = torch.arange(c1, device=ranked.grades.device)
     rel = (grades >= threshold).to(torch.float64)
     rb = ranked.recall_base[:, threshold] if threshold < c1 else ranked.counts.new_zeros(ranked.batch)
-    matrix = _safe_div(torch.outer(rel, rel)[None], rb[:, None, None])
+    matrix = safe_divide(torch.outer(rel, rel)[None], rb[:, None, None])
     return _with_diag(matrix, rb > 0)
 
 
@@ -78,14 +78,14 @@ def gap_kernel(ranked: RankedLists, g: torch.Tensor) -> Kernel:
     """GAP: ``K[t,u] = G(min(t,u)) / sum_k R(k) G(k)`` (Robertson et al. 2010, sec. 2.2)."""
     big_g = _cumulative_g(g)
     norm = ranked.counts @ big_g  # [B]
-    matrix = _safe_div(big_g[_min_index(big_g.numel(), g.device)][None], norm[:, None, None])
+    matrix = safe_divide(big_g[_min_index(big_g.numel(), g.device)][None], norm[:, None, None])
     return _with_diag(matrix, norm > 0)
 
 
 def _inverse_recall_terms(ranked: RankedLists, g: torch.Tensor) -> torch.Tensor:
     """cumulative sum over k <= a of g_k / RB(k) (terms with RB(k) = 0 dropped), shape [B, c+1]."""
     rb = ranked.recall_base[:, 1:]
-    terms = _safe_div(g[None, :].expand_as(rb), rb)
+    terms = safe_divide(g[None, :].expand_as(rb), rb)
     return torch.cat([terms.new_zeros(ranked.batch, 1), torch.cumsum(terms, -1)], -1)
 
 
@@ -102,7 +102,7 @@ def xgap_kernel(ranked: RankedLists, g: torch.Tensor) -> Kernel:
     """xGAP: ``K[t,u] = w(u) G(min(t,u))``, ``w(a) = [sum_{k<=a} g_k/RB(k)] / G(a)``
     (Ferrante et al., eq. 5; the term is 0 where G(a) = 0)."""
     big_g = _cumulative_g(g)
-    w = _safe_div(_inverse_recall_terms(ranked, g), big_g[None, :].expand(ranked.batch, -1))  # [B, c+1]
+    w = safe_divide(_inverse_recall_terms(ranked, g), big_g[None, :].expand(ranked.batch, -1))  # [B, c+1]
     matrix = w[:, None, :] * big_g[_min_index(big_g.numel(), g.device)][None]
     return _with_diag(matrix, ranked.recall_base[:, 1] > 0 if ranked.num_grades else w.new_zeros(ranked.batch).bool())
 
@@ -114,13 +114,13 @@ def kishida_kernel(ranked: RankedLists) -> Kernel:
     raw = (grades[:, None] * (grades[None, :] > 0))[None].expand(ranked.batch, -1, -1).contiguous()
     ideal = ranked.ideal_grades()
     norm = pivot_sum(ideal, ideal > 0, _with_diag(raw, torch.ones(ranked.batch, dtype=torch.bool)))
-    return _with_diag(_safe_div(raw, norm[:, None, None]), norm > 0)
+    return _with_diag(safe_divide(raw, norm[:, None, None]), norm > 0)
 
 
 def erap_kernel(ranked: RankedLists, p: torch.Tensor) -> Kernel:
     """eRAP: ``K[t,u] = p_t p_u / RBhat``, ``D[u] = p_u / RBhat``, RBhat = sum_k R(k) p_k
     (Ferrante, Ferro, Pontarollo, eq. 2)."""
     rb_hat = ranked.counts @ p  # [B]
-    matrix = _safe_div(torch.outer(p, p)[None], rb_hat[:, None, None])
-    diag = _safe_div(p[None, :], rb_hat[:, None])
+    matrix = safe_divide(torch.outer(p, p)[None], rb_hat[:, None, None])
+    diag = safe_divide(p[None, :], rb_hat[:, None])
     return Kernel(matrix, diag, rb_hat > 0)

@@ -55,6 +55,17 @@ CONVENTIONS = {
 
 
 def get_conventions(name: str | Conventions) -> Conventions:
+    """The named evaluation conventions ("letor3", "letor4"); a :class:`Conventions` passes through.
+
+    Parameters
+    ----------
+    name : str or Conventions
+        "letor3" or "letor4", or conventions already built.
+
+    Returns
+    -------
+    Conventions
+    """
     if isinstance(name, Conventions):
         return name
     if name not in CONVENTIONS:
@@ -63,6 +74,18 @@ def get_conventions(name: str | Conventions) -> Conventions:
 
 
 def letor_measure_names(max_cutoff: int = 10) -> list[str]:
+    """The measures :func:`evaluate_letor` reports: NDCG@1..k, P@1..k, MAP and the user-model measures.
+
+    Parameters
+    ----------
+    max_cutoff : int
+        The largest k of NDCG@k and P@k.
+
+    Returns
+    -------
+    list of str
+        The names :func:`evaluate_letor` returns, in its order.
+    """
     return ([f"NDCG@{k}" for k in range(1, max_cutoff + 1)] + [f"P@{k}" for k in range(1, max_cutoff + 1)]
             + ["MAP"] + [info.name for info in _user_model_measures()])
 
@@ -85,6 +108,24 @@ def evaluate_letor(
 
     ``scores``, ``labels``: one entry per document, grouped by query in file order; ``group_sizes``:
     documents per query. Returns ``{measure: values [queries]}`` in the order of the groups.
+
+    Parameters
+    ----------
+    scores, labels : array-like
+        One entry per document, grouped by query in file order.
+    group_sizes : array-like
+        Documents per query.
+    g : array-like, optional
+        GAP's user model for GAP, xGAP and eGAP.
+    conventions : {"letor3", "letor4"} or Conventions
+        The evaluation tool whose conventions nDCG and P@k follow.
+    max_cutoff : int
+        The largest k of NDCG@k and P@k.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``{measure: value of each query}``, queries in the order of the groups.
 
     Examples
     --------

@@ -73,6 +73,16 @@ def parse_measure(name: str) -> Measure:
     ``rel``), ERR (``max_grade``), Q (``beta``), SR (sliding ratio), vG (Kishida's generalized AP), eRAP
     (``p`` list), eRRBP (``p`` list, ``q`` persistence). ``@k`` sets the cutoff.
 
+    Parameters
+    ----------
+    name : str
+        ``NAME[(key=value,...)][@k]``.
+
+    Returns
+    -------
+    Measure
+        Callable as ``measure(scores, labels, **common_keywords)``.
+
     Examples
     --------
     >>> from gaprank.metrics import parse_measure

@@ -25,7 +25,7 @@ import torch
 
 from .._inputs import GaprankInputError
 from . import _functional as F
-from ._docs import with_parameters
+from ._docs import document_metric
 from ._kernels import Kernel, ap_kernel, egap_kernel, gap_kernel, xgap_kernel
 from ._ranking import RankedLists
 
@@ -123,7 +123,18 @@ _LOOKUP: dict[str, MeasureInfo] = {}
 
 
 def register(info: MeasureInfo) -> MeasureInfo:
-    """Add a measure; its name and aliases (case-insensitive) must be new."""
+    """Add a measure; its name and aliases (case-insensitive) must be new.
+
+    Parameters
+    ----------
+    info : MeasureInfo
+        The measure's entry.
+
+    Returns
+    -------
+    MeasureInfo
+        ``info``.
+    """
     names = [info.name, *info.aliases]
     taken = [n for n in names if n.lower() in _LOOKUP]
     if taken:
@@ -135,7 +146,13 @@ def register(info: MeasureInfo) -> MeasureInfo:
 
 
 def unregister(name: str) -> None:
-    """Remove a measure added with :func:`register` (by its canonical name)."""
+    """Remove a measure added with :func:`register`.
+
+    Parameters
+    ----------
+    name : str
+        Its canonical name.
+    """
     info = _REGISTRY.pop(name)
     for n in [info.name, *info.aliases]:
         _LOOKUP.pop(n.lower(), None)
@@ -143,11 +160,17 @@ def unregister(name: str) -> None:
 
 for _entry in _ENTRIES:
     register(_entry)
-    with_parameters(_entry.function, {p.keyword: (p.type_text, p.desc) for p in _entry.params})
+    document_metric(_entry.function, {p.keyword: (p.type_text, p.desc) for p in _entry.params})
 
 
 def measures() -> list[MeasureInfo]:
-    """Every registered measure, in registration order."""
+    """Every registered measure.
+
+    Returns
+    -------
+    list of MeasureInfo
+        In registration order.
+    """
     return list(_REGISTRY.values())
 
 
@@ -157,17 +180,56 @@ def known_names() -> str:
 
 
 def find_measure(name: str) -> MeasureInfo | None:
-    """The entry of a name or alias (case-insensitive), or None."""
+    """The entry of a measure by name.
+
+    Parameters
+    ----------
+    name : str
+        A canonical name or an alias, in any case.
+
+    Returns
+    -------
+    MeasureInfo or None
+        None when no measure has that name.
+    """
     return _LOOKUP.get(name.lower())
 
 
 def objective_names(*, mode: str = "swap_deltas") -> tuple[str, ...]:
-    """Objective names (lower case) of the measures that have ``mode``: "swap_deltas", "soft" or "exact"."""
+    """The objective names of the measures that can serve as objectives of one kind.
+
+    Parameters
+    ----------
+    mode : {"swap_deltas", "soft", "exact"}
+        LambdaRank / LambdaMART (swap deltas), SoftRank's smooth value, or the exact expectation.
+
+    Returns
+    -------
+    tuple of str
+        Lower-case canonical names, in registration order.
+    """
     return tuple(info.key for info in _REGISTRY.values() if getattr(info, mode))
 
 
 def objective_info(metric: str, *, mode: str = "swap_deltas") -> MeasureInfo:
-    """The entry of an objective name that has ``mode``; a clear error otherwise."""
+    """The entry of an objective, checked.
+
+    Parameters
+    ----------
+    metric : str
+        An objective name (a lower-case canonical name, e.g. "gap").
+    mode : {"swap_deltas", "soft", "exact"}
+        The kind of objective it must serve as.
+
+    Returns
+    -------
+    MeasureInfo
+
+    Raises
+    ------
+    GaprankInputError
+        When no measure of that name has ``mode``; the message lists those that do.
+    """
     info = find_measure(metric) if isinstance(metric, str) else None
     if info is None or metric != info.key or not getattr(info, mode):
         names = objective_names(mode=mode)

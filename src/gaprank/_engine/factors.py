@@ -14,7 +14,7 @@ grades t of ``(something of a, t) * 1[r_b = t]`` or ``1[r_a = t] * (something of
 product, which can be taken a block of rows at a time (LambdaRank truncation, long lists). nDCG's
 classic ``(gain(y) - gain(x)) (D(a) - D(b)) / IDCG`` is the same shape with rank 4.
 
-Factors live on the flat slots of a :class:`~gaprank.metrics._slots.SlotLayout` (one ``[B, N]``
+Factors live on the flat slots of a :class:`~gaprank._engine.slots.SlotLayout` (one ``[B, N]``
 batch, or LightGBM's length buckets end to end), so each step of building them is one tensor
 operation for all blocks; a :class:`FactorPlan` keeps what does not depend on the ranking.
 """
@@ -27,13 +27,13 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError, check_positive_int
-from ._functional import _discount, _gain_table, _ideal_dcg
-from ._kernels import Kernel, _safe_div
-from ._ranking import RankedLists, default_g, rank_lists, resolve_g
-from ._registry import measures as _registry_measures
-from ._registry import objective_info
-from ._slots import SlotLayout
+from .._inputs import GaprankInputError
+from ..metrics._functional import gain_table, ideal_dcg, rank_discount
+from ..metrics._kernels import Kernel, safe_divide
+from ..metrics._ranking import RankedLists, default_g, rank_lists, resolve_g
+from ..metrics._registry import measures as _registry_measures
+from ..metrics._registry import objective_info
+from .slots import SlotLayout
 
 
 @dataclass
@@ -70,6 +70,32 @@ def pair_keep(grades: torch.Tensor, valid: torch.Tensor, start: int, stop: int) 
     cols = torch.arange(grades.shape[1], device=grades.device)
     keep = (cols[None, :] > rows[:, None])[None] & valid[:, start:stop, None] & valid[:, None, :]
     return keep & (grades[:, start:stop, None] != grades[:, None, :])
+
+
+class RowLayout:
+    """Named ranges of rows of one buffer, laid out in the order given: ``RowLayout(a=3, b=1)`` has
+    ``layout["a"] == slice(0, 3)``, ``layout.row("b") == 3`` and ``layout.total == 4``."""
+
+    def __init__(self, **sizes: int) -> None:
+        self._slices: dict[str, slice] = {}
+        start = 0
+        for name, size in sizes.items():
+            self._slices[name] = slice(start, start + size)
+            start += size
+        self.total = start
+
+    def __getitem__(self, name: str) -> slice:
+        return self._slices[name]
+
+    def row(self, name: str) -> int:
+        """The index of a one-row range."""
+        rows = self._slices[name]
+        assert rows.stop - rows.start == 1, f"{name} spans {rows.stop - rows.start} rows"
+        return rows.start
+
+    def span(self, first: str, last: str) -> slice:
+        """The rows from range ``first`` through range ``last``."""
+        return slice(self._slices[first].start, self._slices[last].stop)
 
 
 def kernel_product_matrix(kernel: Kernel) -> torch.Tensor:
@@ -142,28 +168,35 @@ class KernelFactorPlan(FactorPlan):
         valid = layout.valid.to(torch.float64)
         self._grade_ids = torch.arange(c1, device=device)[:, None]
         self._is_grade = torch.empty(c1, slots, dtype=torch.bool, device=device)
-        # tables: above[t, s] (grade-t documents above), H[t, s] (their sum of 1/m), onehot[t, s], valid
-        tables = torch.empty(3 * c1 + 1, slots, **f64)
-        tables[3 * c1] = valid
-        kernel_tables = torch.empty(3 * c1 + 2, slots, **f64)
-        z = torch.zeros(3 * c1 + 5, slots, **f64)  # the factor rows; zeros: no garbage is ever read
-        z[c1 + 1] = inv
-        z[2 * c1 + 2] = valid
+        # above[t, s]: grade-t documents above; weighted[t, s]: their sum of 1/m; onehot[t, s]; valid
+        table_rows = RowLayout(above=c1, weighted=c1, onehot=c1, valid=1)
+        tables = torch.empty(table_rows.total, slots, **f64)
+        tables[table_rows.row("valid")] = valid
+        # upper: A - K, read at y; lower: A + K^T + D - diag K, read at x; q_excl[u, n]: sum_{m<n} K[u, r_m] / m;
+        # d_own: D[r_n]; k_own: K[r_n, r_n] (the rows of kernel_product_matrix, in its order)
+        kernel_rows = RowLayout(upper=c1, lower=c1, q_excl=c1, d_own=1, k_own=1)
+        kernel_tables = torch.empty(kernel_rows.total, slots, **f64)
+        # The factor rows: left = upper .. valid, right = onehot .. col (two overlapping windows);
+        # zeros: no garbage is ever read.
+        z_rows = RowLayout(upper=c1, row=1, inv=1, onehot=c1, valid=1, d_own=1, lower=c1, col=1)
+        z = torch.zeros(z_rows.total, slots, **f64)
+        z[z_rows.row("inv")] = inv
+        z[z_rows.row("valid")] = valid
         self._inv, self._valid = inv, valid
         self._tables, self._kernel_tables = tables, kernel_tables
-        self._blocks = [(layout.view(tables[:2 * c1], block), self.product[block.queries],
+        prefix_rows = table_rows.span("above", "weighted")  # the prefix sums over m < n
+        self._blocks = [(layout.view(tables[prefix_rows], block), self.product[block.queries],
                          layout.list_major(tables, block), layout.list_major(kernel_tables, block))
                         for block in layout.blocks]
         # Views, built once: the rows below are rewritten in place for every ranking.
-        self._above, self._weighted, self._onehot = tables[:c1], tables[c1:2 * c1], tables[2 * c1:3 * c1]
-        self._upper = kernel_tables[:c1]  # A - K, read at y
-        self._lower = kernel_tables[c1:2 * c1]  # A + K^T + D - diag K, read at x
-        self._q_excl = kernel_tables[2 * c1:3 * c1]  # Qe[u, n] = sum_{m<n} K[u, r_m] / m
-        self._d_own, self._k_own = kernel_tables[3 * c1], kernel_tables[3 * c1 + 1]  # D[r_n], K[r_n, r_n]
-        self._z_upper, self._z_row, self._z_onehot = z[:c1], z[c1:c1 + 1], z[c1 + 2:2 * c1 + 2]
-        self._z_d_own, self._z_lower, self._z_col = z[2 * c1 + 3], z[2 * c1 + 4:3 * c1 + 4], z[3 * c1 + 4]
-        self._z_right_tail = z[2 * c1 + 3:]
-        self.result = PairFactors(z[:2 * c1 + 3], z[c1 + 2:], torch.empty(0), layout)
+        self._above, self._weighted, self._onehot = (tables[table_rows[n]] for n in ("above", "weighted", "onehot"))
+        self._upper, self._lower, self._q_excl = (kernel_tables[kernel_rows[n]] for n in ("upper", "lower", "q_excl"))
+        self._d_own, self._k_own = kernel_tables[kernel_rows.row("d_own")], kernel_tables[kernel_rows.row("k_own")]
+        self._z_upper, self._z_row, self._z_onehot = z[z_rows["upper"]], z[z_rows["row"]], z[z_rows["onehot"]]
+        self._z_d_own, self._z_lower, self._z_col = z[z_rows.row("d_own")], z[z_rows["lower"]], z[z_rows.row("col")]
+        self._z_right_tail = z[z_rows.span("d_own", "col")]
+        self.result = PairFactors(z[z_rows.span("upper", "valid")], z[z_rows.span("onehot", "col")], torch.empty(0),
+                                  layout)
 
     def factors(self, grades: torch.Tensor) -> PairFactors:
         inv = self._inv
@@ -202,7 +235,7 @@ class NdcgFactorPlan(FactorPlan):
                  discount_cutoff: int | None = None) -> None:
         super().__init__("ndcg", layout, discount_cutoff)
         self.gains = gains
-        disc = _discount((layout.position + 1).to(torch.float64), "log2p1")
+        disc = rank_discount((layout.position + 1).to(torch.float64), "log2p1")
         if discount_cutoff is not None:
             disc.masked_fill_(layout.position >= discount_cutoff, 0.0)
         self.disc = disc
@@ -224,8 +257,8 @@ class NdcgFactorPlan(FactorPlan):
 def ndcg_inverse_ideal(ranked: RankedLists, gains: torch.Tensor, ideal_cutoff: int | None) -> torch.Tensor:
     """1 / IDCG@``ideal_cutoff`` per list, 0 where no document has a gain (LightGBM's LambdaRank
     takes the ideal DCG at its truncation level, with full discounts)."""
-    idcg = _ideal_dcg(ranked, gains, "log2p1", ideal_cutoff)
-    return _safe_div(torch.ones_like(idcg), idcg)
+    idcg = ideal_dcg(ranked, gains, "log2p1", ideal_cutoff)
+    return safe_divide(torch.ones_like(idcg), idcg)
 
 
 def metric_kernel(metric: str, ranked: RankedLists, g: torch.Tensor | None) -> Kernel | None:
@@ -272,7 +305,7 @@ def plan_pair_factors(metric: str, lists: RankedLists | Sequence[RankedLists], g
         layout = SlotLayout.single(ranked.n_docs, ranked.list_size)
     if objective_info(metric).kernel is None:  # nDCG: gain times discount difference, no kernel
         if gains is None:
-            gains = _gain_table(parts[0].num_grades, "exp2", layout.valid.device)
+            gains = gain_table(parts[0].num_grades, "exp2", layout.valid.device)
         cutoff = k if ideal_cutoff is None else ideal_cutoff
         inv_idcg = torch.cat([ndcg_inverse_ideal(ranked, gains, cutoff) for ranked in parts])
         return NdcgFactorPlan(layout, gains, inv_idcg, discount_cutoff=k)
@@ -299,10 +332,12 @@ def kernel_swap_deltas(ranked: RankedLists, kernel: Kernel, k: int | None = None
     """Signed change of a kernel measure for every swap, in rank space: ``[B, N, N]``, symmetric,
     zero on the diagonal and for pairs involving padding or equal grades."""
     plan = KernelFactorPlan("kernel", SlotLayout.single(ranked.n_docs, ranked.list_size), kernel, k)
-    return _symmetric(plan.factors(ranked.grades.reshape(-1)), ranked.list_size)
+    return symmetric_deltas(plan.factors(ranked.grades.reshape(-1)), ranked.list_size)
 
 
-def _symmetric(factors: PairFactors, size: int) -> torch.Tensor:
+def symmetric_deltas(factors: PairFactors, size: int) -> torch.Tensor:
+    """``[B, N, N]`` deltas of every pair, from the factors of a one-block layout (upper ranks' rows
+    mirrored below the diagonal)."""
     upper = factors.block(0, size)
     return upper + upper.transpose(1, 2)
 
@@ -313,41 +348,3 @@ def to_document_space(rank_space: torch.Tensor, order: torch.Tensor) -> torch.Te
     batch, size = rank_of.shape
     rows = rank_space.gather(1, rank_of[:, :, None].expand(batch, size, size))
     return rows.gather(2, rank_of[:, None, :].expand(batch, size, size))
-
-
-def swap_deltas(
-    scores,
-    labels,
-    *,
-    metric: str,
-    g=None,
-    mask=None,
-    grade_counts=None,
-    k: int | None = None,
-) -> torch.Tensor:
-    r"""Signed change of ``metric`` when documents i and j swap places, for every pair: ``[B, N, N]``.
-
-    The ranking is the one the scores induce (higher first, ties in input order). The result is in
-    document-index space (entry [b, i, j] is about documents i and j of query b), symmetric, and zero
-    for equal labels and for padding. ``metric`` is one of "gap", "xgap", "egap", "ap" (threshold 1),
-    "ndcg" (gain 2^l - 1, discount 1/log2(n+1)); ``k`` gives the delta of the measure at cutoff k.
-    AP-family deltas use the swap deltas of the docs' page The maths (O(c) per pair); nDCG uses
-    :math:`\Delta = (\mathrm{gain}(y) - \mathrm{gain}(x)) (D(a) - D(b)) / \mathrm{IDCG}`.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from gaprank.losses import swap_deltas
-    >>> d = swap_deltas(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0, 1, 0]), metric="ap")
-    >>> d[0, 1].item()   # moving the relevant document from rank 2 to rank 1: AP 0.5 -> 1
-    0.5
-    """
-    k = check_positive_int(k)
-    ranked, g_t = rank_for_metric(scores, labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts)
-    factors = pair_factors(metric, ranked, g_t, k=k)
-    if factors is None:
-        rank_space = ranked.counts.new_zeros(ranked.batch, ranked.list_size, ranked.list_size)
-    else:
-        rank_space = _symmetric(factors, ranked.list_size)
-    out = to_document_space(rank_space, ranked.order).to(ranked.spec.dtype)
-    return out[0] if ranked.spec.squeeze else out

@@ -1,0 +1,39 @@
+"""numpydoc Parameters and Returns sections assembled from texts written once (shared by metrics and losses)."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+Entry = tuple[str, str]  # (type, description)
+
+
+def _entry(name: str, kind: str, text: str) -> list[str]:
+    return [f"{name} : {kind}", *textwrap.wrap(text, 96, initial_indent="    ", subsequent_indent="    ")]
+
+
+def with_parameters(function: Callable[..., Any], own: dict[str, Entry], *, shared: dict[str, Entry],
+                    first: tuple[str, str, str] | None = None, returns: Entry) -> None:
+    """Give ``function``'s docstring numpydoc Parameters and Returns sections (unless it has them),
+    before its Examples: ``first`` (names, type, text) describes the leading arrays, then each other
+    parameter in signature order from ``own`` or ``shared`` (``own`` wins), then the Returns entry."""
+    doc = inspect.getdoc(function) or ""
+    if "\nParameters\n" in doc:
+        return
+    lines = ["Parameters", "----------"]
+    skip: set[str] = set()
+    if first is not None:
+        lines += _entry(*first)
+        skip = {name.strip() for name in first[0].split(",")}
+    for name in inspect.signature(function).parameters:
+        if name in skip:
+            continue
+        entry = own.get(name) or shared.get(name)
+        if entry is not None:
+            lines += _entry(name, *entry)
+    lines += ["", "Returns", "-------", *_entry("value", *returns)]
+    head, marker, examples = doc.partition("\nExamples\n")
+    body = head.rstrip() + "\n\n" + "\n".join(lines) + "\n"
+    function.__doc__ = body + (f"\nExamples\n{examples}" if marker else "")
