@@ -20,7 +20,7 @@ from training.cv import CVConfig, LossConfig, ModelConfig, length_batches, main,
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p for folder in ("ohsumed", "mq2008") for p in (ROOT / "configs" / folder).glob("*.yaml")
-                 if not p.name.startswith(("lambdamart_", "compare")))
+                 if not p.name.startswith(("lambdamart_", "compare", "tune")))
 
 
 @pytest.fixture(scope="module")
@@ -343,3 +343,17 @@ def test_config_files_that_are_not_yaml_mappings_are_one_line_errors(tmp_path):
         out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(path)], cwd=ROOT,
                              capture_output=True, text=True)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_tqdm_disable_silences_the_progress_bars(tmp_path, toy_data):
+    import os
+
+    path = _write(tmp_path, _toy(tmp_path, toy_data, folds=[1]))
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    quiet = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(path)], cwd=ROOT,
+                           capture_output=True, text=True, env=env)
+    assert quiet.returncode == 0 and "epoch" not in quiet.stderr and "fold/s" not in quiet.stderr
+    env["TQDM_DISABLE"] = "0"
+    loud = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(path), "--force"], cwd=ROOT,
+                          capture_output=True, text=True, env=env)
+    assert loud.returncode == 0 and "epoch" in loud.stderr

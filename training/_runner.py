@@ -14,8 +14,10 @@ counts as unfinished, and the output directory is locked (``filelock``) while a 
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -44,6 +46,12 @@ def log_event(path: Path, **event: Any) -> None:
     """Append one JSON line to ``path``."""
     with path.open("a") as fh:
         fh.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **event}) + "\n")
+
+
+def show_progress(progress: bool) -> bool:
+    """Whether to draw progress bars: asked for, and not switched off by ``TQDM_DISABLE`` (tqdm's own
+    variable, which an explicit ``disable=`` would otherwise override)."""
+    return progress and os.environ.get("TQDM_DISABLE", "").strip().lower() in ("", "0", "false")
 
 
 def locked(directory: Path) -> FileLock:
@@ -142,7 +150,8 @@ def run_folds(
         (out / "folds").mkdir(parents=True, exist_ok=True)
         log = out / "log.jsonl"
         by_fold, trained = {}, []
-        for number in tqdm(configured, desc=config.name, unit="fold", file=sys.stderr, disable=not progress):
+        for number in tqdm(configured, desc=config.name, unit="fold", file=sys.stderr,
+                           disable=not show_progress(progress)):
             path = out / "folds" / f"Fold{number}.json"
             provenance = fold_provenance(config, number, versions)
             record = _read_record(path, log, number, progress)
@@ -215,18 +224,22 @@ def parse_folds(text: str | None, dataset: str) -> list[int] | None:
     return folds
 
 
+def script_parser(prog: str, doc: str | None, example: str) -> argparse.ArgumentParser:
+    """The command line every training script starts from: its module doc as help, and ``--config``."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help=f"YAML config, e.g. {example}")
+    return parser
+
+
 def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: str, config_class: type,
                      run: Callable[..., dict[str, Any]], quick: Callable[[Any], Any], quick_help: str) -> int:
     """The command line of a five-fold training script: config errors are one line and exit status 2."""
-    import argparse
-
     from gaprank import GaprankInputError
 
     from ._baselines import baselines_table
     from .config import load_config
 
-    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True, help=f"YAML config, e.g. {example}")
+    parser = script_parser(prog, doc, example)
     parser.add_argument("--folds", help="comma-separated subset of the config's folds, e.g. 1,2")
     parser.add_argument("--force", action="store_true", help="retrain folds that already have results")
     parser.add_argument("--quick", action="store_true", help=quick_help)

@@ -22,7 +22,6 @@ comparison and every run under ``DIR`` instead.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import platform
 import shlex
@@ -42,7 +41,7 @@ from gaprank.metrics import get_conventions, objective_info
 
 from . import cv, lambdamart
 from ._baselines import letor_baselines
-from ._runner import locked, log_event
+from ._runner import locked, log_event, script_parser
 from .config import ConfigError, load_config, to_dict
 
 TRAINERS = {"cv": (cv.CVConfig, cv.run, cv.quick), "lambdamart": (lambdamart.LambdaMARTConfig, lambdamart.run,
@@ -378,9 +377,7 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.compare", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True, help="YAML config, e.g. configs/ohsumed/compare.yaml")
+    parser = script_parser("python -m training.compare", __doc__, "configs/ohsumed/compare.yaml")
     parser.add_argument("--quick", action="store_true", help="fold 1 and a few epochs / rounds per run (CI)")
     parser.add_argument("--force", action="store_true", help="retrain runs whose folds already have results")
     parser.add_argument("--out", help="write the comparison and every run under this directory")

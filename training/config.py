@@ -89,7 +89,10 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     if origin is dict:
         if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
             raise ConfigError(f"{where} must be a mapping with string keys; got {value!r}")
-        return dict(value)
+        item = get_args(tp)[1] if get_args(tp) else Any
+        if item is Any:  # pass-through options (e.g. LightGBM parameters)
+            return dict(value)
+        return {k: _convert(v, item, f"{where}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
         return _build(tp, value, where)
     if tp is bool:
@@ -143,6 +146,12 @@ def _build(cls: type[T], data: Any, where: str) -> T:
     return obj
 
 
+def build_config(cls: type[T], data: Any) -> T:
+    """``data`` (plain dicts and lists, as :func:`to_dict` gives) built into ``cls`` and validated, as a
+    config file would be."""
+    return _build(cls, data, "")
+
+
 def load_config(path: str | Path, cls: type[T]) -> T:
     """Read a YAML file into ``cls``; every problem is a :class:`ConfigError` naming the file."""
     path = Path(path)
@@ -173,4 +182,4 @@ def to_dict(obj: Any) -> Any:
     return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
 
 
-__all__ = ["ConfigError", "load_config", "to_dict"]
+__all__ = ["ConfigError", "build_config", "load_config", "to_dict"]

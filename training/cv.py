@@ -40,7 +40,7 @@ from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold
 from gaprank.metrics import measures, objective_info, objective_names
 
-from ._runner import fold_script_main, quick_variant, run_folds
+from ._runner import fold_script_main, quick_variant, run_folds, show_progress
 from ._sections import DataConfig, EvaluationConfig
 
 
@@ -210,7 +210,7 @@ def _train_one_rate(config: CVConfig, train: list[_Batch], vali: RankingSplit, l
     history, losses = [], []
     best = (-np.inf, 0, copy.deepcopy(model.state_dict()))
     bar = tqdm(range(1, tr.epochs + 1), desc=f"  lr {learning_rate:g}", unit="epoch", leave=False,
-               file=sys.stderr, disable=not progress)
+               file=sys.stderr, disable=not show_progress(progress))
     for epoch in bar:
         model.train()
         total = 0.0
@@ -236,9 +236,10 @@ def _train_one_rate(config: CVConfig, train: list[_Batch], vali: RankingSplit, l
     return {"value": best[0], "epoch": best[1], "model": model, "vali": history, "train_loss": losses}
 
 
-def run_fold(config: CVConfig, fold_number: int, *, progress: bool = True) -> dict[str, Any]:
-    """Train and evaluate one fold; returns the fold record (what folds/FoldK.json holds)."""
-    tr, ev = config.training, config.evaluation
+def _fit(config: CVConfig, fold_number: int, progress: bool) -> tuple[Any, dict[float, dict[str, Any]], float, torch.dtype]:
+    """Every learning rate trained on the fold's train set and scored on its vali set (test untouched):
+    the fold, ``{learning_rate: run}``, the training seconds and the dtype."""
+    tr = config.training
     torch.set_num_threads(tr.num_threads)
     dtype = torch.float64 if tr.dtype == "float64" else torch.float32
     fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
@@ -246,7 +247,20 @@ def run_fold(config: CVConfig, fold_number: int, *, progress: bool = True) -> di
     start = time.perf_counter()
     runs = {lr: _train_one_rate(config, train, fold.vali, lr, fold.train.num_features, dtype, progress)
             for lr in tr.learning_rates}
-    seconds = time.perf_counter() - start
+    return fold, runs, time.perf_counter() - start, dtype
+
+
+def vali_score(config: CVConfig, fold_number: int) -> float:
+    """The best vali value of ``evaluation.selection`` over the learning rates and epochs of one fold (what
+    tuning maximises). Only train and vali are used: the test split is never read."""
+    _, runs, _, _ = _fit(config, fold_number, progress=False)
+    return max(run["value"] for run in runs.values())
+
+
+def run_fold(config: CVConfig, fold_number: int, *, progress: bool = True) -> dict[str, Any]:
+    """Train and evaluate one fold; returns the fold record (what folds/FoldK.json holds)."""
+    tr, ev = config.training, config.evaluation
+    fold, runs, seconds, dtype = _fit(config, fold_number, progress)
     chosen = max(tr.learning_rates, key=lambda lr: runs[lr]["value"])  # ties: the first listed
     best = runs[chosen]
     test = fold.test

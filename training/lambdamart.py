@@ -171,9 +171,8 @@ def quick(config: LambdaMARTConfig) -> LambdaMARTConfig:
         config.booster, num_boost_round=min(config.booster.num_boost_round, 5)))
 
 
-def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
-    """Train and evaluate one fold; returns the fold record (what folds/FoldK.json holds)."""
-    fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
+def _train(config: LambdaMARTConfig, fold: Any) -> tuple[Any, dict[str, dict[str, list[float]]], float]:
+    """The booster early-stopped on vali, its vali history and its training seconds (train and vali only)."""
     X, y, group = fold.train.to_flat()
     Xv, yv, gv = fold.vali.to_flat()
     ev = config.evaluation
@@ -188,7 +187,23 @@ def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
         callbacks=[lgb.early_stopping(config.booster.early_stopping_rounds, verbose=False),
                    lgb.record_evaluation(history)],
     )
-    seconds = time.perf_counter() - start
+    return booster, history, time.perf_counter() - start
+
+
+def vali_score(config: LambdaMARTConfig, fold_number: int) -> float:
+    """The vali value of ``evaluation.selection`` at the best iteration of one fold (what tuning
+    maximises). Only train and vali are used: the test split is never read."""
+    fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
+    booster, history, _ = _train(config, fold)
+    best = booster.best_iteration or booster.current_iteration()
+    return float(history["vali"][config.evaluation.selection][best - 1])
+
+
+def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
+    """Train and evaluate one fold; returns the fold record (what folds/FoldK.json holds)."""
+    fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
+    ev = config.evaluation
+    booster, history, seconds = _train(config, fold)
     best = booster.best_iteration or booster.current_iteration()
     test = fold.test
     per_query = ev.scorer().per_query(
