@@ -183,6 +183,17 @@ def _objective(study: _Study, trial: Any) -> float:
     return float(np.mean(values))
 
 
+def _write_summary(root: Path, config: TuneConfig, quick: bool, results: dict[str, Any]) -> None:
+    """``tuning.json`` and ``table.md`` for the studies finished so far."""
+    write_json_atomic(root / "tuning.json", {"config": to_dict(config), "quick": quick, "objectives": results})
+    lines = ["| objective | learner | trials | best mean vali | parameters |", "|---|---|---:|---:|---|"]
+    for name, r in results.items():
+        value = "–" if r["best_value"] is None else f"{r['best_value']:.4f}"
+        params = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in (r["params"] or {}).items())
+        lines.append(f"| {name} | {r['learner']} | {r['trials']} | {value} | {params} |")
+    write_atomic(root / "table.md", "\n".join(lines) + "\n")
+
+
 def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
     """Run (or resume) every objective's study; returns ``{name: {"trials", "best_value", "params"}}``."""
     import optuna
@@ -215,13 +226,7 @@ def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> d
                 "params": None if best is None else best.params,
                 "folds": [f"Fold{n}" for n in item.folds],
             }
-        write_json_atomic(root / "tuning.json", {"config": to_dict(config), "quick": quick, "objectives": results})
-        lines = ["| objective | learner | trials | best mean vali | parameters |", "|---|---|---:|---:|---|"]
-        for name, r in results.items():
-            value = "–" if r["best_value"] is None else f"{r['best_value']:.4f}"
-            params = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in (r["params"] or {}).items())
-            lines.append(f"| {name} | {r['learner']} | {r['trials']} | {value} | {params} |")
-        write_atomic(root / "table.md", "\n".join(lines) + "\n")
+            _write_summary(root, config, quick, results)  # after each study: an interrupted run keeps what finished
     return results
 
 
