@@ -270,3 +270,16 @@ def test_json_results_never_hold_nan(tmp_path):
         write_json_atomic(tmp_path / "s.json", {"mean": {"MAP": 0.5, "NDCG@10": float("nan")}})
     assert not (tmp_path / "s.json").exists()
     assert to_json({"a": [1.0, 2]}, indent=None) == '{"a": [1.0, 2]}'
+
+
+def test_atomic_writes_follow_the_umask_like_any_file(tmp_path):
+    import os
+
+    from gaprank.data import write_atomic
+
+    previous = os.umask(0o022)
+    try:
+        target = write_atomic(tmp_path / "out.txt", "x\n")
+    finally:
+        os.umask(previous)
+    assert target.stat().st_mode & 0o777 == 0o644 and target.read_text() == "x\n"

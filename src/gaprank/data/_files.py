@@ -17,6 +17,12 @@ from typing import Any
 from .._inputs import GaprankInputError
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 def write_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically, creating missing parent folders.
 
@@ -53,6 +59,7 @@ def write_atomic(path: str | Path, text: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600; a result file is as readable as any
         with os.fdopen(handle, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
