@@ -97,6 +97,12 @@ def test_the_registry_is_the_one_list_of_measures():
     assert M.objective_names() == ("ap", "gap", "xgap", "egap", "ndcg")
     assert M.objective_names(mode="exact") == ("ap", "gap", "xgap", "egap")
     assert [i.name for i in M.measures() if i.uses_g] == ["GAP", "xGAP", "eGAP"]
+    assert [i.name for i in M.user_model_measures()] == ["GAP", "xGAP", "eGAP"]
+    assert str(M.g_not_taken("ndcg")) == "g applies to gap, xgap, egap, not 'ndcg'"
+    for refuse in (lambda: gaprank.lambdarank_objective("ndcg", g=[0.5, 0.5]),
+                   lambda: gaprank.swap_deltas([0.2, 0.1], [1, 0], metric="ap", g=[1.0])):
+        with pytest.raises(GaprankInputError, match="^g applies to gap, xgap, egap, not"):
+            refuse()
     assert M.letor_measure_names(1)[-3:] == ["GAP", "xGAP", "eGAP"]
     for info in M.measures():
         name = f"{info.name}@10" if info.needs_cutoff else info.name

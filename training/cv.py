@@ -38,7 +38,7 @@ from tqdm import tqdm
 import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold
-from gaprank.metrics import measures, objective_info, objective_names
+from gaprank.metrics import objective_info, objective_names, user_model_measures
 
 from ._runner import fold_script_main, quick_variant, run_folds, show_progress
 from ._sections import DataConfig, EvaluationConfig
@@ -101,7 +101,7 @@ class LossConfig:
             except GaprankInputError as exc:
                 raise GaprankInputError(f"loss.{exc}") from None
             if self.g is not None and not info.uses_g:
-                takes_g = [i.key for i in measures() if i.uses_g]
+                takes_g = [i.key for i in user_model_measures()]
                 raise GaprankInputError(f"loss.g is only for {', '.join(takes_g)}; got metric {self.metric!r}")
         if self.k is not None and self.kind != "lambdarank":
             raise GaprankInputError("loss.k (truncation) is only for loss.kind 'lambdarank'")

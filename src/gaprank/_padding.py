@@ -29,8 +29,9 @@ def pad_by_group(values: np.ndarray, group_sizes: np.ndarray, fill: float = 0) -
     return padded, mask
 
 
-def check_group_sizes(group: ArrayLike | None, num_rows: int, what: str = "group") -> np.ndarray:
-    """Documents per query (LightGBM's ``group``): positive integers summing to the number of rows."""
+def check_group_sizes(group: ArrayLike | None, num_rows: int | None, what: str = "group") -> np.ndarray:
+    """Documents per query (LightGBM's ``group``): positive integers summing to the number of rows
+    (``num_rows``; None when the sizes themselves define the rows)."""
     if group is None:
         raise GaprankInputError(f"ranking needs query groups: no {what} given "
                                 "(LightGBM: pass group=... to lightgbm.Dataset or LGBMRanker.fit)")
@@ -41,6 +42,6 @@ def check_group_sizes(group: ArrayLike | None, num_rows: int, what: str = "group
         bad = sizes[(sizes < 1) | (sizes != np.round(sizes))][:5]
         raise GaprankInputError(f"{what} sizes must be positive integers; got {bad}")
     sizes = sizes.astype(np.int64)
-    if int(sizes.sum()) != num_rows:
+    if num_rows is not None and int(sizes.sum()) != num_rows:
         raise GaprankInputError(f"{what} sizes sum to {int(sizes.sum())} but there are {num_rows} rows")
     return sizes

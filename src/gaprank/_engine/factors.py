@@ -27,12 +27,10 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError
 from ..metrics._functional import gain_table, ideal_dcg, rank_discount
 from ..metrics._kernels import Kernel, safe_divide
 from ..metrics._ranking import RankedLists, default_g, rank_lists, resolve_g
-from ..metrics._registry import measures as _registry_measures
-from ..metrics._registry import objective_info
+from ..metrics._registry import g_not_taken, objective_info
 from .slots import SlotLayout
 
 
@@ -281,8 +279,7 @@ def rank_for_metric(scores, labels, *, metric: str, g=None, mask=None, grade_cou
     device = scores.device if isinstance(scores, torch.Tensor) else torch.device("cpu")
     g_t = resolve_g(g, device) if info.uses_g else None
     if g is not None and g_t is None:
-        takes_g = ", ".join(i.key for i in _registry_measures() if i.uses_g)
-        raise GaprankInputError(f"g applies to {takes_g}, not {metric!r}")
+        raise g_not_taken(metric)
     ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties="stable",
                         num_grades=None if g_t is None else g_t.numel(),
                         scale_source=f"g (c = {0 if g_t is None else g_t.numel()} grades)")

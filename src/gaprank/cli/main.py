@@ -163,7 +163,7 @@ def _cmd_baseline(args: argparse.Namespace) -> None:
     print(f"wrote {len(scores)} scores for {fold.name} {args.split} ({split.num_queries} queries) to {out}")
     if len(files) == 1:
         # the data set's own evaluation conventions, so the hint reproduces its published numbers
-        conventions = CONVENTIONS.get(fold.name.split()[0].upper(), "letor3")
+        conventions = CONVENTIONS.get(args.dataset.upper(), "letor3")
         print(f"evaluate with: gaprank eval --letor {files[0]} --scores {out} --conventions {conventions}")
 
 

@@ -10,27 +10,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
 from .._inputs import GaprankInputError
 
 
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
-
-
 def write_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically, creating missing parent folders.
-
-    Raises
-    ------
-    GaprankInputError
-        When ``path`` is a directory, or cannot be written (permissions, a full device, a parent that is
-        a file); one line naming the path and the reason.
 
     Parameters
     ----------
@@ -43,6 +31,12 @@ def write_atomic(path: str | Path, text: str) -> Path:
     -------
     Path
         ``path``.
+
+    Raises
+    ------
+    GaprankInputError
+        When ``path`` is a directory, or cannot be written (permissions, a full device, a parent that is
+        a file); one line naming the path and the reason.
 
     Examples
     --------
@@ -58,8 +52,10 @@ def write_atomic(path: str | Path, text: str) -> Path:
     temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600; a result file is as readable as any
+        name = str(path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp")
+        # created like any file (0666 less the umask; mkstemp would make it 0600), and never one that exists
+        handle = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        temporary = name  # ours to remove from here on
         with os.fdopen(handle, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

@@ -216,7 +216,11 @@ def fold_files(dataset: str, fold: int, *, variant: str | None = None,
     dict of str to list of Path
         ``{"train": [...], "vali": [...], "test": [...]}``.
     """
-    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
+    return _split_files(dataset, fold, *_fold_spec(dataset, fold, variant, data_dir))
+
+
+def _split_files(dataset: str, fold: int, ds_dir: Path, base: Path, spec: dict | None) -> dict[str, list[Path]]:
+    """:func:`fold_files` for a fold whose folder and folds.json entry are already known."""
     folds_json = ds_dir / "folds.json"
     if spec is not None:
         return {
@@ -272,11 +276,11 @@ def fold_fingerprint(dataset: str, fold: int, *, variant: str | None = None,
     >>> fold_fingerprint("OHSUMED", 1)["test"][0]["file"]   # doctest: +SKIP
     'test.txt.gz'
     """
-    files = fold_files(dataset, fold, variant=variant, data_dir=data_dir)
+    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
+    files = _split_files(dataset, fold, ds_dir, base, spec)
     fingerprint: dict[str, Any] = {split: [_file_digest(p) for p in paths] for split, paths in files.items()}
-    folds_json = _dataset_dir(resolve_data_dir(data_dir), dataset) / "folds.json"
-    if folds_json.is_file():
-        fingerprint["folds.json"] = _file_digest(folds_json)
+    if spec is not None:
+        fingerprint["folds.json"] = _file_digest(ds_dir / "folds.json")
     return fingerprint
 
 
@@ -312,13 +316,6 @@ def load_fold(
     ``variant`` picks the OHSUMED feature variant ("QueryLevelNorm" by default, "Feature-min",
     "Feature-null"); ``null`` is passed to :func:`read_letor`, with the data set's known feature count.
 
-    Raises
-    ------
-    FoldsFileError
-        When train, vali and test share a query (the message lists them), when ``folds.json``'s own
-        query lists contradict its partitions, or when ``folds.json`` is malformed or points outside
-        the data set's folder.
-
     Parameters
     ----------
     dataset : str
@@ -337,6 +334,13 @@ def load_fold(
     Fold
         ``train``, ``vali`` and ``test`` :class:`RankingSplit` s.
 
+    Raises
+    ------
+    FoldsFileError
+        When train, vali and test share a query (the message lists them), when ``folds.json``'s own
+        query lists contradict its partitions, or when ``folds.json`` is malformed or points outside
+        the data set's folder.
+
     Examples
     --------
     >>> from gaprank.data import load_fold
@@ -344,8 +348,8 @@ def load_fold(
     >>> fold.test.num_queries, fold.train.num_queries   # doctest: +SKIP
     (22, 63)
     """
-    ds_dir, _, spec = _fold_spec(dataset, fold, variant, data_dir)
-    files = fold_files(dataset, fold, variant=variant, data_dir=data_dir)
+    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
+    files = _split_files(dataset, fold, ds_dir, base, spec)
     num_features = NUM_FEATURES.get(ds_dir.name.upper())
     cache: dict[Path, RankingSplit] = {}
     parts = {}

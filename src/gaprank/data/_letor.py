@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,8 +26,7 @@ from .._padding import pad_by_group
 NULL_POLICIES = ("min", "zero", "nan", "error")
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
 # ASCII only: Python's int() and float() would also take "1_000" and other scripts' digits.
-_NUMBER_TEXT = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-_NUMBER = re.compile(_NUMBER_TEXT)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 _FEATURE = re.compile(r"([0-9]+):(\S+)")
 _LABEL = re.compile(r"[0-9]+")
@@ -118,9 +118,16 @@ class RankingSplit:
         )
 
 
-def parse_number(token: str) -> float | None:
-    """A finite decimal number in ASCII notation, else None (``nan``, ``inf``, ``1_000``, other digits)."""
-    return float(token) if _NUMBER.fullmatch(token) else None
+def finite_score(token: str, where: str) -> float | None:
+    """``token`` as a finite number in ASCII decimals, or None when it is no number at all (``1_000``,
+    other scripts' digits); ``nan``, ``inf`` and a value that overflows are an error naming ``where``."""
+    if _NUMBER.fullmatch(token):
+        value = float(token)
+        if math.isfinite(value):
+            return value
+    elif not _NON_FINITE.fullmatch(token):
+        return None
+    raise LetorFormatError(f"{where}: score {token} is not finite")
 
 
 def _open_text(path: Path) -> list[str]:
@@ -297,7 +304,7 @@ def _locate_bad_value(path: Path, cleaned: Iterable[str]) -> None:
     for lineno, line in enumerate(cleaned, 1):
         for token in line.split()[2:]:
             value = token.split(":", 1)[1]
-            if value != "nan" and parse_number(value) is None:
+            if value != "nan" and not _NUMBER.fullmatch(value):
                 raise LetorFormatError(f"{path}, data line {lineno}: feature value {value!r} is not a number")
 
 
@@ -323,13 +330,9 @@ def read_scores(path: str | Path, expected_lines: int | None = None) -> np.ndarr
     scores = np.empty(len(lines), dtype=np.float64)
     for lineno, line in enumerate(lines, 1):
         token = line.strip().split()
-        value = parse_number(token[0]) if len(token) == 1 else None
+        value = finite_score(token[0], f"{path}, line {lineno}") if len(token) == 1 else None
         if value is None:
-            if len(token) == 1 and _NON_FINITE.fullmatch(token[0]):
-                raise LetorFormatError(f"{path}, line {lineno}: score {token[0]} is not finite")
             raise LetorFormatError(f"{path}, line {lineno}: expected one number (ASCII digits), got {line!r}")
-        if not np.isfinite(value):
-            raise LetorFormatError(f"{path}, line {lineno}: score {token[0]} is not finite")
         scores[lineno - 1] = value
     if expected_lines is not None and len(scores) != expected_lines:
         raise LetorFormatError(f"{path} has {len(scores)} scores but the ranking file has {expected_lines} lines")

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from .._inputs import MAX_GRADE
-from ._letor import _NON_FINITE, LetorFormatError, _open_text, parse_number
+from ._letor import LetorFormatError, _open_text, finite_score
 
 _GRADE = re.compile(r"-?[0-9]+")
 
@@ -78,10 +78,8 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
             raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); "
                                    f"got {len(tokens)}")
         qid, _, docid, _, score, _ = tokens
-        value = parse_number(score)
-        if value is None or value in (float("inf"), float("-inf")):
-            if _NON_FINITE.fullmatch(score) or value is not None:
-                raise LetorFormatError(f"{path}, line {lineno}: score {score} is not finite")
+        value = finite_score(score, f"{path}, line {lineno}")
+        if value is None:
             raise LetorFormatError(f"{path}, line {lineno}: score {score!r} is not a number")
         ranked = run.setdefault(qid, {})
         if docid in ranked:

@@ -48,8 +48,7 @@ def query_folds(group: ArrayLike, nfold: int = 5, *, shuffle: bool = True,
     >>> [test.tolist() for _, test in query_folds([2, 3, 1], nfold=3, shuffle=False)]
     [[0, 1], [2, 3, 4], [5]]
     """
-    raw = np.asarray(group)
-    sizes = check_group_sizes(group, int(raw.sum()) if raw.dtype.kind in "iuf" else -1, what="group")
+    sizes = check_group_sizes(group, None, what="group")
     nfold = check_positive_int(nfold, "nfold", allow_none=False)
     if not 2 <= nfold <= sizes.size:
         raise GaprankInputError(f"nfold must be between 2 and the number of queries ({sizes.size}); got {nfold}")

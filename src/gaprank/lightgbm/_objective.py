@@ -34,7 +34,7 @@ from .._engine.factors import FactorPlan, plan_pair_factors
 from .._engine.pairs import PairwiseEngine
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
 from .._typing import ArrayLike
-from ..metrics import objective_info
+from ..metrics import g_not_taken, objective_info
 from ..metrics._ranking import default_g, rank_lists, resolve_g
 from ._folds import check_whole_queries
 from ._layout import LayoutCache, QueryLayout, check_flat_scores
@@ -117,7 +117,7 @@ class LambdaRankObjective:
             raise GaprankInputError(f"norm must be True or False; got {norm!r}")
         self.norm = bool(norm)
         if g is not None and not info.uses_g:
-            raise GaprankInputError(f"g applies to the measures with a user model g, not {metric!r}")
+            raise g_not_taken(metric)
         self.g = None if g is None else resolve_g(g, torch.device("cpu"))
         self.label_gain = _check_label_gain(label_gain, metric)
         self.block_elements = check_positive_int(block_elements)

@@ -22,11 +22,13 @@ from ._registry import (
     MeasureInfo,
     ParamInfo,
     find_measure,
+    g_not_taken,
     measures,
     objective_info,
     objective_names,
     register,
     unregister,
+    user_model_measures,
 )
 
 __all__ = [
@@ -53,10 +55,12 @@ __all__ = [
     "MeasureInfo",
     "ParamInfo",
     "find_measure",
+    "g_not_taken",
     "kernel_metric",
     "measures",
     "objective_info",
     "objective_names",
     "register",
     "unregister",
+    "user_model_measures",
 ]

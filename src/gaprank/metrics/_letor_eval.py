@@ -20,7 +20,7 @@ from .._inputs import GaprankInputError
 from .._padding import check_group_sizes, pad_by_group
 from .._typing import ArrayLike
 from . import _functional as F
-from ._registry import MeasureInfo, measures
+from ._registry import user_model_measures
 
 
 @dataclass(frozen=True)
@@ -87,12 +87,7 @@ def letor_measure_names(max_cutoff: int = 10) -> list[str]:
         The names :func:`evaluate_letor` returns, in its order.
     """
     return ([f"NDCG@{k}" for k in range(1, max_cutoff + 1)] + [f"P@{k}" for k in range(1, max_cutoff + 1)]
-            + ["MAP"] + [info.name for info in _user_model_measures()])
-
-
-def _user_model_measures() -> list[MeasureInfo]:
-    """The registered measures with GAP's user model g (GAP, xGAP, eGAP): reported beside LETOR's own."""
-    return [info for info in measures() if info.uses_g]
+            + ["MAP"] + [info.name for info in user_model_measures()])
 
 
 def evaluate_letor(
@@ -150,7 +145,7 @@ def evaluate_letor(
         out[f"P@{k}"] = np.asarray(F.precision(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.precision)))
     out["MAP"] = np.asarray(F.average_precision(s, y, mask=mask, reduction="none",
                                                 **conv.keywords(F.average_precision)))
-    for info in _user_model_measures():
+    for info in user_model_measures():  # GAP, xGAP, eGAP beside LETOR's own measures
         out[info.name] = np.asarray(info.function(s, y, g=g, mask=mask, reduction="none",
                                                   **conv.keywords(info.function)))
     return out

@@ -174,6 +174,33 @@ def measures() -> list[MeasureInfo]:
     return list(_REGISTRY.values())
 
 
+def user_model_measures() -> list[MeasureInfo]:
+    """The measures that take GAP's user model ``g`` (GAP, xGAP, eGAP), in registration order.
+
+    Returns
+    -------
+    list of MeasureInfo
+    """
+    return [info for info in _REGISTRY.values() if info.uses_g]
+
+
+def g_not_taken(metric: str) -> GaprankInputError:
+    """The error for a ``g`` given with a measure that takes none.
+
+    Parameters
+    ----------
+    metric : str
+        The measure that was given a ``g``.
+
+    Returns
+    -------
+    GaprankInputError
+        To raise; its message lists the measures that do take ``g``.
+    """
+    names = ", ".join(info.key for info in user_model_measures())
+    return GaprankInputError(f"g applies to {names}, not {metric!r}")
+
+
 def known_names() -> str:
     """The registered names (with aliases), for messages."""
     return ", ".join(n for info in _REGISTRY.values() for n in (info.name, *info.aliases))
