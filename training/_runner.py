@@ -6,7 +6,8 @@ A trainer supplies ``run_fold(fold_number) -> record``; a record holds ``"fold"`
 (what validation chose, e.g. ``{"iteration": 120}`` or ``{"epoch": 37, "learning_rate": 0.01}``).
 The loop adds ``"provenance"``: the config, the fingerprint of the fold's data files (size and SHA-256)
 and gaprank's version, with the versions of the engines beside them. A finished fold is reused only when
-all three are unchanged; otherwise it is retrained and the log says why.
+all three are unchanged (the config's ``output_dir`` aside: a moved result stays valid); otherwise it is
+retrained and the log says why.
 
 Every file is written atomically (a killed run leaves the old file or none), an unreadable fold record
 counts as unfinished, and the output directory is locked (``filelock``) while a run writes to it.
@@ -18,6 +19,7 @@ import argparse
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -78,6 +80,13 @@ def fold_provenance(config: Any, number: int, versions: dict[str, str]) -> dict[
             "gaprank": gaprank.__version__, "versions": versions}
 
 
+def _reuse_key(key: str, value: Any) -> Any:
+    """Where a run writes does not change what it computes: a moved result directory stays valid."""
+    if key == "config" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k != "output_dir"}
+    return value
+
+
 def stale_reason(record: dict[str, Any], provenance: dict[str, Any]) -> str | None:
     """Why a finished record cannot stand for this run (None when it can)."""
     if "selected" not in record or "test" not in record:
@@ -86,7 +95,7 @@ def stale_reason(record: dict[str, Any], provenance: dict[str, Any]) -> str | No
     if held is None:
         return "the record carries no provenance (written before data fingerprints)"
     for key, what in (("config", "the config"), ("data", "the data files"), ("gaprank", "gaprank's version")):
-        if held.get(key) != provenance[key]:
+        if _reuse_key(key, held.get(key)) != _reuse_key(key, provenance[key]):
             return f"{what} changed since it was trained"
     return None
 
@@ -260,3 +269,18 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
     if baselines:
         print("\n" + baselines, end="")
     return 0
+
+
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def checkout_commit() -> str:
+    """The repository's HEAD, marked when code or configs differ from it (``results/`` excepted)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=_REPO, capture_output=True, text=True, check=True).stdout.strip()
+        # results/ is what the run writes; anything else uncommitted means the code or configs differ from HEAD
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"], cwd=_REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("+uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"

@@ -25,44 +25,27 @@ from __future__ import annotations
 import dataclasses
 import platform
 import shlex
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from gaprank import GaprankInputError
-from gaprank.data import resolve_data_dir, write_atomic, write_json_atomic
+from gaprank.data import load_fold, resolve_data_dir, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions, objective_info
 
-from . import cv, lambdamart
+from . import tune as tuning
 from ._baselines import letor_baselines
-from ._runner import locked, log_event, script_parser
-from .config import ConfigError, load_config, to_dict
+from ._runner import checkout_commit, locked, log_event, script_parser
+from ._trainers import REPO, TRAINERS, RunEntry, check_seeds
+from .config import ConfigError, load_config, to_dict, with_params
 
-TRAINERS = {"cv": (cv.CVConfig, cv.run, cv.quick), "lambdamart": (lambdamart.LambdaMARTConfig, lambdamart.run,
-                                                                   lambdamart.quick)}
-REPO = Path(__file__).resolve().parents[1]
-
-
-@dataclass
-class RunEntry:
-    name: str  # shown in the table, e.g. "SoftGAP"
-    learner: str  # runs of one learner are compared with each other, e.g. "SoftRank", "LambdaMART"
-    config: str  # the run's own config file, relative to the repository root
-    trainer: Literal["cv", "lambdamart"] = "cv"
-    optimises: str | None = None  # the objective's measure, a name of gaprank's registry (gap, ndcg, ...)
-
-    def validate(self) -> None:
-        if self.optimises is not None:
-            try:
-                objective_info(self.optimises, mode="soft")
-            except GaprankInputError as exc:
-                raise GaprankInputError(f"optimises: {exc}") from None
+# The suffix of a measure averaged over only the test queries that have a relevant document.
+RELEVANT_ONLY = " [queries with a relevant doc]"
 
 
 @dataclass
@@ -93,6 +76,9 @@ class CompareConfig:
     significance: SignificanceConfig = field(default_factory=SignificanceConfig)
     letor_baselines: str | None = None  # CSV of the official LETOR baselines, relative to the data directory
     reference: list[ReferenceRow] = field(default_factory=list)  # published numbers shown next to ours
+    seeds: list[int] | None = None  # every run once per seed, under <output_dir>/runs/<run>/seed<k>
+    tuning: str | None = None  # a training.tune config (relative to the repository root) for the runs it tunes
+    relevant_queries_only: list[str] = field(default_factory=list)  # also averaged over queries with a relevant doc
 
     def validate(self) -> None:
         names = [r.name for r in self.runs]
@@ -100,36 +86,78 @@ class CompareConfig:
             raise GaprankInputError("runs must list at least one objective")
         if len(set(names)) != len(names):
             raise GaprankInputError(f"runs: names must be unique; got {names}")
+        if self.seeds is not None:
+            check_seeds(self.seeds, "seeds")
+        elif any(r.seeds is not None for r in self.runs):
+            raise GaprankInputError("a run's own seeds need the comparison's seeds (which place every run under "
+                                    "<output_dir>/runs/)")
+        outside = [m for m in self.relevant_queries_only if m not in self.measures]
+        if outside:
+            raise GaprankInputError(f"relevant_queries_only: {outside} are not among measures {self.measures}")
 
 
 @dataclass
 class _Loaded:
     entry: RunEntry
-    config: Any
+    config: Any  # the run's config as the comparison runs it (tuned), with its first seed
+    seeded: dict[int, Any]  # seed -> the config trained with it
     run: Any
+    tuning: dict[str, Any] | None = None  # {"trials", "best_value", "params"} of a tuned run
 
 
-def load_runs(config: CompareConfig, *, quick: bool = False, out: Path | None = None) -> list[_Loaded]:
-    """Each run's own config, loaded and checked against the comparison (same data, conventions, measures)."""
+def _seed_of(run_config: Any, path: str) -> int:
+    node: Any = to_dict(run_config)
+    for part in path.split("."):
+        node = node[part]
+    return int(node)
+
+
+def load_runs(config: CompareConfig, *, quick: bool = False, out: Path | None = None,
+              tuned: dict[str, dict[str, Any]] | None = None) -> list[_Loaded]:
+    """Each run's own config, loaded and checked against the comparison (same data, conventions, measures),
+    with its tuned parameters (``tuned``: the tuner's result by run name) and one config per seed.
+
+    A run writes to its own ``output_dir`` unless the comparison places it: under ``out / name`` with
+    ``--out``, under ``<root>/runs/<name>/seed<k>`` when the comparison has ``seeds`` (``root``: ``out`` or
+    the comparison's ``output_dir``). A placed run also reports every measure the comparison needs."""
+    root = out if out is not None else Path(config.output_dir + ("-quick" if quick else ""))
+    placed = out is not None or config.seeds is not None
     loaded = []
     for entry in config.runs:
-        cls, run, make_quick = TRAINERS[entry.trainer]
-        path = Path(entry.config)
-        run_config = load_config(path if path.is_absolute() else REPO / path, cls)
-        if quick:
-            run_config = make_quick(run_config)
-        if out is not None:
+        trainer = TRAINERS[entry.trainer]
+        run_config = entry.load(quick=quick)
+        tuning_result = (tuned or {}).get(entry.name)
+        if tuning_result is not None:
+            if tuning_result["params"] is None:
+                raise ConfigError(f"run {entry.name!r}: every tuning trial failed; nothing to run")
+            run_config = with_params(run_config, tuning_result["params"])
+        needed = list(dict.fromkeys(config.measures + config.significance.measures))
+        missing = [m for m in needed if m not in run_config.evaluation.measures]
+        if placed:
             name = run_config.name
+            where = f"--out {out}" if out is not None else str(root / "runs")
             if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith("~"):
                 raise ConfigError(f"run {entry.name!r} ({entry.config}): its name {name!r} must be a plain folder "
-                                  f"name to be written under --out {out} (no '/', '..' or '~')")
-            run_config = dataclasses.replace(run_config, output_dir=str(out / name))
-        missing = [m for m in config.measures + config.significance.measures
-                   if m not in run_config.evaluation.measures]
-        if missing:
+                                  f"name to be written under {where} (no '/', '..' or '~')")
+            if missing:
+                run_config = with_params(run_config, {"evaluation.measures": run_config.evaluation.measures + missing})
+        elif missing:
             raise ConfigError(f"run {entry.name!r} ({entry.config}) does not report {missing}; "
                               f"add them to its evaluation.measures")
-        loaded.append(_Loaded(entry, run_config, run))
+        seeds = entry.seeds or config.seeds or [_seed_of(run_config, trainer.seed_path)]
+        if quick:
+            seeds = seeds[:2]
+        seeded = {}
+        for seed in seeds:
+            seed_config = with_params(run_config, {trainer.seed_path: seed})
+            if config.seeds is not None:
+                seed_config = dataclasses.replace(seed_config, output_dir=str(root / "runs" / run_config.name / f"seed{seed}"))
+            elif out is not None:
+                seed_config = dataclasses.replace(seed_config, output_dir=str(out / run_config.name))
+            seeded[seed] = seed_config
+        loaded.append(_Loaded(entry, seeded[seeds[0]], seeded, trainer.run,
+                              None if tuning_result is None else
+                              {k: tuning_result[k] for k in ("trials", "best_value", "params")}))
     first = loaded[0].config
     for item in loaded[1:]:
         c = item.config
@@ -138,6 +166,75 @@ def load_runs(config: CompareConfig, *, quick: bool = False, out: Path | None = 
             raise ConfigError(f"run {item.entry.name!r} uses different data, folds, conventions or g than "
                               f"run {loaded[0].entry.name!r}; a comparison needs the same for all")
     return loaded
+
+
+def load_tuning(config: CompareConfig) -> tuning.TuneConfig | None:
+    """The comparison's tuning config, each of its runs checked to be the comparison's run of that name."""
+    if config.tuning is None:
+        return None
+    path = Path(config.tuning)
+    tune_config = load_config(path if path.is_absolute() else REPO / path, tuning.TuneConfig)
+    ours = {entry.name: entry for entry in config.runs}
+    for entry in tune_config.runs:
+        mine = ours.get(entry.name)
+        if mine is None:
+            raise ConfigError(f"tuning: {config.tuning} tunes {entry.name!r}, which is not a run of the comparison")
+        if (mine.config, mine.trainer, mine.learner) != (entry.config, entry.trainer, entry.learner):
+            raise ConfigError(f"tuning: run {entry.name!r} has another config, trainer or learner in {config.tuning} "
+                              "than in the comparison")
+    return tune_config
+
+
+def aggregate_seeds(results: dict[int, dict[str, Any]], measures: list[str]) -> dict[str, Any]:
+    """One run's results over seeds: ``mean`` (of each seed's five-fold mean), ``seed_sd`` (standard
+    deviation across seeds of the five-fold mean; None for one seed), ``per_seed``, ``per_fold`` and
+    ``per_query`` (each query's value averaged over seeds)."""
+    seeds = list(results)
+    first = results[seeds[0]]
+    for seed in seeds[1:]:
+        for fold, by_measure in first["per_query"].items():
+            if fold not in results[seed]["per_query"] or any(
+                    by_measure[m].keys() != results[seed]["per_query"][fold][m].keys() for m in measures):
+                raise GaprankInputError(f"seed {seed} was tested on other folds or queries than seed {seeds[0]}")
+    per_seed = {seed: {m: float(r["mean"][m]) for m in measures} for seed, r in results.items()}
+    return {
+        "mean": {m: float(np.mean([per_seed[s][m] for s in seeds])) for m in measures},
+        "seed_sd": {m: float(np.std([per_seed[s][m] for s in seeds], ddof=1)) if len(seeds) > 1 else None
+                    for m in measures},
+        "per_seed": per_seed,
+        "per_fold": {fold: {m: float(np.mean([results[s]["per_fold"][fold][m] for s in seeds])) for m in measures}
+                     for fold in first["per_fold"]},
+        "per_query": {fold: {m: {qid: float(np.mean([results[s]["per_query"][fold][m][qid] for s in seeds]))
+                                 for qid in first["per_query"][fold][m]} for m in measures}
+                      for fold in first["per_query"]},
+    }
+
+
+def queries_with_relevant(run_config: Any, folds: list[str]) -> dict[str, set[str]]:
+    """The test queries of each fold that have a document with label >= 1."""
+    data = run_config.data
+    kept = {}
+    for fold in folds:
+        test = load_fold(data.dataset, int(fold.removeprefix("Fold")), variant=data.variant, data_dir=data.data_dir).test
+        starts = np.concatenate([[0], np.cumsum(test.group_sizes)[:-1]])
+        best = np.maximum.reduceat(test.labels, starts) if test.labels.size else np.zeros(0)
+        kept[fold] = {qid for qid, top in zip(test.query_ids, best, strict=True) if top >= 1}
+    return kept
+
+
+def add_relevant_only(result: dict[str, Any], measures: list[str], kept: dict[str, set[str]]) -> list[str]:
+    """Add to a run's result each measure averaged over only the queries in ``kept`` (per fold, then the
+    mean over folds, as LETOR averages); returns the added names."""
+    added = []
+    for measure in measures:
+        name = measure + RELEVANT_ONLY
+        for fold, by_measure in result["per_query"].items():
+            values = {q: v for q, v in by_measure[measure].items() if q in kept[fold]}
+            by_measure[name] = values
+            result["per_fold"][fold][name] = float(np.mean(list(values.values()))) if values else 0.0
+        result["mean"][name] = float(np.mean([result["per_fold"][f][name] for f in result["per_query"]]))
+        added.append(name)
+    return added
 
 
 def _aligned(per_query: dict[str, dict[str, dict[str, float]]], measure: str) -> tuple[list[str], np.ndarray]:
@@ -204,16 +301,26 @@ def render_table(summary: dict[str, Any], measures: list[str]) -> str:
     objectives = summary["objectives"]
     folds = len(next(iter(objectives.values()))["per_fold"])
     best = {m: max(o[m] for o in objectives.values()) for m in measures}
-    lines = [f"### {summary['config']['name']}: test means over {folds} fold(s)", "",
-             "| objective | learner | optimises | " + " | ".join(measures) + " | train s |",
-             "|---|---|---|" + "---:|" * (len(measures) + 1)]
+    seeded = any(len(o["seeds"]) > 1 for o in objectives.values())
+    title = f"### {summary['config']['name']}: test means over {folds} fold(s)"
+    if seeded:
+        title += ", averaged over seeds (± standard deviation across seeds of the fold mean)"
+    lines = [title, "", "| objective | learner | optimises | tuned | seeds | " + " | ".join(measures) + " | train s |",
+             "|---|---|---|---|---:|" + "---:|" * (len(measures) + 1)]
+
+    def cell(o: dict[str, Any], m: str) -> str:
+        text = f"{o[m]:.4f}" + ("" if o["seed_sd"][m] is None else f" ± {o['seed_sd'][m]:.4f}")
+        return f"**{text}**" if o[m] == best[m] else text
+
     for name, o in objectives.items():
-        cells = [f"**{o[m]:.4f}**" if o[m] == best[m] else f"{o[m]:.4f}" for m in measures]
-        lines.append(f"| {name} | {o['learner']} | {o['optimises'] or '–'} | " + " | ".join(cells)
-                     + f" | {o['seconds']:.0f} |")
+        tuned = "–" if o["tuning"] is None else f"{o['tuning']['trials']} trials"
+        lines.append(f"| {name} | {o['learner']} | {o['optimises'] or '–'} | {tuned} | {len(o['seeds'])} | "
+                     + " | ".join(cell(o, m) for m in measures) + f" | {o['seconds']:.0f} |")
     reference = summary["reference"]
     if reference["letor_baselines"] or reference["published"]:
-        shown = [m for m in measures if m != "GAP"]
+        reported = set().union(*(v for v in reference["letor_baselines"].values()),
+                               *(row["values"] for row in reference["published"]))
+        shown = [m for m in measures if m in reported]
         lines += ["", "### Reference numbers (as published; not rerun here)", "",
                   "| source | learner | objective | " + " | ".join(shown) + " |", "|---|---|---|" + "---:|" * len(shown)]
         for algorithm, values in reference["letor_baselines"].items():
@@ -223,7 +330,9 @@ def render_table(summary: dict[str, Any], measures: list[str]) -> str:
                          + " | ".join(_fmt(row["values"].get(m)) for m in shown) + " |")
     if summary["significance"]:
         sig_measures = [m for m in summary["config"]["significance"]["measures"]]
-        lines += ["", "### GAP objectives vs their nDCG and AP counterparts (same learner), paired over test queries",
+        averaged = " (each query's value averaged over the run's seeds)" if seeded else ""
+        lines += ["", "### GAP objectives vs their nDCG and AP counterparts (same learner), paired over test queries"
+                  + averaged,
                   "", "Δ = mean per-query difference (GAP objective − counterpart) over all test queries (the means above "
                   "average the per-fold means, as LETOR reports them); p: paired t-test / paired randomisation test "
                   f"({summary['config']['significance']['resamples']} resamples); W/T/L: per-query wins/ties/losses.", "",
@@ -236,6 +345,19 @@ def render_table(summary: dict[str, Any], measures: list[str]) -> str:
                 cells.append(f"{r['mean_difference']:+.4f} | {_p(r['t_test_p'])} / {_p(r['randomisation_p'])} | "
                              f"{r['wins']}/{r['ties']}/{r['losses']}")
             lines.append(f"| {row['objective']} | {row['versus']} | " + " | ".join(cells) + " |")
+    tuned_runs = {name: o for name, o in objectives.items() if o["tuning"] is not None}
+    if tuned_runs:
+        budget = summary["tuning"]
+        lines += ["", "### Tuned hyperparameters (Optuna TPE on vali; test never read)", "",
+                  f"Budget: {', '.join(f'{n} trials per {learner} objective' for learner, n in budget['trials'].items())}; "
+                  "a trial scores the mean over folds of the best vali value of the run's own selection measure "
+                  "(so best values are comparable within an objective only). Studies: "
+                  f"`{budget['studies']}`.", "",
+                  "| objective | trials | best mean vali | parameters |", "|---|---:|---:|---|"]
+        for name, o in tuned_runs.items():
+            t = o["tuning"]
+            params = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in t["params"].items())
+            lines.append(f"| {name} | {t['trials']} | {t['best_value']:.4f} | {params} |")
     return "\n".join(lines) + "\n"
 
 
@@ -284,31 +406,31 @@ def plot(summary: dict[str, Any], per_query: dict[str, Any], measures: list[str]
     return written
 
 
-def _commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-        # results/ is what the run writes; anything else uncommitted means the code or configs differ from HEAD
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"], cwd=REPO,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + ("+uncommitted changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-
-
 def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out: str | Path | None = None,
         progress: bool = True, command: str | None = None) -> dict[str, Any]:
     """Train (or reuse) every run, then compare; see the module doc for what is written."""
     started = time.perf_counter()
-    commit = _commit()
+    commit = checkout_commit()
     root = Path(out) if out is not None else Path(config.output_dir + ("-quick" if quick else ""))
-    loaded = load_runs(config, quick=quick, out=root if out is not None else None)
+    placed_out = root if out is not None else None
+    load_runs(config, quick=quick, out=placed_out)  # every run checked before any tuning or training
+    tune_config = load_tuning(config)
+    tuned, budget = None, None
+    if tune_config is not None:
+        tuned = tuning.tune(tune_config, quick=quick, progress=progress)
+        budget = {"config": config.tuning, "seed": tune_config.seed,
+                  "studies": str(Path(tune_config.output_dir + ("-quick" if quick else "")) / "studies.sqlite3"),
+                  "trials": {learner: space.trials if not quick else min(space.trials, 2)
+                             for learner, space in tune_config.learners.items()}}
+    loaded = load_runs(config, quick=quick, out=placed_out, tuned=tuned)
     with locked(root):
         return _compare(config, loaded, root, quick=quick, force=force, progress=progress, command=command,
-                        started=started, commit=commit)
+                        started=started, commit=commit, tuning_budget=budget)
 
 
 def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick: bool, force: bool, progress: bool,
-             command: str | None, started: float, commit: str) -> dict[str, Any]:
+             command: str | None, started: float, commit: str,
+             tuning_budget: dict[str, Any] | None) -> dict[str, Any]:
     baselines_path = None
     if config.letor_baselines:  # checked before any training
         data_dir = resolve_data_dir(loaded[0].config.data.data_dir)
@@ -320,18 +442,33 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
     log = root / "log.jsonl"
     log_event(log, event="compare_start", runs=[item.entry.name for item in loaded], quick=quick)
     objectives, per_query = {}, {}
+    shown = list(config.measures)
+    kept: dict[str, set[str]] | None = None
     for item in loaded:
-        result = item.run(item.config, force=force, progress=progress)
-        per_query[item.entry.name] = result["per_query"]
+        results = {seed: item.run(seed_config, force=force, progress=progress)
+                   for seed, seed_config in item.seeded.items()}
+        measures = list(item.config.evaluation.measures)
+        if config.relevant_queries_only:
+            if kept is None:
+                kept = queries_with_relevant(item.config, list(next(iter(results.values()))["per_query"]))
+            added = [add_relevant_only(r, config.relevant_queries_only, kept) for r in results.values()][0]
+            measures += added
+            shown = list(config.measures) + added
+        merged = aggregate_seeds(results, measures)
+        per_query[item.entry.name] = merged["per_query"]
         objectives[item.entry.name] = {
-            **{m: result["mean"][m] for m in item.config.evaluation.measures},
+            **merged["mean"],
             "learner": item.entry.learner, "optimises": item.entry.optimises,
-            "seconds": result["seconds"], "output_dir": item.config.output_dir,
-            "folds_trained_in_this_invocation": result["trained_now"],
-            "per_fold": {fold: {m: values[m] for m in item.config.evaluation.measures}
-                         for fold, values in result["per_fold"].items()},
+            "seeds": list(results), "seed_sd": merged["seed_sd"], "per_seed": merged["per_seed"],
+            "tuning": item.tuning,
+            "seconds": round(sum(r["seconds"] for r in results.values()), 3),
+            "output_dir": item.config.output_dir if len(results) == 1 else str(Path(item.config.output_dir).parent),
+            "folds_trained_in_this_invocation": [fold if config.seeds is None else f"seed{seed} {fold}"
+                                                 for seed, r in results.items() for fold in r["trained_now"]],
+            "per_fold": merged["per_fold"],
         }
-        log_event(log, event="run_done", run=item.entry.name, mean=result["mean"], seconds=result["seconds"])
+        log_event(log, event="run_done", run=item.entry.name, mean=merged["mean"], seeds=list(results),
+                  seconds=objectives[item.entry.name]["seconds"])
     first = loaded[0].config
     baselines = letor_baselines(baselines_path, config.measures) if baselines_path is not None else {}
     summary: dict[str, Any] = {
@@ -344,6 +481,8 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
         "run_configs": {item.entry.name: to_dict(item.config) for item in loaded},
         "significance": significance(config, per_query, loaded),
         "reference": {"letor_baselines": baselines, "published": [to_dict(r) for r in config.reference]},
+        "seeds": config.seeds,
+        "tuning": tuning_budget,
     }
     summary["plots"] = plot(summary, per_query, config.measures, root / "plots")
     summary["run"] = {
@@ -361,7 +500,12 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
             for qid in by_measure[config.measures[0]]:
                 rows.append(f"{name}\t{fold}\t{qid}\t" + "\t".join(f"{by_measure[m][qid]:.6f}" for m in config.measures) + "\n")
     write_atomic(root / "per_query.tsv", "".join(rows))
-    table = render_table(summary, config.measures)
+    rows = ["objective\tseed\t" + "\t".join(shown) + "\n"]
+    for name, o in objectives.items():
+        for seed, means in o["per_seed"].items():
+            rows.append(f"{name}\t{seed}\t" + "\t".join(f"{means[m]:.6f}" for m in shown) + "\n")
+    write_atomic(root / "per_seed.tsv", "".join(rows))
+    table = render_table(summary, shown)
     run_info = summary["run"]
     reused = run_info["runs_reused"]
     table += (f"\nProduced by `{run_info['command']}` at commit {run_info['commit']}: {run_info['wall_seconds']:.0f} s wall "

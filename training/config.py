@@ -182,4 +182,28 @@ def to_dict(obj: Any) -> Any:
     return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
 
 
-__all__ = ["ConfigError", "build_config", "load_config", "to_dict"]
+def with_params(config: Any, params: dict[str, Any]) -> Any:
+    """``config`` with the dotted-path ``params`` set, rebuilt and validated as its config file would be.
+
+    A value for a list field (``training.learning_rates``: one rate; ``model.hidden``: "64,32") becomes
+    that list; a key under a pass-through ``params`` section (LightGBM's) may be new."""
+    data = to_dict(config)
+    for path, value in params.items():
+        *parents, leaf = path.split(".")
+        node = data
+        for part in parents:
+            if not isinstance(node, dict) or not isinstance(node.get(part), dict):
+                raise GaprankInputError(f"parameter {path!r}: {part!r} is not a section of the run's config")
+            node = node[part]
+        is_pass_through = parents and parents[-1] == "params"
+        if leaf not in node and not is_pass_through:
+            raise GaprankInputError(f"parameter {path!r}: the run's config has no {leaf!r} there "
+                                    f"(keys: {', '.join(node)})")
+        current = node.get(leaf)
+        if isinstance(current, list) and not isinstance(value, list):
+            value = [int(v) for v in value.split(",")] if isinstance(value, str) else [value]
+        node[leaf] = value
+    return build_config(type(config), data)
+
+
+__all__ = ["ConfigError", "build_config", "load_config", "to_dict", "with_params"]

@@ -22,6 +22,7 @@ rounds) writes under ``<output_dir>-quick``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -30,17 +31,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+import gaprank
 from gaprank import GaprankInputError
-from gaprank.data import write_atomic, write_json_atomic
+from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 
-from . import cv, lambdamart
-from ._runner import locked, script_parser
-from .compare import RunEntry
-from .config import ConfigError, build_config, load_config, to_dict
-
-VALI_SCORES = {"cv": cv.vali_score, "lambdamart": lambdamart.vali_score}
-CONFIGS = {"cv": cv.CVConfig, "lambdamart": lambdamart.LambdaMARTConfig}
-DIVERGED = (cv.TrainingDiverged,)
+from ._runner import checkout_commit, locked, script_parser
+from ._trainers import DIVERGED, TRAINERS, RunEntry, check_seeds
+from .config import ConfigError, load_config, to_dict, with_params
 
 
 @dataclass
@@ -107,31 +104,7 @@ class TuneConfig:
         missing = sorted({r.learner for r in self.runs} - set(self.learners))
         if missing:
             raise GaprankInputError(f"learners has no search space for {missing}")
-        if not 0 <= self.seed < 2**31:
-            raise GaprankInputError(f"seed must be in 0..2^31-1; got {self.seed}")
-
-
-def with_params(run_config: Any, params: dict[str, Any]) -> Any:
-    """``run_config`` with the dotted-path ``params`` set, rebuilt and validated as its config file would
-    be. A value for a list field (``training.learning_rates``: one rate; ``model.hidden``: "64,32") becomes
-    that list."""
-    data = to_dict(run_config)
-    for path, value in params.items():
-        *parents, leaf = path.split(".")
-        node = data
-        for part in parents:
-            if not isinstance(node, dict) or not isinstance(node.get(part), dict):
-                raise GaprankInputError(f"parameter {path!r}: {part!r} is not a section of the run's config")
-            node = node[part]
-        is_pass_through = parents and parents[-1] == "params"  # LightGBM parameters: any name LightGBM knows
-        if leaf not in node and not is_pass_through:
-            raise GaprankInputError(f"parameter {path!r}: the run's config has no {leaf!r} there "
-                                    f"(keys: {', '.join(node)})")
-        current = node.get(leaf)
-        if isinstance(current, list) and not isinstance(value, list):
-            value = [int(v) for v in value.split(",")] if isinstance(value, str) else [value]
-        node[leaf] = value
-    return build_config(type(run_config), data)
+        check_seeds([self.seed], "seed")
 
 
 @dataclass
@@ -145,15 +118,9 @@ class _Study:
 def load_studies(config: TuneConfig, *, quick: bool = False) -> list[_Study]:
     """Each objective's run config (``--quick``: fold 1, a few epochs / rounds) and its learner's space,
     every parameter path checked against that config."""
-    from .compare import REPO, TRAINERS
-
     studies = []
     for entry in config.runs:
-        _, _, make_quick = TRAINERS[entry.trainer]
-        path = Path(entry.config)
-        run_config = load_config(path if path.is_absolute() else REPO / path, CONFIGS[entry.trainer])
-        if quick:
-            run_config = make_quick(run_config)
+        run_config = entry.load(quick=quick)
         space = config.learners[entry.learner]
         if quick:
             space = dataclasses.replace(space, trials=min(space.trials, 2))
@@ -171,7 +138,7 @@ def _objective(study: _Study, trial: Any) -> float:
 
     params = {path: spec.suggest(trial, path) for path, spec in study.space.params.items()}
     run_config = with_params(study.config, params)
-    score = VALI_SCORES[study.entry.trainer]
+    score = TRAINERS[study.entry.trainer].vali_score
     values = []
     for number in study.folds:
         try:
@@ -183,9 +150,42 @@ def _objective(study: _Study, trial: Any) -> float:
     return float(np.mean(values))
 
 
+def study_provenance(config: TuneConfig, study: _Study) -> dict[str, Any]:
+    """What a study's trials depend on: the run's config (its output directory aside), the search space
+    (its trial count aside: raising it continues the study), the folds and their train and vali files,
+    the sampler's seed and gaprank's version. Stored with the study; a resumed study must match it."""
+    run_config = to_dict(study.config)
+    run_config.pop("output_dir", None)
+    data = study.config.data
+    fingerprints = {}
+    for number in study.folds:
+        files = fold_fingerprint(data.dataset, number, variant=data.variant, data_dir=data.data_dir)
+        fingerprints[f"Fold{number}"] = {k: v for k, v in files.items() if k != "test"}  # test is never used
+    space = {path: to_dict(spec) for path, spec in study.space.params.items()}
+    provenance = {"run_config": run_config, "space": space, "folds": study.folds,
+                  "data": fingerprints, "seed": config.seed, "gaprank": gaprank.__version__}
+    return json.loads(json.dumps(provenance))  # as the database gives it back
+
+
+def _check_provenance(study: Any, provenance: dict[str, Any], where: str) -> None:
+    held = study.user_attrs.get("provenance")
+    if held is None:
+        if study.trials:
+            raise GaprankInputError(f"study {study.study_name!r} in {where} has {len(study.trials)} trials but no "
+                                    "record of what produced them; delete it or tune into another output_dir")
+        study.set_user_attr("provenance", provenance)
+        return
+    changed = [key for key in provenance if held.get(key) != provenance[key]]
+    if changed:
+        raise GaprankInputError(f"study {study.study_name!r} in {where} was made with a different "
+                                f"{', '.join(changed)}; continuing would mix two searches: delete the study "
+                                "(optuna delete-study) or tune into another output_dir")
+
+
 def _write_summary(root: Path, config: TuneConfig, quick: bool, results: dict[str, Any]) -> None:
     """``tuning.json`` and ``table.md`` for the studies finished so far."""
-    write_json_atomic(root / "tuning.json", {"config": to_dict(config), "quick": quick, "objectives": results})
+    write_json_atomic(root / "tuning.json", {"config": to_dict(config), "quick": quick, "commit": checkout_commit(),
+                                             "objectives": results})
     lines = ["| objective | learner | trials | best mean vali | parameters |", "|---|---|---:|---:|---|"]
     for name, r in results.items():
         value = "–" if r["best_value"] is None else f"{r['best_value']:.4f}"
@@ -208,6 +208,7 @@ def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> d
         for item in studies:
             study = optuna.create_study(study_name=item.entry.name, storage=storage, direction="maximize",
                                         load_if_exists=True)
+            _check_provenance(study, study_provenance(config, item), str(root / "studies.sqlite3"))
             finished = {optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL}
             done = len(study.get_trials(deepcopy=False, states=tuple(finished)))
             for count in range(done, item.space.trials):
@@ -246,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["SearchParam", "LearnerSpace", "TuneConfig", "tune", "with_params"]
+__all__ = ["SearchParam", "LearnerSpace", "TuneConfig", "study_provenance", "tune", "with_params"]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,73 @@
+"""The training scripts a comparison or a tuning study can drive, and how a run names one of them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from gaprank import GaprankInputError
+from gaprank.metrics import objective_info
+
+from . import cv, lambdamart
+from .config import load_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """One training script, as the comparison and the tuner use it."""
+
+    config_class: type
+    run: Callable[..., dict[str, Any]]  # run(config, *, folds, force, progress) -> summary
+    quick: Callable[[Any], Any]  # the --quick form of a config
+    vali_score: Callable[[Any, int], float]  # best vali value of the selection measure on one fold
+    seed_path: str  # where the seed lives in the config (initialisation, batch order, bagging)
+
+
+TRAINERS = {
+    "cv": Trainer(cv.CVConfig, cv.run, cv.quick, cv.vali_score, "training.seed"),
+    "lambdamart": Trainer(lambdamart.LambdaMARTConfig, lambdamart.run, lambdamart.quick, lambdamart.vali_score,
+                          "booster.seed"),
+}
+# A trial or run whose loss became NaN or infinite.
+DIVERGED = (cv.TrainingDiverged,)
+
+
+@dataclass
+class RunEntry:
+    name: str  # shown in the table, e.g. "SoftGAP"
+    learner: str  # runs of one learner are compared with each other, e.g. "SoftRank", "LambdaMART"
+    config: str  # the run's own config file, relative to the repository root
+    trainer: Literal["cv", "lambdamart"] = "cv"
+    optimises: str | None = None  # the objective's measure, a name of gaprank's registry (gap, ndcg, ...)
+    seeds: list[int] | None = None  # a comparison's seeds for this run only (default: the comparison's)
+
+    def validate(self) -> None:
+        if self.optimises is not None:
+            try:
+                objective_info(self.optimises, mode="soft")
+            except GaprankInputError as exc:
+                raise GaprankInputError(f"optimises: {exc}") from None
+        if self.seeds is not None:
+            check_seeds(self.seeds, "seeds")
+
+    def load(self, *, quick: bool = False) -> Any:
+        """The run's own config (its ``--quick`` form when asked)."""
+        trainer = TRAINERS[self.trainer]
+        path = Path(self.config)
+        config = load_config(path if path.is_absolute() else REPO / path, trainer.config_class)
+        return trainer.quick(config) if quick else config
+
+
+def check_seeds(seeds: list[int], where: str) -> None:
+    """Distinct seeds that every engine accepts (LightGBM's is a 32-bit int)."""
+    if not seeds or len(set(seeds)) != len(seeds) or any(not 0 <= s < 2**31 for s in seeds):
+        raise GaprankInputError(f"{where} must be a non-empty list of distinct integers in 0..2^31-1; got {seeds}")
+
+
+def with_output_dir(config: Any, output_dir: str | Path) -> Any:
+    return dataclasses.replace(config, output_dir=str(output_dir))
