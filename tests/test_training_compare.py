@@ -190,3 +190,21 @@ def test_run_names_and_baselines_stay_inside_their_directories(tmp_path):
     with pytest.raises(ConfigError, match="points outside the data directory"):
         from training.compare import run
         run(load_config(path, CompareConfig), quick=True, out=tmp_path / "dir2", progress=False)
+
+
+@pytest.mark.parametrize("folder", ["ohsumed", "mq2008"])
+def test_shipped_tuned_comparisons_load_with_their_tuning_configs(folder):
+    from training.compare import load_tuning
+
+    config = load_config(ROOT / "configs" / folder / "compare_tuned.yaml", CompareConfig)
+    tune_config = load_tuning(config)
+    assert config.seeds == [1, 2, 3, 4, 5] and config.output_dir == f"results/{folder}"
+    runs = load_runs(config)
+    assert all(r.config.output_dir.startswith(f"results/{folder}/runs/") for r in runs)
+    tuned = {r.name for r in tune_config.runs}
+    assert tuned == {n for n in (r.entry.name for r in runs) if n.startswith(("LambdaRank-", "LambdaMART-"))}
+    assert {tune_config.learners[r.learner].trials for r in tune_config.runs} == {30}
+    # every run reports LETOR's NDCG@10 and the 1/log2(r+1) one
+    assert all({"NDCG@10", "nDCG(discount=log2p1,short_list=pad)@10"} <= set(r.config.evaluation.measures) for r in runs)
+    assert len(next(r for r in runs if r.entry.name == "SoftNDCG").seeded) == 3
+    assert len(next(r for r in runs if r.entry.name == "SoftGAP").seeded) == 5
