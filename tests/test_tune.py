@@ -138,3 +138,31 @@ def test_the_shipped_tuning_config_loads_every_run_and_space():
     studies = load_studies(load_config(ROOT / "configs" / "ohsumed" / "tune.yaml", TuneConfig))
     assert {s.entry.learner for s in studies} == {"LambdaRank", "LambdaMART"}
     assert all(s.folds == [1, 2, 3, 4, 5] and s.space.trials == 30 for s in studies)
+
+
+def test_parallel_studies_make_the_trials_of_a_sequential_run(tmp_path, toy_data):
+    def config(folder: str, parallel: int) -> TuneConfig:
+        path = _configs(tmp_path / folder, toy_data, trials=3)
+        data = yaml.safe_load(path.read_text())
+        path.write_text(yaml.safe_dump({**data, "parallel_studies": parallel, "threads_per_trial": 1}))
+        return load_config(path, TuneConfig)
+
+    tune(config("one", 1), progress=False)
+    tune(config("two", 2), progress=False)
+    assert _trials(tmp_path / "two" / "tune") == _trials(tmp_path / "one" / "tune")
+    saved = json.loads((tmp_path / "two" / "tune" / "tuning.json").read_text())
+    assert list(saved["objectives"]) == ["LR-GAP", "LM-GAP"]
+    assert saved["config"]["threads_per_trial"] == 1
+
+
+def test_oversubscribed_parallel_tuning_is_refused(tmp_path, toy_data):
+    import os
+
+    path = _configs(tmp_path, toy_data)
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "parallel_studies": 2, "threads_per_trial": os.cpu_count()}))
+    with pytest.raises(ConfigError, match="exceeds this machine's .* cores: oversubscribed"):
+        load_config(path, TuneConfig)
+    path.write_text(yaml.safe_dump({**data, "parallel_studies": 2}))
+    with pytest.raises(ConfigError, match="parallel_studies > 1 needs threads_per_trial"):
+        load_config(path, TuneConfig)

@@ -26,12 +26,13 @@ class Trainer:
     quick: Callable[[Any], Any]  # the --quick form of a config
     vali_score: Callable[[Any, int], float]  # best vali value of the selection measure on one fold
     seed_path: str  # where the seed lives in the config (initialisation, batch order, bagging)
+    threads_path: str  # where the number of CPU threads lives
 
 
 TRAINERS = {
-    "cv": Trainer(cv.CVConfig, cv.run, cv.quick, cv.vali_score, "training.seed"),
+    "cv": Trainer(cv.CVConfig, cv.run, cv.quick, cv.vali_score, "training.seed", "training.num_threads"),
     "lambdamart": Trainer(lambdamart.LambdaMARTConfig, lambdamart.run, lambdamart.quick, lambdamart.vali_score,
-                          "booster.seed"),
+                          "booster.seed", "booster.num_threads"),
 }
 # A trial or run whose loss became NaN or infinite.
 DIVERGED = (cv.TrainingDiverged,)

@@ -17,6 +17,11 @@ uninterrupted one would, and re-running never repeats a finished trial. A trial 
 counts against the budget (pruned). ``tuning.json`` (best parameters and values per objective) and
 ``table.md`` are written under ``output_dir``; ``--quick`` (2 trials, the first fold, a few epochs or
 rounds) writes under ``<output_dir>-quick``.
+
+``parallel_studies: 2`` with ``threads_per_trial: 1`` tunes two objectives at once, each in its own
+process with one CPU thread (studies x threads may not exceed the cores: oversubscribed torch threads
+run 20-40x slower). Each study is still one trial at a time, so its trials are those a sequential run
+with the same threads would make.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import multiprocessing
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -96,8 +104,19 @@ class TuneConfig:
     learners: dict[str, LearnerSpace]
     seed: int = 1
     folds: list[int] | None = None  # default: each run's own folds
+    parallel_studies: int = 1  # studies (objectives) tuned at once, each in its own process
+    threads_per_trial: int | None = None  # CPU threads of each trial; default: the run configs' own
 
     def validate(self) -> None:
+        if self.parallel_studies < 1 or (self.threads_per_trial is not None and self.threads_per_trial < 1):
+            raise GaprankInputError("parallel_studies and threads_per_trial must be >= 1")
+        if self.parallel_studies > 1 and self.threads_per_trial is None:
+            raise GaprankInputError("parallel_studies > 1 needs threads_per_trial (studies x threads <= cores)")
+        cores = os.cpu_count() or 1
+        if self.parallel_studies * (self.threads_per_trial or 1) > cores:
+            raise GaprankInputError(f"parallel_studies x threads_per_trial = {self.parallel_studies} x "
+                                    f"{self.threads_per_trial} exceeds this machine's {cores} cores: oversubscribed "
+                                    "torch threads run 20-40x slower; lower one of them")
         names = [r.name for r in self.runs]
         if not names or len(set(names)) != len(names):
             raise GaprankInputError(f"runs must list objectives with unique names; got {names}")
@@ -121,6 +140,8 @@ def load_studies(config: TuneConfig, *, quick: bool = False) -> list[_Study]:
     studies = []
     for entry in config.runs:
         run_config = entry.load(quick=quick)
+        if config.threads_per_trial is not None:
+            run_config = with_params(run_config, {TRAINERS[entry.trainer].threads_path: config.threads_per_trial})
         space = config.learners[entry.learner]
         if quick:
             space = dataclasses.replace(space, trials=min(space.trials, 2))
@@ -174,6 +195,7 @@ def _check_provenance(study: Any, provenance: dict[str, Any], where: str) -> Non
             raise GaprankInputError(f"study {study.study_name!r} in {where} has {len(study.trials)} trials but no "
                                     "record of what produced them; delete it or tune into another output_dir")
         study.set_user_attr("provenance", provenance)
+        study.set_user_attr("commit", checkout_commit())  # the code the trials run with (not part of the key)
         return
     changed = [key for key in provenance if held.get(key) != provenance[key]]
     if changed:
@@ -184,7 +206,7 @@ def _check_provenance(study: Any, provenance: dict[str, Any], where: str) -> Non
 
 def _write_summary(root: Path, config: TuneConfig, quick: bool, results: dict[str, Any]) -> None:
     """``tuning.json`` and ``table.md`` for the studies finished so far."""
-    write_json_atomic(root / "tuning.json", {"config": to_dict(config), "quick": quick, "commit": checkout_commit(),
+    write_json_atomic(root / "tuning.json", {"config": to_dict(config), "quick": quick, "written_at_commit": checkout_commit(),
                                              "objectives": results})
     lines = ["| objective | learner | trials | best mean vali | parameters |", "|---|---|---:|---:|---|"]
     for name, r in results.items():
@@ -194,41 +216,61 @@ def _write_summary(root: Path, config: TuneConfig, quick: bool, results: dict[st
     write_atomic(root / "table.md", "\n".join(lines) + "\n")
 
 
-def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
-    """Run (or resume) every objective's study; returns ``{name: {"trials", "best_value", "params"}}``."""
+def _run_study(config: TuneConfig, item: _Study, root: Path, progress: bool) -> dict[str, Any]:
+    """Run (or resume) one objective's study to its budget; its summary for ``tuning.json``."""
     import optuna
 
+    if not progress:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # several processes may write the database at once (parallel_studies): wait for its lock, do not fail
+    storage = optuna.storages.RDBStorage(f"sqlite:///{root / 'studies.sqlite3'}",
+                                         engine_kwargs={"connect_args": {"timeout": 300}})
+    study = optuna.create_study(study_name=item.entry.name, storage=storage, direction="maximize",
+                                load_if_exists=True)
+    _check_provenance(study, study_provenance(config, item), str(root / "studies.sqlite3"))
+    finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
+    done = len(study.get_trials(deepcopy=False, states=finished))
+    for count in range(done, item.space.trials):
+        # one trial at a time, its sampler seeded by the number of trials already finished
+        study.sampler = optuna.samplers.TPESampler(seed=config.seed + count)
+        study.optimize(lambda trial: _objective(item, trial), n_trials=1, show_progress_bar=False)
+        if progress:
+            print(f"{item.entry.name}: trial {count + 1}/{item.space.trials} "
+                  f"({study.trials[-1].state.name.lower()})", file=sys.stderr, flush=True)
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    best = max(complete, key=lambda t: (t.value, -t.number)) if complete else None
+    return {
+        "learner": item.entry.learner, "trials": item.space.trials,
+        "best_value": None if best is None else best.value,
+        "params": None if best is None else best.params,
+        "folds": [f"Fold{n}" for n in item.folds],
+        "study_commit": study.user_attrs.get("commit"),
+    }
+
+
+def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Run (or resume) every objective's study (``parallel_studies`` at a time); returns
+    ``{name: {"trials", "best_value", "params", ...}}`` in the config's order."""
     studies = load_studies(config, quick=quick)
     root = Path(config.output_dir + ("-quick" if quick else ""))
+    order = [item.entry.name for item in studies]
     with locked(root):
-        storage = optuna.storages.RDBStorage(f"sqlite:///{root / 'studies.sqlite3'}")
-        if not progress:
-            optuna.logging.set_verbosity(optuna.logging.WARNING)
-        results: dict[str, Any] = {}
-        for item in studies:
-            study = optuna.create_study(study_name=item.entry.name, storage=storage, direction="maximize",
-                                        load_if_exists=True)
-            _check_provenance(study, study_provenance(config, item), str(root / "studies.sqlite3"))
-            finished = {optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL}
-            done = len(study.get_trials(deepcopy=False, states=tuple(finished)))
-            for count in range(done, item.space.trials):
-                # one trial at a time, its sampler seeded by the number of trials already finished
-                study.sampler = optuna.samplers.TPESampler(seed=config.seed + count)
-                study.optimize(lambda trial, item=item: _objective(item, trial), n_trials=1,
-                               show_progress_bar=False)
-                if progress:
-                    print(f"{item.entry.name}: trial {count + 1}/{item.space.trials} "
-                          f"({study.trials[-1].state.name.lower()})", file=sys.stderr)
-            complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-            best = max(complete, key=lambda t: (t.value, -t.number)) if complete else None
-            results[item.entry.name] = {
-                "learner": item.entry.learner, "trials": item.space.trials,
-                "best_value": None if best is None else best.value,
-                "params": None if best is None else best.params,
-                "folds": [f"Fold{n}" for n in item.folds],
-            }
-            _write_summary(root, config, quick, results)  # after each study: an interrupted run keeps what finished
-    return results
+        done: dict[str, Any] = {}
+
+        def record(name: str, result: dict[str, Any]) -> None:
+            done[name] = result  # tuning.json after each study: an interrupted run keeps what finished
+            _write_summary(root, config, quick, {n: done[n] for n in order if n in done})
+
+        if config.parallel_studies == 1:
+            for item in studies:
+                record(item.entry.name, _run_study(config, item, root, progress))
+        else:
+            context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited torch threads
+            with ProcessPoolExecutor(config.parallel_studies, mp_context=context) as pool:
+                futures = {pool.submit(_run_study, config, item, root, progress): item.entry.name for item in studies}
+                for future in as_completed(futures):
+                    record(futures[future], future.result())
+    return {name: done[name] for name in order}
 
 
 def main(argv: list[str] | None = None) -> int:
