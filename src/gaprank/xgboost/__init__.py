@@ -1,0 +1,10 @@
+"""LambdaMART for GAP in XGBoost: a custom objective (GAP, eGAP, xGAP, AP, nDCG) and matching eval metrics.
+
+``objective`` plugs into ``xgboost.train(params, dtrain, obj=...)`` (and ``xgboost.dask.train``),
+``metric`` into ``custom_metric=``. Both read the query groups from the DMatrix (``qid`` or
+``group``) and share the swap-delta engine of :mod:`gaprank.lightgbm`.
+"""
+
+from ._objective import XGBoostMetric, XGBoostObjective, metric, objective
+
+__all__ = ["objective", "metric", "XGBoostObjective", "XGBoostMetric"]

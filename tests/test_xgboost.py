@@ -1,0 +1,135 @@
+"""gaprank.xgboost: native rank:ndcg reproduced, gradients as the LightGBM objective's (XGBoost's hessian
+scale), the eval metric against gaprank.metrics, and every bad input a clear error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+xgb = pytest.importorskip("xgboost")
+
+import gaprank  # noqa: E402
+import gaprank.xgboost as gx  # noqa: E402
+from gaprank import GaprankInputError  # noqa: E402
+from gaprank.data import DataNotFoundError, load_fold  # noqa: E402
+from gaprank.lightgbm import lambdarank_objective, ranking_feval  # noqa: E402
+
+BASE = {"eta": 0.1, "max_depth": 4, "nthread": 1, "base_score": 0.5, "tree_method": "hist", "seed": 0}
+
+
+@pytest.fixture(scope="module")
+def ohsumed_train():
+    try:
+        fold = load_fold("OHSUMED", 1)
+    except DataNotFoundError as exc:  # pragma: no cover - the shared data sits beside the repository
+        pytest.skip(str(exc))
+    X, y, group = fold.train.to_flat()
+    return X, y, group
+
+
+def _dmatrix(X, y, group, **kwargs):
+    data = xgb.DMatrix(X, label=y, **kwargs)
+    data.set_group(group)
+    return data
+
+
+@pytest.mark.parametrize("native, ours, weighted", [
+    ({}, dict(truncation_level=32, norm=True), False),  # XGBoost's defaults: topk, 32 pairs per sample, normalised
+    ({}, dict(truncation_level=32, norm=True), True),  # per-query weights, normalised to mean 1 as XGBoost does
+    ({"lambdarank_num_pair_per_sample": 10, "lambdarank_normalization": False, "lambdarank_score_normalization": False},
+     dict(truncation_level=10, norm=False), False),
+])
+def test_ndcg_objective_reproduces_native_rank_ndcg(ohsumed_train, native, ours, weighted):
+    X, y, group = ohsumed_train
+    weight = np.random.default_rng(0).uniform(0.2, 3.0, group.size) if weighted else None
+    data = _dmatrix(X, y, group, weight=weight)
+    native_booster = xgb.train({**BASE, "objective": "rank:ndcg", **native}, data, 20)
+    our_booster = xgb.train(BASE, data, 20, obj=gx.objective("ndcg", **ours))
+    a, b = native_booster.predict(data), our_booster.predict(data)
+    # topk pairs are deterministic (no sampling), so the boosters agree up to float32 rounding
+    assert np.abs(a - b).max() < 1e-5
+    assert np.abs(a - a.mean()).max() > 0.1  # the boosters moved
+
+
+@pytest.mark.parametrize("metric", ["gap", "egap", "xgap", "ap", "ndcg"])
+def test_gradients_are_the_lightgbm_objectives_with_xgboosts_hessian_scale(metric):
+    rng = np.random.default_rng(3)
+    sizes = np.array([5, 1, 7, 4])
+    y = np.concatenate([rng.integers(0, 3, n) for n in sizes]).astype(np.float32)
+    scores = rng.normal(size=y.size)
+    g = [0.5, 0.5] if metric in ("gap", "egap", "xgap") else None
+    data = xgb.DMatrix(rng.normal(size=(y.size, 2)), label=y, qid=np.repeat(np.arange(sizes.size), sizes))
+    grad, hess = gx.objective(metric, g=g, truncation_level=3)(scores, data)
+    lgb_grad, lgb_hess = lambdarank_objective(metric, g=g, truncation_level=3).gradients(scores, y, sizes)
+    np.testing.assert_array_equal(grad, lgb_grad)
+    np.testing.assert_allclose(hess, 2.0 * lgb_hess)
+    assert abs(grad.sum()) < 1e-5 and (hess >= 0).all()
+
+
+def test_training_for_gap_improves_vali_gap_with_early_stopping(ohsumed_train):
+    X, y, group = ohsumed_train
+    cut = int(np.cumsum(group)[40])
+    train = _dmatrix(X[:cut], y[:cut], group[:41])
+    vali = _dmatrix(X[cut:], y[cut:], group[41:])
+    history: dict = {}
+    booster = xgb.train(BASE, train, 200, obj=gx.objective("gap", g=[0.5, 0.5]), evals=[(vali, "vali")],
+                        custom_metric=gx.metric(["NDCG@10", "GAP"], g=[0.5, 0.5]), maximize=True,
+                        early_stopping_rounds=10, evals_result=history, verbose_eval=False)
+    curve = history["vali"]["GAP"]
+    assert booster.best_iteration == int(np.argmax(curve)) and len(curve) == booster.best_iteration + 11
+    assert max(curve) > curve[0]
+    expected = ranking_feval(["NDCG@10", "GAP"], g=[0.5, 0.5]).evaluate(
+        booster.predict(vali, iteration_range=(0, booster.best_iteration + 1)), y[cut:], group[41:])
+    assert expected["GAP"] == pytest.approx(curve[booster.best_iteration], abs=1e-6)
+
+
+def test_metric_values_are_gaprank_metrics():
+    rng = np.random.default_rng(5)
+    sizes = np.array([12, 3, 9])
+    y = np.concatenate([rng.integers(0, 3, n) for n in sizes])
+    s = rng.normal(size=y.size)
+    data = xgb.DMatrix(np.zeros((y.size, 1)), label=y, qid=np.repeat([7, 8, 9], sizes))
+    got = dict(gx.metric(["GAP", "MAP", "NDCG@10", "P@10"], g=[0.5, 0.5], conventions="letor4")(s, data))
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    per_query = [gaprank.gap(s[a:b][None], y[a:b][None], g=[0.5, 0.5]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+    assert got["GAP"] == pytest.approx(float(np.mean(per_query)))
+    assert list(got) == ["GAP", "MAP", "NDCG@10", "P@10"]
+
+
+def test_an_objective_reused_on_another_data_set_gives_that_sets_gradients():
+    rng = np.random.default_rng(8)
+    objective = gx.objective("gap", g=[0.5, 0.5])
+    for sizes in ([4, 6], [6, 4], [4, 6]):
+        y = np.concatenate([rng.integers(0, 3, n) for n in sizes]).astype(np.float32)
+        s = rng.normal(size=y.size)
+        data = xgb.DMatrix(np.zeros((y.size, 1)), label=y, qid=np.repeat([0, 1], sizes))
+        fresh = gx.objective("gap", g=[0.5, 0.5])(s, data)
+        reused = objective(s, data)
+        np.testing.assert_array_equal(reused[0], fresh[0])
+        np.testing.assert_array_equal(reused[1], fresh[1])
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: xgb.DMatrix(np.zeros((4, 1)), label=[1, 0, 2, 0]), "has no query groups"),
+    (lambda: xgb.DMatrix(np.zeros((4, 1)), label=[1.5, 0, 2, 0], qid=[1, 1, 2, 2]), "integer"),
+    (lambda: xgb.DMatrix(np.zeros((4, 1)), label=[31, 0, 2, 0], qid=[1, 1, 2, 2]), "30"),
+    (lambda: xgb.DMatrix(np.zeros((4, 1)), label=[-1, 0, 2, 0], qid=[1, 1, 2, 2]), "negative|>= 0|non-negative"),
+])
+def test_bad_data_is_a_clear_error(make, match):
+    data = make()
+    with pytest.raises(GaprankInputError, match=match):
+        gx.objective("gap")(np.zeros(4), data)
+    with pytest.raises(GaprankInputError, match=match):
+        gx.metric(["GAP"])(np.zeros(4), data)
+
+
+def test_per_row_weights_and_diverged_scores_are_refused():
+    data = xgb.DMatrix(np.zeros((4, 1)), label=[1, 0, 2, 0], qid=[1, 1, 2, 2])
+    data.set_weight(np.ones(4))
+    with pytest.raises(GaprankInputError, match="one weight per query"):
+        gx.objective("ap")(np.zeros(4), data)
+    plain = xgb.DMatrix(np.zeros((4, 1)), label=[1, 0, 2, 0], qid=[1, 1, 2, 2])
+    with pytest.raises(GaprankInputError, match="NaN or infinite"):
+        gx.objective("ap")(np.array([0.0, np.nan, 1.0, 2.0]), plain)
+    with pytest.raises(GaprankInputError, match="g applies to"):
+        gx.objective("ndcg", g=[0.5, 0.5])
