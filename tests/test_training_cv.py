@@ -52,7 +52,7 @@ def _small(tmp_path: Path, **loss) -> dict:
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_shipped_configs_load(path):
     config = load_config(path, CVConfig)
-    assert config.data.folds == [1, 2, 3, 4, 5] and config.output_dir == f"results/{path.parent.name}/{path.stem}"
+    assert config.data.folds == [1, 2, 3, 4, 5] and config.output_dir == f"results/{path.parent.name}-untuned/{path.stem}"
     assert config.evaluation.conventions == ("letor3" if path.parent.name == "ohsumed" else "letor4")
     assert config.evaluation.g == [0.5, 0.5]
 

@@ -37,7 +37,7 @@ def _quick(tmp_path: Path, **objective) -> dict:
 @pytest.mark.parametrize("name", ["lambdamart_gap", "lambdamart_egap", "lambdamart_ap", "lambdamart_ndcg"])
 def test_shipped_configs_load(name):
     config = load_config(ROOT / "configs" / "ohsumed" / f"{name}.yaml", LambdaMARTConfig)
-    assert config.data.folds == [1, 2, 3, 4, 5] and config.output_dir.startswith("results/ohsumed/")
+    assert config.data.folds == [1, 2, 3, 4, 5] and config.output_dir.startswith("results/ohsumed-untuned/")
     for mq in (ROOT / "configs" / "mq2008").glob("lambdamart_*.yaml"):
         assert load_config(mq, LambdaMARTConfig).data.dataset == "MQ2008"
 
@@ -146,4 +146,82 @@ def test_booster_param_errors_print_one_line_without_lightgbms_fatal_log(tmp_pat
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "[Fatal]" not in out.stderr
     data["booster"] = {**data["booster"], "params": {}, "seed": 2**40}
     with pytest.raises(ConfigError, match="booster.seed must be in 0..2\\^31-1"):
+        load_config(_write(tmp_path, data), LambdaMARTConfig)
+
+
+# ---------------------------------------------------------------- engines: xgboost and lightgbm on Dask
+
+
+def _engine_run(tmp_path: Path, name: str, **changes) -> dict:
+    data = _quick(tmp_path / name)
+    data["output_dir"] = str(tmp_path / name / "out")
+    for key, value in changes.items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
+    (tmp_path / name).mkdir(parents=True, exist_ok=True)
+    run(load_config(_write(tmp_path / name, data), LambdaMARTConfig), progress=False)
+    return json.loads((tmp_path / name / "out" / "folds" / "Fold1.json").read_text())
+
+
+def test_xgboost_engine_our_ndcg_mirror_equals_native_rank_ndcg(tmp_path):
+    pytest.importorskip("xgboost")
+    settings = dict(engine="xgboost", booster={"num_boost_round": 15, "early_stopping_rounds": 15})
+    ours = _engine_run(tmp_path, "ours", objective={"kind": "gaprank", "metric": "ndcg", "g": None,
+                                                     "truncation_level": 32, "norm": True}, **settings)
+    native = _engine_run(tmp_path, "native", objective={"kind": "native", "metric": "ndcg", "g": None,
+                                                         "truncation_level": 32, "norm": True}, **settings)
+    assert ours["best_iteration"] == native["best_iteration"] and ours["rounds_trained"] <= 15
+    for measure, value in native["test"].items():
+        assert ours["test"][measure] == pytest.approx(value, abs=1e-6)
+    assert ours["provenance"]["versions"]["xgboost"] and len(ours["feature_importance_gain"]) == 45
+    assert 0.2 < ours["test"]["NDCG@10"] < 0.7 and len(ours["vali"]["GAP"]) == ours["rounds_trained"]
+
+
+def test_lightgbm_dask_engine_selects_as_early_stopping_does(tmp_path):
+    pytest.importorskip("distributed")
+    pytest.importorskip("pandas")
+    local = _engine_run(tmp_path, "local", booster={"num_boost_round": 30, "early_stopping_rounds": 4})
+    remote = _engine_run(tmp_path, "dask", engine="lightgbm-dask", dask={"workers": 1},
+                         booster={"num_boost_round": 30, "early_stopping_rounds": 4})
+    # one worker trains the local model; scoring vali after training picks the round early stopping picked
+    assert remote["best_iteration"] == local["best_iteration"] and remote["rounds_trained"] == 30
+    assert remote["vali"]["GAP"][:len(local["vali"]["GAP"])] == pytest.approx(local["vali"]["GAP"], abs=1e-9)
+    assert remote["test"] == pytest.approx(local["test"], abs=1e-9)
+
+
+def test_select_like_early_stopping():
+    from training.lambdamart import select_like_early_stopping
+
+    assert select_like_early_stopping([0.1, 0.3, 0.2, 0.3, 0.25, 0.5], patience=3) == 2
+    assert select_like_early_stopping([0.1, 0.3, 0.2, 0.3, 0.25, 0.5], patience=4) == 6
+    assert select_like_early_stopping([0.4, 0.4], patience=1) == 1
+
+
+def test_a_record_made_before_the_engine_fields_existed_is_still_reused(tmp_path):
+    config = load_config(_write(tmp_path, _quick(tmp_path)), LambdaMARTConfig)
+    run(config, progress=False)
+    path = tmp_path / "out" / "folds" / "Fold1.json"
+    record = json.loads(path.read_text())
+    for key in ("engine", "dask"):
+        del record["provenance"]["config"][key]
+    path.write_text(json.dumps(record))
+    assert run(config, progress=False)["trained_now"] == []
+    other = load_config(_write(tmp_path, {**_quick(tmp_path), "engine": "xgboost"}), LambdaMARTConfig)
+    assert run(other, progress=False)["trained_now"] == ["Fold1"]  # a non-default engine is a different run
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"engine": "xgboost", "booster": {"params": {"no_such_param": 1}}}, r"XGBoost does not know \{ \"no_such_param\" \}"),
+    ({"engine": "xgboost", "booster": {"params": {"max_depth": -3}}}, "XGBoost refuses them"),
+    ({"engine": "xgboost", "booster": {"params": {"eta": 0.3}}}, r"may not set \['eta'\]"),
+    ({"engine": "xgboost", "booster": {"min_data_in_leaf": 5}}, "min_data_in_leaf is LightGBM's"),
+    ({"engine": "xgboost", "objective": {"kind": "native", "metric": "ndcg", "g": None, "sigma": 2.0}}, "sigma 1"),
+    ({"engine": "spark"}, "engine"),
+    ({"engine": "lightgbm-dask", "dask": {"workers": 0}}, "dask.workers must be >= 1"),
+])
+def test_engine_settings_errors(tmp_path, changes, message):
+    pytest.importorskip("xgboost")
+    data = _quick(tmp_path)
+    for key, value in changes.items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
+    with pytest.raises(ConfigError, match=message):
         load_config(_write(tmp_path, data), LambdaMARTConfig)

@@ -87,15 +87,36 @@ def _reuse_key(key: str, value: Any) -> Any:
     return value
 
 
-def stale_reason(record: dict[str, Any], provenance: dict[str, Any]) -> str | None:
-    """Why a finished record cannot stand for this run (None when it can)."""
+def fields_at_default(config: Any) -> set[str]:
+    """The config's top-level fields that hold their default value. A record written before such a field
+    existed was trained as the default does, so it still matches (a new field never invalidates results)."""
+    names = set()
+    for f in dataclasses.fields(config):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue
+        if to_dict(getattr(config, f.name)) == to_dict(default):
+            names.add(f.name)
+    return names
+
+
+def stale_reason(record: dict[str, Any], provenance: dict[str, Any], at_default: set[str] = frozenset()) -> str | None:
+    """Why a finished record cannot stand for this run (None when it can). ``at_default``: fields of the
+    current config at their defaults, which a record made before they existed may lack."""
     if "selected" not in record or "test" not in record:
         return "the record is incomplete"
     held = record.get("provenance")
     if held is None:
         return "the record carries no provenance (written before data fingerprints)"
     for key, what in (("config", "the config"), ("data", "the data files"), ("gaprank", "gaprank's version")):
-        if _reuse_key(key, held.get(key)) != _reuse_key(key, provenance[key]):
+        current = _reuse_key(key, provenance[key])
+        held_value = _reuse_key(key, held.get(key))
+        if key == "config" and isinstance(held_value, dict) and isinstance(current, dict):
+            current = {k: v for k, v in current.items() if k in held_value or k not in at_default}
+        if held_value != current:
             return f"{what} changed since it was trained"
     return None
 
@@ -164,7 +185,8 @@ def run_folds(
             path = out / "folds" / f"Fold{number}.json"
             provenance = fold_provenance(config, number, versions)
             record = _read_record(path, log, number, progress)
-            reason = "--force" if force else ("no finished record" if record is None else stale_reason(record, provenance))
+            reason = "--force" if force else ("no finished record" if record is None else
+                                              stale_reason(record, provenance, fields_at_default(config)))
             if reason is None:
                 if number in chosen:
                     log_event(log, event="fold_skipped", fold=number, reason="finished with the same config, data and version")

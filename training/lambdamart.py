@@ -3,9 +3,18 @@
     python -m training.lambdamart --config configs/ohsumed/lambdamart_gap.yaml [--folds 1,2] [--force] [--quick]
 
 The objective is gaprank's (``objective.kind: gaprank``: GAP, eGAP, xGAP, AP or nDCG swap weights) or
-LightGBM's native ``lambdarank`` (``kind: native``, nDCG). Early stopping watches
-``evaluation.selection`` on the validation fold (gaprank's measure, LETOR conventions; built-in LightGBM
-metrics are off), and the test fold is scored at the best iteration with ``evaluation.measures``.
+the engine's native nDCG objective (``kind: native``: LightGBM's ``lambdarank``, XGBoost's ``rank:ndcg``).
+Early stopping watches ``evaluation.selection`` on the validation fold (gaprank's measure, LETOR
+conventions; the engines' own metrics are off), and the test fold is scored at the best iteration with
+``evaluation.measures``.
+
+``engine`` picks the booster: ``lightgbm`` (``lgb.train``), ``xgboost`` (``xgboost.train``; ``num_leaves``
+becomes ``max_leaves`` with leaf-wise growth, ``booster.params`` are XGBoost's) or ``lightgbm-dask``
+(``lightgbm.DaskLGBMRanker`` on the cluster of the ``dask`` section: a scheduler address, or a
+LocalCluster; the training queries are partitioned at query boundaries). DaskLGBMRanker has no early
+stopping, so that engine trains ``num_boost_round`` rounds, then scores vali after every round and
+selects the round as early stopping would have (the first best value, stopping ``early_stopping_rounds``
+rounds after it).
 
 Writes to ``output_dir``: ``folds/FoldK.json`` (one per fold: best iteration, seconds, vali history,
 test means and per-query values; a fold whose file exists with the same config is skipped on re-run),
@@ -22,6 +31,7 @@ import difflib
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -147,12 +157,29 @@ class BoosterConfig:
             raise GaprankInputError(f"booster.learning_rate must be > 0; got {self.learning_rate}")
         if not 0 <= self.seed < 2**31:  # LightGBM's seed is a 32-bit int
             raise GaprankInputError(f"booster.seed must be in 0..2^31-1; got {self.seed}")
-        check_lightgbm_params(self.params)
 
     def lightgbm_params(self) -> dict[str, Any]:
         return {"learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
                 "min_data_in_leaf": self.min_data_in_leaf, "num_threads": self.num_threads, "seed": self.seed,
                 "deterministic": True, "force_row_wise": True, "verbosity": -1, "metric": "None", **self.params}
+
+
+@dataclass
+class DaskConfig:
+    scheduler: str | None = None  # address of a running Dask scheduler; None: a LocalCluster per fold
+    workers: int = 2  # LocalCluster workers (processes)
+    threads_per_worker: int = 1
+    partitions: int | None = None  # of the training queries; default: one per worker
+
+    def validate(self) -> None:
+        for name in ("workers", "threads_per_worker"):
+            if getattr(self, name) < 1:
+                raise GaprankInputError(f"dask.{name} must be >= 1; got {getattr(self, name)}")
+        if self.partitions is not None and self.partitions < 1:
+            raise GaprankInputError(f"dask.partitions must be >= 1; got {self.partitions}")
+
+
+ENGINES = ("lightgbm", "lightgbm-dask", "xgboost")
 
 
 @dataclass
@@ -163,6 +190,14 @@ class LambdaMARTConfig:
     objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
     booster: BoosterConfig = field(default_factory=BoosterConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    engine: Literal["lightgbm", "lightgbm-dask", "xgboost"] = "lightgbm"
+    dask: DaskConfig = field(default_factory=DaskConfig)
+
+    def validate(self) -> None:
+        if self.engine == "xgboost":
+            check_xgboost_settings(self.objective, self.booster)
+        else:
+            check_lightgbm_params(self.booster.params)
 
 
 def quick(config: LambdaMARTConfig) -> LambdaMARTConfig:
@@ -171,54 +206,220 @@ def quick(config: LambdaMARTConfig) -> LambdaMARTConfig:
         config.booster, num_boost_round=min(config.booster.num_boost_round, 5)))
 
 
-def _train(config: LambdaMARTConfig, fold: Any) -> tuple[Any, dict[str, dict[str, list[float]]], float]:
-    """The booster early-stopped on vali, its vali history and its training seconds (train and vali only)."""
+def check_xgboost_settings(objective: ObjectiveConfig, booster: BoosterConfig) -> None:
+    """What the xgboost engine cannot take, and ``booster.params`` as XGBoost reads them (probed on a tiny
+    DMatrix: an unknown name, which XGBoost only warns about, or a value it refuses is an error)."""
+    import xgboost as xgb
+
+    if objective.kind == "native":
+        if objective.sigma != 1.0 or objective.label_gain is not None:
+            raise GaprankInputError("objective.kind 'native' on XGBoost is rank:ndcg: sigma 1 and its own gain "
+                                    "(leave objective.sigma and objective.label_gain unset)")
+    elif objective.label_gain is not None:
+        raise GaprankInputError("objective.label_gain is for the lightgbm engines")
+    if booster.min_data_in_leaf != BoosterConfig.min_data_in_leaf:
+        raise GaprankInputError("booster.min_data_in_leaf is LightGBM's; XGBoost bounds leaves by hessian: set "
+                                "booster.params.min_child_weight")
+    own = {"eta", "learning_rate", "max_leaves", "nthread", "n_jobs", "seed", "random_state", "objective",
+           "eval_metric", "num_boost_round", "n_estimators"}
+    taken = sorted(own & set(booster.params))
+    if taken:
+        raise GaprankInputError(f"booster.params may not set {taken}: the config sets them through booster and objective")
+    data = xgb.DMatrix(np.random.default_rng(0).random((40, 3)), label=np.tile([0.0, 1.0, 2.0, 1.0], 10),
+                       qid=np.repeat([0, 1], 20))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            xgb.train({**booster.params, "objective": "rank:ndcg", "verbosity": 1, "nthread": 1}, data, 1)
+        except xgb.core.XGBoostError as exc:
+            reason = str(exc).strip().splitlines()[0].split(": ", 1)[-1]
+            raise GaprankInputError(f"booster.params: XGBoost refuses them: {reason}") from None
+    unused = [str(w.message) for w in caught if "are not used" in str(w.message)]
+    if unused:
+        names = unused[0][unused[0].index("{"):unused[0].index("}") + 1]
+        raise GaprankInputError(f"booster.params: XGBoost does not know {names}")
+
+
+@dataclass
+class _Trained:
+    """A booster early-stopped on vali, whatever the engine."""
+
+    predict: Any  # features -> scores at the best iteration
+    best_iteration: int
+    rounds_trained: int
+    vali_curve: list[float]  # the selection measure on vali after each round
+    seconds: float
+    importance_gain: list[float]
+
+
+def _lightgbm_params(config: LambdaMARTConfig) -> dict[str, Any]:
+    return {**config.booster.lightgbm_params(), **config.objective.build()}
+
+
+def _train_lightgbm(config: LambdaMARTConfig, fold: Any) -> _Trained:
     X, y, group = fold.train.to_flat()
     Xv, yv, gv = fold.vali.to_flat()
     ev = config.evaluation
     train = lgb.Dataset(X, y, group=group, free_raw_data=False)
     vali = lgb.Dataset(Xv, yv, group=gv, reference=train, free_raw_data=False)
-    params = {**config.booster.lightgbm_params(), **config.objective.build()}
     history: dict[str, dict[str, list[float]]] = {}
     start = time.perf_counter()
     booster = lgb.train(
-        params, train, num_boost_round=config.booster.num_boost_round, valid_sets=[vali], valid_names=["vali"],
-        feval=ev.scorer([ev.selection]),
+        _lightgbm_params(config), train, num_boost_round=config.booster.num_boost_round, valid_sets=[vali],
+        valid_names=["vali"], feval=ev.scorer([ev.selection]),
         callbacks=[lgb.early_stopping(config.booster.early_stopping_rounds, verbose=False),
                    lgb.record_evaluation(history)],
     )
-    return booster, history, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    best = booster.best_iteration or booster.current_iteration()
+    return _Trained(lambda features: booster.predict(features, num_iteration=best), int(best),
+                    int(booster.current_iteration()), list(history["vali"][ev.selection]), seconds,
+                    booster.feature_importance("gain").tolist())
+
+
+def _train_xgboost(config: LambdaMARTConfig, fold: Any) -> _Trained:
+    import xgboost as xgb
+
+    import gaprank.xgboost as gx
+
+    ev, b, o = config.evaluation, config.booster, config.objective
+    X, y, group = fold.train.to_flat()
+    Xv, yv, gv = fold.vali.to_flat()
+    train, vali = xgb.DMatrix(X, label=y), xgb.DMatrix(Xv, label=yv)
+    train.set_group(group)
+    vali.set_group(gv)
+    params = {"tree_method": "hist", "grow_policy": "lossguide", "max_depth": 0, "max_leaves": b.num_leaves,
+              "eta": b.learning_rate, "nthread": b.num_threads, "seed": b.seed, "base_score": 0.5,
+              "disable_default_eval_metric": 1, **b.params}
+    obj = None
+    if o.kind == "native":
+        params["objective"] = "rank:ndcg"
+        if o.truncation_level is not None:
+            params["lambdarank_num_pair_per_sample"] = o.truncation_level
+        params["lambdarank_normalization"] = params["lambdarank_score_normalization"] = o.norm
+    else:
+        obj = gx.objective(o.metric, g=o.g, sigma=o.sigma, truncation_level=o.truncation_level, norm=o.norm,
+                           precision=o.precision)
+    history: dict[str, dict[str, list[float]]] = {}
+    start = time.perf_counter()
+    booster = xgb.train(params, train, num_boost_round=b.num_boost_round, obj=obj, evals=[(vali, "vali")],
+                        custom_metric=gx.metric([ev.selection], g=ev.g, conventions=ev.conventions), maximize=True,
+                        early_stopping_rounds=b.early_stopping_rounds, evals_result=history, verbose_eval=False)
+    seconds = time.perf_counter() - start
+    best = booster.best_iteration + 1  # XGBoost counts from 0
+    gains = booster.get_score(importance_type="total_gain")
+    importance = [float(gains.get(f"f{i}", 0.0)) for i in range(X.shape[1])]
+    return _Trained(lambda features: booster.predict(xgb.DMatrix(features), iteration_range=(0, best)), int(best),
+                    int(booster.num_boosted_rounds()), list(history["vali"][ev.selection]), seconds, importance)
+
+
+def _dask_client(settings: DaskConfig) -> contextlib.AbstractContextManager[Any]:
+    from distributed import Client, LocalCluster
+
+    if settings.scheduler is not None:
+        return Client(settings.scheduler)
+    stack = contextlib.ExitStack()
+    cluster = stack.enter_context(LocalCluster(n_workers=settings.workers, threads_per_worker=settings.threads_per_worker,
+                                               dashboard_address=":0", processes=True))
+    client = stack.enter_context(Client(cluster))
+
+    @contextlib.contextmanager
+    def both() -> Iterator[Any]:
+        with stack:
+            yield client
+
+    return both()
+
+
+def select_like_early_stopping(curve: list[float], patience: int) -> int:
+    """The round (1-based) early stopping would have kept: the first best value, stopping once ``patience``
+    rounds pass without a better one."""
+    best, best_round = -np.inf, 0
+    for round_number, value in enumerate(curve, start=1):
+        if value > best:
+            best, best_round = value, round_number
+        elif round_number - best_round >= patience:
+            break
+    return best_round
+
+
+def _train_lightgbm_dask(config: LambdaMARTConfig, fold: Any) -> _Trained:
+    from gaprank.dask import partition_by_query
+    from gaprank.lightgbm import sklearn_objective
+
+    ev, b, o, settings = config.evaluation, config.booster, config.objective, config.dask
+    X, y, group = fold.train.to_flat()
+    Xv, yv, gv = fold.vali.to_flat()
+    params = {k: v for k, v in _lightgbm_params(config).items() if k not in ("objective", "num_threads", "metric")}
+    objective = "lambdarank" if o.kind == "native" else sklearn_objective(
+        o.metric, g=o.g, sigma=o.sigma, truncation_level=o.truncation_level, norm=o.norm, label_gain=o.label_gain,
+        precision=o.precision)
+    if o.kind == "native":
+        params.update({k: v for k, v in o.build().items() if k != "objective"})
+    start = time.perf_counter()
+    with _dask_client(settings) as client:
+        workers = len(client.scheduler_info()["workers"])
+        dX, dy, dgroup = partition_by_query(X, y, np.repeat(np.arange(group.size), group),
+                                            min(settings.partitions or workers, group.size))
+        ranker = lgb.DaskLGBMRanker(objective=objective, client=client, n_estimators=b.num_boost_round, **params)
+        with warnings.catch_warnings():  # the workers' threads come from the cluster, as LightGBM says
+            warnings.filterwarnings("ignore", "Parameter n_jobs will be ignored")
+            booster = ranker.fit(dX, dy, group=dgroup).to_local().booster_
+    # vali after every round, from each tree's own contribution (one pass over the trees)
+    per_tree = np.stack([booster.predict(Xv, start_iteration=i, num_iteration=1, raw_score=True)
+                         for i in range(booster.current_iteration())])
+    cumulative = np.cumsum(per_tree, axis=0)
+    scorer = ev.scorer([ev.selection])
+    curve = [scorer.evaluate(scores, yv, gv)[ev.selection] for scores in cumulative]
+    seconds = time.perf_counter() - start
+    best = select_like_early_stopping(curve, b.early_stopping_rounds)
+    return _Trained(lambda features: booster.predict(features, num_iteration=best), best,
+                    int(booster.current_iteration()), curve, seconds, booster.feature_importance("gain").tolist())
+
+
+TRAINERS = {"lightgbm": _train_lightgbm, "xgboost": _train_xgboost, "lightgbm-dask": _train_lightgbm_dask}
 
 
 def vali_score(config: LambdaMARTConfig, fold_number: int) -> float:
     """The vali value of ``evaluation.selection`` at the best iteration of one fold (what tuning
     maximises). Only train and vali are used: the test split is never read."""
     fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
-    booster, history, _ = _train(config, fold)
-    best = booster.best_iteration or booster.current_iteration()
-    return float(history["vali"][config.evaluation.selection][best - 1])
+    trained = TRAINERS[config.engine](config, fold)
+    return float(trained.vali_curve[trained.best_iteration - 1])
 
 
 def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
     """Train and evaluate one fold; returns the fold record (what folds/FoldK.json holds)."""
     fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
     ev = config.evaluation
-    booster, history, seconds = _train(config, fold)
-    best = booster.best_iteration or booster.current_iteration()
+    trained = TRAINERS[config.engine](config, fold)
     test = fold.test
-    per_query = ev.scorer().per_query(
-        booster.predict(test.features, num_iteration=best), test.labels, test.group_sizes)
+    per_query = ev.scorer().per_query(trained.predict(test.features), test.labels, test.group_sizes)
     return {
         "fold": f"Fold{fold_number}",
-        "selected": {"iteration": int(best)},
-        "best_iteration": int(best),
-        "rounds_trained": int(booster.current_iteration()),
-        "seconds": round(seconds, 3),
-        "vali": {ev.selection: history["vali"][ev.selection]},
+        "selected": {"iteration": trained.best_iteration},
+        "best_iteration": trained.best_iteration,
+        "rounds_trained": trained.rounds_trained,
+        "seconds": round(trained.seconds, 3),
+        "vali": {ev.selection: trained.vali_curve},
         "test": {name: float(values.mean()) for name, values in per_query.items()},
         "per_query": {name: dict(zip(test.query_ids, map(float, values), strict=True)) for name, values in per_query.items()},
-        "feature_importance_gain": booster.feature_importance("gain").tolist(),
+        "feature_importance_gain": trained.importance_gain,
     }
+
+
+def _engine_versions(engine: str) -> dict[str, str]:
+    versions = {"lightgbm": lgb.__version__}
+    if engine == "xgboost":
+        import xgboost
+
+        versions["xgboost"] = xgboost.__version__
+    if engine == "lightgbm-dask":
+        import dask
+        import distributed
+
+        versions.update(dask=dask.__version__, distributed=distributed.__version__)
+    return versions
 
 
 def run(config: LambdaMARTConfig, *, folds: list[int] | None = None, force: bool = False,
@@ -227,7 +428,7 @@ def run(config: LambdaMARTConfig, *, folds: list[int] | None = None, force: bool
     ev = config.evaluation
     return run_folds(config, run_fold=lambda number: run_fold(config, number), folds=folds,
                      measures=ev.measures, conventions=ev.conventions, g=ev.g,
-                     versions={"lightgbm": lgb.__version__}, force=force, progress=progress)
+                     versions=_engine_versions(config.engine), force=force, progress=progress)
 
 
 def main(argv: list[str] | None = None) -> int:
