@@ -216,16 +216,22 @@ def _write_summary(root: Path, config: TuneConfig, quick: bool, results: dict[st
     write_atomic(root / "table.md", "\n".join(lines) + "\n")
 
 
+def _storage(root: Path) -> Any:
+    """The SQLite study database; several processes may write it at once (parallel_studies), so a writer
+    waits for the file's lock instead of failing."""
+    import optuna
+
+    return optuna.storages.RDBStorage(f"sqlite:///{root / 'studies.sqlite3'}",
+                                      engine_kwargs={"connect_args": {"timeout": 300}})
+
+
 def _run_study(config: TuneConfig, item: _Study, root: Path, progress: bool) -> dict[str, Any]:
     """Run (or resume) one objective's study to its budget; its summary for ``tuning.json``."""
     import optuna
 
     if not progress:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-    # several processes may write the database at once (parallel_studies): wait for its lock, do not fail
-    storage = optuna.storages.RDBStorage(f"sqlite:///{root / 'studies.sqlite3'}",
-                                         engine_kwargs={"connect_args": {"timeout": 300}})
-    study = optuna.create_study(study_name=item.entry.name, storage=storage, direction="maximize",
+    study = optuna.create_study(study_name=item.entry.name, storage=_storage(root), direction="maximize",
                                 load_if_exists=True)
     _check_provenance(study, study_provenance(config, item), str(root / "studies.sqlite3"))
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
@@ -265,6 +271,7 @@ def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> d
             for item in studies:
                 record(item.entry.name, _run_study(config, item, root, progress))
         else:
+            _storage(root)  # the schema, created once here: two processes creating it at once collide
             context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited torch threads
             with ProcessPoolExecutor(config.parallel_studies, mp_context=context) as pool:
                 futures = {pool.submit(_run_study, config, item, root, progress): item.entry.name for item in studies}
