@@ -166,3 +166,22 @@ def test_oversubscribed_parallel_tuning_is_refused(tmp_path, toy_data):
     path.write_text(yaml.safe_dump({**data, "parallel_studies": 2}))
     with pytest.raises(ConfigError, match="parallel_studies > 1 needs threads_per_trial"):
         load_config(path, TuneConfig)
+
+
+def test_a_trial_cut_off_by_a_killed_run_does_not_change_the_search(tmp_path, toy_data):
+    import optuna
+
+    whole = load_config(_configs(tmp_path / "a", toy_data, trials=3), TuneConfig)
+    tune(whole, progress=False)
+    parted = tmp_path / "b"
+    tune(load_config(_configs(parted, toy_data, trials=1), TuneConfig), progress=False)
+    storage = f"sqlite:///{parted / 'tune' / 'studies.sqlite3'}"
+    for name in ("LR-GAP", "LM-GAP"):  # a killed run leaves its trial RUNNING in the database
+        optuna.load_study(study_name=name, storage=storage).ask()
+    tune(load_config(_configs(parted, toy_data, trials=3), TuneConfig), progress=False)
+    for name in ("LR-GAP", "LM-GAP"):
+        trials = optuna.load_study(study_name=name, storage=storage).trials
+        cut = [t for t in trials if t.user_attrs.get("interrupted")]
+        assert len(cut) == 1 and cut[0].state == optuna.trial.TrialState.FAIL
+        kept = [(t.params, t.value) for t in trials if not t.user_attrs.get("interrupted")]
+        assert kept == _trials(tmp_path / "a" / "tune")[name]

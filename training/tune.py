@@ -13,7 +13,8 @@ split is never read.
 Studies live in one SQLite database per data set, ``<output_dir>/studies.sqlite3`` (Optuna's RDB
 storage), one study per objective. Each trial's TPE sampler is seeded with ``seed`` plus the number of
 trials already finished, so a study that is interrupted and resumed proposes exactly what an
-uninterrupted one would, and re-running never repeats a finished trial. A trial whose training diverges
+uninterrupted one would, and re-running never repeats a finished trial; a trial a killed run left
+half-done is marked failed and interrupted and does not count. A trial whose training diverges
 counts against the budget (pruned). ``tuning.json`` (best parameters and values per objective) and
 ``table.md`` are written under ``output_dir``; ``--quick`` (2 trials, the first fold, a few epochs or
 rounds) writes under ``<output_dir>-quick``.
@@ -231,11 +232,19 @@ def _run_study(config: TuneConfig, item: _Study, root: Path, progress: bool) -> 
 
     if not progress:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(study_name=item.entry.name, storage=_storage(root), direction="maximize",
+    storage = _storage(root)
+    study = optuna.create_study(study_name=item.entry.name, storage=storage, direction="maximize",
                                 load_if_exists=True)
     _check_provenance(study, study_provenance(config, item), str(root / "studies.sqlite3"))
+    # A trial left RUNNING was cut off by a killed run (the directory lock rules out a live one): mark it
+    # failed and interrupted, and leave it out of the count that seeds the sampler and spends the budget.
+    study_id = storage.get_study_id_from_name(item.entry.name)
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
+        storage.set_trial_user_attr(trial_id, "interrupted", True)
+        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
-    done = len(study.get_trials(deepcopy=False, states=finished))
+    done = sum(1 for t in study.get_trials(deepcopy=False, states=finished) if not t.user_attrs.get("interrupted"))
     for count in range(done, item.space.trials):
         # one trial at a time, its sampler seeded by the number of trials already finished
         study.sampler = optuna.samplers.TPESampler(seed=config.seed + count)
