@@ -14,7 +14,7 @@ DEFAULT_MEASURES = ["NDCG@10", "MAP", "P@10", "GAP"]
 
 @dataclass
 class DataConfig:
-    dataset: Literal["OHSUMED", "MQ2008", "MQ2007"]
+    dataset: Literal["OHSUMED", "MQ2008", "MQ2007", "MSLR-WEB10K", "MSLR-WEB30K"]
     variant: str | None = None  # OHSUMED: QueryLevelNorm (default), Feature-min, Feature-null
     data_dir: str | None = None  # default: $GAPRANK_DATA, then ../shared/data beside the repository
     folds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])

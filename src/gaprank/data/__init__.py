@@ -3,6 +3,7 @@
 from ._files import to_json, write_atomic, write_json_atomic
 from ._folds import (
     CONVENTIONS,
+    MAX_LABEL,
     NUM_FEATURES,
     DataNotFoundError,
     Fold,
@@ -18,6 +19,7 @@ from ._trec import read_qrels, read_run
 
 __all__ = [
     "CONVENTIONS",
+    "MAX_LABEL",
     "NUM_FEATURES",
     "DataNotFoundError",
     "Fold",

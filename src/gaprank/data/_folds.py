@@ -25,12 +25,16 @@ from typing import Any
 from .._inputs import GaprankInputError
 from ._letor import RankingSplit, read_letor
 
-DATASETS = {"OHSUMED": "QueryLevelNorm", "MQ2008": None, "MQ2007": None}
-# Features per document of each named data set (LETOR 3.0's OHSUMED: 45; LETOR 4.0: 46); read_letor
-# refuses other counts and feature ids beyond them.
-NUM_FEATURES = {"OHSUMED": 45, "MQ2008": 46, "MQ2007": 46}
-# Evaluation conventions of each data set's own LETOR tool (Eval-Score-3.0.pl, Eval-Score-4.0.pl).
-CONVENTIONS = {"OHSUMED": "letor3", "MQ2008": "letor4", "MQ2007": "letor4"}
+DATASETS = {"OHSUMED": "QueryLevelNorm", "MQ2008": None, "MQ2007": None, "MSLR-WEB10K": None, "MSLR-WEB30K": None}
+# Features per document of each named data set (LETOR 3.0's OHSUMED: 45; LETOR 4.0: 46; MSLR: 136);
+# read_letor refuses other counts and feature ids beyond them.
+NUM_FEATURES = {"OHSUMED": 45, "MQ2008": 46, "MQ2007": 46, "MSLR-WEB10K": 136, "MSLR-WEB30K": 136}
+# The grade scale of each named data set; a label above it means a file of another set.
+MAX_LABEL = {"OHSUMED": 2, "MQ2008": 2, "MQ2007": 2, "MSLR-WEB10K": 4, "MSLR-WEB30K": 4}
+# Evaluation conventions of each data set's own tool (Eval-Score-3.0.pl; Eval-Score-4.0.pl, which
+# Microsoft's MSLR page also points to).
+CONVENTIONS = {"OHSUMED": "letor3", "MQ2008": "letor4", "MQ2007": "letor4", "MSLR-WEB10K": "letor4",
+               "MSLR-WEB30K": "letor4"}
 SPLITS = ("train", "vali", "test")
 _SPLIT_FILE_NAMES = {
     "train": ("train", "trainingset"),
@@ -41,7 +45,9 @@ DOWNLOAD_HINT = (
     "Download LETOR 3.0 (OHSUMED) or LETOR 4.0 (MQ2007/MQ2008) from Microsoft Research "
     "(https://www.microsoft.com/en-us/research/project/letor-learning-rank-information-retrieval/), "
     "unpack it so that <data_dir>/OHSUMED/QueryLevelNorm/Fold1/train.txt (or <data_dir>/MQ2008/Fold1/train.txt) "
-    "exists, and pass data_dir=... or set GAPRANK_DATA."
+    "exists, and pass data_dir=... or set GAPRANK_DATA. MSLR-WEB10K / MSLR-WEB30K: "
+    "https://www.microsoft.com/en-us/research/project/mslr/ (<data_dir>/MSLR-WEB30K/Fold1/train.txt), "
+    "or a synthetic set of the same layout: python -m training.synthetic --like mslr-web30k."
 )
 
 
@@ -319,7 +325,8 @@ def load_fold(
     Parameters
     ----------
     dataset : str
-        "OHSUMED", "MQ2008", "MQ2007" (or another folder of the data directory).
+        "OHSUMED", "MQ2008", "MQ2007", "MSLR-WEB10K", "MSLR-WEB30K" (or another folder of the data
+        directory); a named set's feature count and grade scale are checked.
     fold : int
         1..5.
     variant : str, optional
@@ -351,13 +358,14 @@ def load_fold(
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
     files = _split_files(dataset, fold, ds_dir, base, spec)
     num_features = NUM_FEATURES.get(ds_dir.name.upper())
+    max_label = MAX_LABEL.get(ds_dir.name.upper())
     cache: dict[Path, RankingSplit] = {}
     parts = {}
     for split, paths in files.items():
         loaded = []
         for p in paths:
             if p not in cache:
-                cache[p] = read_letor(p, null=null, num_features=num_features)
+                cache[p] = read_letor(p, null=null, num_features=num_features, max_label=max_label)
             loaded.append(cache[p])
         parts[split] = loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
     name = f"{dataset} Fold{fold}"

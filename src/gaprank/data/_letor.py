@@ -167,6 +167,7 @@ def read_letor(
     *,
     num_features: int | None = None,
     null: str = "min",
+    max_label: int | None = None,
 ) -> RankingSplit:
     """Read a LETOR / SVMlight ranking file (``.txt`` or ``.gz``, LF or CRLF).
 
@@ -186,6 +187,9 @@ def read_letor(
         ``"min"`` fills it with min(0, the query's smallest observed value of that feature) -- this
         reproduces LETOR 3.0's own Feature-min files in 1,521 of OHSUMED's 1,530 (query, feature)
         cells; ``"zero"`` fills 0; ``"nan"`` keeps NaN; ``"error"`` refuses the file.
+    max_label
+        The largest grade of the data set's scale (MSLR: 4); a larger label is an error. Default: any
+        grade up to gaprank's largest.
 
     Raises
     ------
@@ -228,6 +232,9 @@ def read_letor(
         if label > MAX_GRADE:
             raise LetorFormatError(f"{where}: label {tokens[0]} is above {MAX_GRADE}, the largest grade gaprank "
                                    "supports (every measure keeps one table column per grade)")
+        if max_label is not None and label > max_label:
+            raise LetorFormatError(f"{where}: label {tokens[0]} is outside the data set's grades 0..{max_label} "
+                                   "(a file of another data set?)")
         if len(tokens) < 2 or not tokens[1].startswith("qid:") or len(tokens[1]) == 4:
             raise LetorFormatError(f"{where}: missing 'qid:<id>' after the label")
         qid = tokens[1][4:]
