@@ -6,6 +6,20 @@ sys.path.insert(0, str(Path(__file__).parent))
 import pytest  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def parsed_file_cache(tmp_path_factory):
+    """The parsed-file cache of gaprank.data in a folder of this test session, not the user's cache."""
+    import os
+
+    saved = os.environ.get("GAPRANK_CACHE")
+    os.environ["GAPRANK_CACHE"] = str(tmp_path_factory.mktemp("gaprank_cache"))
+    yield os.environ["GAPRANK_CACHE"]
+    if saved is None:
+        del os.environ["GAPRANK_CACHE"]
+    else:
+        os.environ["GAPRANK_CACHE"] = saved
+
+
 @pytest.fixture(scope="session")
 def quick_ohsumed_comparison(tmp_path_factory):
     """The shipped OHSUMED comparison in --quick mode (what CI runs), run once per test session."""

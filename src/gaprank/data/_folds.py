@@ -15,6 +15,7 @@ The data directory is, in order: the ``data_dir`` argument, the ``GAPRANK_DATA``
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._inputs import GaprankInputError
+from ._cache import cached_read
 from ._letor import RankingSplit, read_letor
 
 DATASETS = {"OHSUMED": "QueryLevelNorm", "MQ2008": None, "MQ2007": None, "MSLR-WEB10K": None, "MSLR-WEB30K": None}
@@ -365,7 +367,9 @@ def load_fold(
         loaded = []
         for p in paths:
             if p not in cache:
-                cache[p] = read_letor(p, null=null, num_features=num_features, max_label=max_label)
+                options = {"null": null, "num_features": num_features, "max_label": max_label}
+                cache[p] = cached_read(p, options, functools.partial(read_letor, p, null=null, num_features=num_features,
+                                                                     max_label=max_label))
             loaded.append(cache[p])
         parts[split] = loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
     name = f"{dataset} Fold{fold}"
