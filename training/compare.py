@@ -12,12 +12,20 @@ the same learner that optimises ndcg or ap: a paired t-test (``scipy.stats.ttest
 randomisation test (``scipy.stats.permutation_test``, sign flips of the per-query differences, two-sided)
 over all test queries of the folds run (each query is in exactly one test fold).
 
-Writes under ``output_dir``: ``summary.json`` (``{"objectives": {name: {measure: mean, "per_fold": ...}},
-"conventions", "config", "significance", "reference", "run"}`` where ``run`` records the commit, the
-command and the wall time), ``per_query.tsv`` (one line per objective and test query), ``table.md`` (the
-comparison, the reference numbers, the p-values), ``plots/*.png`` and ``log.jsonl``. ``--quick``
-(fold 1, a few epochs / rounds per run) writes under ``<output_dir>-quick``; ``--out DIR`` puts the
-comparison and every run under ``DIR`` instead.
+Seeds and tuning: ``seeds: [1, 2, 3, 4, 5]`` trains every run once per seed (its config's
+``training.seed`` / ``booster.seed``) under ``<output_dir>/runs/<run>/seed<k>``; the measures are then
+means over seeds, ``seed_sd`` their standard deviation, and significance pairs each query's value
+averaged over seeds. ``tuning: <training.tune config>`` runs (or resumes) that config's studies first
+and trains each run it tunes with its study's best parameters; the others keep their own settings.
+``relevant_queries_only`` adds measures averaged over the test queries with a relevant document.
+
+Writes under ``output_dir``: ``summary.json`` (``{"objectives": {name: {measure: mean, "per_fold": ...,
+"seeds", "seed_sd", "per_seed", "tuning"}}, "conventions", "config", "significance", "reference",
+"seeds", "tuning", "run"}`` where ``run`` records the commit, the command and the wall time),
+``per_query.tsv`` (one line per objective and test query), ``per_seed.tsv``, ``table.md`` (the
+comparison, the reference numbers, the p-values, the tuned parameters), ``plots/*.png`` and
+``log.jsonl``. ``--quick`` (fold 1, a few epochs / rounds per run, two seeds, two tuning trials) writes
+under ``<output_dir>-quick``; ``--out DIR`` puts the comparison and every run under ``DIR`` instead.
 """
 
 from __future__ import annotations
