@@ -213,3 +213,22 @@ def test_a_moved_result_directory_is_still_reused(tmp_path, toy_data):
                    progress=False)
     assert first["trained_now"] == ["Fold1", "Fold2"] and again["trained_now"] == []
     assert again["mean"] == first["mean"]
+
+
+def test_a_study_made_before_a_config_field_existed_continues(tmp_path, toy_data):
+    """The OHSUMED LambdaMART studies predate the engine and dask fields: they must still resume."""
+    import optuna
+
+    paths = _run_configs(tmp_path, toy_data)
+    tune(load_config(_tune_config(tmp_path, paths), TuneConfig), progress=False)
+    study = optuna.load_study(study_name="LM-GAP", storage=f"sqlite:///{tmp_path / 'tuning' / 'studies.sqlite3'}")
+    provenance = study.user_attrs["provenance"]
+    for key in ("engine", "dask"):
+        del provenance["run_config"][key]
+    study.set_user_attr("provenance", provenance)
+    tune(load_config(_tune_config(tmp_path, paths, trials=3), TuneConfig), progress=False)
+    assert len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))) == 3
+    text = paths["lm_gap"].read_text()
+    paths["lm_gap"].write_text(text + "dask: {workers: 3}\n")  # a field away from its default: another search
+    with pytest.raises(Exception, match="'LM-GAP' .* was made with a different run_config"):
+        tune(load_config(_tune_config(tmp_path, paths, trials=4), TuneConfig), progress=False)

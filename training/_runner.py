@@ -6,8 +6,8 @@ A trainer supplies ``run_fold(fold_number) -> record``; a record holds ``"fold"`
 (what validation chose, e.g. ``{"iteration": 120}`` or ``{"epoch": 37, "learning_rate": 0.01}``).
 The loop adds ``"provenance"``: the config, the fingerprint of the fold's data files (size and SHA-256)
 and gaprank's version, with the versions of the engines beside them. A finished fold is reused only when
-all three are unchanged (the config's ``output_dir`` aside: a moved result stays valid); otherwise it is
-retrained and the log says why.
+all three are unchanged (the config's ``output_dir`` aside, and a field added since at its default:
+:func:`same_run_config`); otherwise it is retrained and the log says why.
 
 Every file is written atomically (a killed run leaves the old file or none), an unreadable fold record
 counts as unfinished, and the output directory is locked (``filelock``) while a run writes to it.
@@ -80,16 +80,8 @@ def fold_provenance(config: Any, number: int, versions: dict[str, str]) -> dict[
             "gaprank": gaprank.__version__, "versions": versions}
 
 
-def _reuse_key(key: str, value: Any) -> Any:
-    """Where a run writes does not change what it computes: a moved result directory stays valid."""
-    if key == "config" and isinstance(value, dict):
-        return {k: v for k, v in value.items() if k != "output_dir"}
-    return value
-
-
 def fields_at_default(config: Any) -> set[str]:
-    """The config's top-level fields that hold their default value. A record written before such a field
-    existed was trained as the default does, so it still matches (a new field never invalidates results)."""
+    """The config's top-level fields that hold their default value."""
     names = set()
     for f in dataclasses.fields(config):
         if f.default is not dataclasses.MISSING:
@@ -103,20 +95,37 @@ def fields_at_default(config: Any) -> set[str]:
     return names
 
 
-def stale_reason(record: dict[str, Any], provenance: dict[str, Any], at_default: set[str] = frozenset()) -> str | None:
-    """Why a finished record cannot stand for this run (None when it can). ``at_default``: fields of the
-    current config at their defaults, which a record made before they existed may lack."""
+def run_config_key(config: Any) -> dict[str, Any]:
+    """What a run's results depend on in its config: all of it but ``output_dir`` (where a run writes
+    does not change what it computes, so a moved result directory stays valid)."""
+    return {k: v for k, v in to_dict(config).items() if k != "output_dir"}
+
+
+def same_run_config(held: Any, config: Any) -> bool:
+    """Whether a config recorded with a result (fold record or tuning study) stands for ``config``.
+
+    A top-level field the record lacks matches when ``config`` holds its default there: a record
+    written before the field existed was made as the default does, so a new field never invalidates
+    results."""
+    if not isinstance(held, dict):
+        return False
+    held = {k: v for k, v in held.items() if k != "output_dir"}
+    at_default = fields_at_default(config)
+    current = {k: v for k, v in run_config_key(config).items() if k in held or k not in at_default}
+    return held == current
+
+
+def stale_reason(record: dict[str, Any], provenance: dict[str, Any], config: Any) -> str | None:
+    """Why a finished record cannot stand for a run of ``config`` with ``provenance`` (None when it can)."""
     if "selected" not in record or "test" not in record:
         return "the record is incomplete"
     held = record.get("provenance")
     if held is None:
         return "the record carries no provenance (written before data fingerprints)"
-    for key, what in (("config", "the config"), ("data", "the data files"), ("gaprank", "gaprank's version")):
-        current = _reuse_key(key, provenance[key])
-        held_value = _reuse_key(key, held.get(key))
-        if key == "config" and isinstance(held_value, dict) and isinstance(current, dict):
-            current = {k: v for k, v in current.items() if k in held_value or k not in at_default}
-        if held_value != current:
+    if not same_run_config(held.get("config"), config):
+        return "the config changed since it was trained"
+    for key, what in (("data", "the data files"), ("gaprank", "gaprank's version")):
+        if held.get(key) != provenance[key]:
             return f"{what} changed since it was trained"
     return None
 
@@ -186,7 +195,7 @@ def run_folds(
             provenance = fold_provenance(config, number, versions)
             record = _read_record(path, log, number, progress)
             reason = "--force" if force else ("no finished record" if record is None else
-                                              stale_reason(record, provenance, fields_at_default(config)))
+                                              stale_reason(record, provenance, config))
             if reason is None:
                 if number in chosen:
                     log_event(log, event="fold_skipped", fold=number, reason="finished with the same config, data and version")

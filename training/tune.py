@@ -44,7 +44,7 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 
-from ._runner import checkout_commit, locked, script_parser
+from ._runner import checkout_commit, locked, run_config_key, same_run_config, script_parser
 from ._trainers import DIVERGED, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, load_config, to_dict, with_params
 
@@ -176,8 +176,7 @@ def study_provenance(config: TuneConfig, study: _Study) -> dict[str, Any]:
     """What a study's trials depend on: the run's config (its output directory aside), the search space
     (its trial count aside: raising it continues the study), the folds and their train and vali files,
     the sampler's seed and gaprank's version. Stored with the study; a resumed study must match it."""
-    run_config = to_dict(study.config)
-    run_config.pop("output_dir", None)
+    run_config = run_config_key(study.config)
     data = study.config.data
     fingerprints = {}
     for number in study.folds:
@@ -189,7 +188,7 @@ def study_provenance(config: TuneConfig, study: _Study) -> dict[str, Any]:
     return json.loads(json.dumps(provenance))  # as the database gives it back
 
 
-def _check_provenance(study: Any, provenance: dict[str, Any], where: str) -> None:
+def _check_provenance(study: Any, item: _Study, provenance: dict[str, Any], where: str) -> None:
     held = study.user_attrs.get("provenance")
     if held is None:
         if study.trials:
@@ -198,7 +197,9 @@ def _check_provenance(study: Any, provenance: dict[str, Any], where: str) -> Non
         study.set_user_attr("provenance", provenance)
         study.set_user_attr("commit", checkout_commit())  # the code the trials run with (not part of the key)
         return
-    changed = [key for key in provenance if held.get(key) != provenance[key]]
+    changed = [key for key in provenance if key != "run_config" and held.get(key) != provenance[key]]
+    if not same_run_config(held.get("run_config"), item.config):
+        changed.insert(0, "run_config")
     if changed:
         raise GaprankInputError(f"study {study.study_name!r} in {where} was made with a different "
                                 f"{', '.join(changed)}; continuing would mix two searches: delete the study "
@@ -235,7 +236,7 @@ def _run_study(config: TuneConfig, item: _Study, root: Path, progress: bool) -> 
     storage = _storage(root)
     study = optuna.create_study(study_name=item.entry.name, storage=storage, direction="maximize",
                                 load_if_exists=True)
-    _check_provenance(study, study_provenance(config, item), str(root / "studies.sqlite3"))
+    _check_provenance(study, item, study_provenance(config, item), str(root / "studies.sqlite3"))
     # A trial left RUNNING was cut off by a killed run (the directory lock rules out a live one): mark it
     # failed and interrupted, and leave it out of the count that seeds the sampler and spends the budget.
     study_id = storage.get_study_id_from_name(item.entry.name)
