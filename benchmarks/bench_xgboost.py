@@ -28,11 +28,10 @@ import time
 import torch
 import xgboost as xgb
 
-from gaprank.data import load_fold
 from gaprank.xgboost import objective
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_lightgbm import synthetic_mslr  # noqa: E402  (the same synthetic set for both boosters)
+from bench_lightgbm import load  # noqa: E402  (the same data, synthetic set included, for both boosters)
 
 CASES = {
     "native": None,
@@ -40,12 +39,6 @@ CASES = {
     "gap k=32": dict(metric="gap", truncation_level=32, norm=True),
     "gap all pairs": dict(metric="gap"),
 }
-
-
-def load(name: str):
-    if name == "synthetic":
-        return synthetic_mslr()
-    return load_fold({"ohsumed": "OHSUMED", "mq2008": "MQ2008"}[name], 1).train.to_flat()
 
 
 def main(argv=None) -> int:

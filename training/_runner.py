@@ -38,6 +38,7 @@ from gaprank.metrics import get_conventions
 from .config import to_dict
 
 LOCK_NAME = ".lock"
+REPO = Path(__file__).resolve().parents[1]  # the repository: relative config paths and the commit
 
 
 class OutputInUse(GaprankInputError):
@@ -242,11 +243,16 @@ def run_folds(
                       "per_query": {r["fold"]: r["per_query"] for r in records}}
 
 
+def output_root(output_dir: str, quick: bool) -> Path:
+    """Where a script writes: ``output_dir``, or ``<output_dir>-quick`` for ``--quick`` (CI's smoke runs)."""
+    return Path(output_dir + ("-quick" if quick else ""))
+
+
 def quick_variant(config: Any, **changes: Any) -> Any:
     """The ``--quick`` form of a run config: its first fold only, written under ``<output_dir>-quick``,
     with the script's own shortening in ``changes`` (e.g. fewer epochs)."""
     return dataclasses.replace(config, data=dataclasses.replace(config.data, folds=config.data.folds[:1]),
-                               output_dir=f"{config.output_dir}-quick", **changes)
+                               output_dir=str(output_root(config.output_dir, quick=True)), **changes)
 
 
 def parse_folds(text: str | None, dataset: str) -> list[int] | None:
@@ -302,15 +308,12 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
     return 0
 
 
-_REPO = Path(__file__).resolve().parents[1]
-
-
 def checkout_commit() -> str:
     """The repository's HEAD, marked when code or configs differ from it (``results/`` excepted)."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=_REPO, capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
         # results/ is what the run writes; anything else uncommitted means the code or configs differ from HEAD
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"], cwd=_REPO,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"], cwd=REPO,
                                capture_output=True, text=True, check=True).stdout.strip()
         return head + ("+uncommitted changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):

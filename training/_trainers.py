@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,9 +11,8 @@ from gaprank import GaprankInputError
 from gaprank.metrics import objective_info
 
 from . import cv, lambdamart
+from ._runner import REPO
 from .config import load_config
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -69,6 +67,3 @@ def check_seeds(seeds: list[int], where: str) -> None:
     if not seeds or len(set(seeds)) != len(seeds) or any(not 0 <= s < 2**31 for s in seeds):
         raise GaprankInputError(f"{where} must be a non-empty list of distinct integers in 0..2^31-1; got {seeds}")
 
-
-def with_output_dir(config: Any, output_dir: str | Path) -> Any:
-    return dataclasses.replace(config, output_dir=str(output_dir))

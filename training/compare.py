@@ -48,7 +48,7 @@ from gaprank.metrics import get_conventions, objective_info
 
 from . import tune as tuning
 from ._baselines import letor_baselines
-from ._runner import checkout_commit, locked, log_event, script_parser
+from ._runner import checkout_commit, locked, log_event, output_root, script_parser
 from ._trainers import REPO, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, load_config, to_dict, with_params
 
@@ -128,7 +128,7 @@ def load_runs(config: CompareConfig, *, quick: bool = False, out: Path | None = 
     A run writes to its own ``output_dir`` unless the comparison places it: under ``out / name`` with
     ``--out``, under ``<root>/runs/<name>/seed<k>`` when the comparison has ``seeds`` (``root``: ``out`` or
     the comparison's ``output_dir``). A placed run also reports every measure the comparison needs."""
-    root = out if out is not None else Path(config.output_dir + ("-quick" if quick else ""))
+    root = out if out is not None else output_root(config.output_dir, quick)
     placed = out is not None or config.seeds is not None
     loaded = []
     for entry in config.runs:
@@ -364,8 +364,7 @@ def render_table(summary: dict[str, Any], measures: list[str]) -> str:
                   "| objective | trials | best mean vali | parameters |", "|---|---:|---:|---|"]
         for name, o in tuned_runs.items():
             t = o["tuning"]
-            params = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in t["params"].items())
-            lines.append(f"| {name} | {t['trials']} | {t['best_value']:.4f} | {params} |")
+            lines.append(f"| {name} | {t['trials']} | {t['best_value']:.4f} | {tuning.params_text(t['params'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -419,7 +418,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
     """Train (or reuse) every run, then compare; see the module doc for what is written."""
     started = time.perf_counter()
     commit = checkout_commit()
-    root = Path(out) if out is not None else Path(config.output_dir + ("-quick" if quick else ""))
+    root = Path(out) if out is not None else output_root(config.output_dir, quick)
     placed_out = root if out is not None else None
     load_runs(config, quick=quick, out=placed_out)  # every run checked before any tuning or training
     tune_config = load_tuning(config)
@@ -427,9 +426,8 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
     if tune_config is not None:
         tuned = tuning.tune(tune_config, quick=quick, progress=progress)
         budget = {"config": config.tuning, "seed": tune_config.seed,
-                  "studies": str(Path(tune_config.output_dir + ("-quick" if quick else "")) / "studies.sqlite3"),
-                  "trials": {learner: space.trials if not quick else min(space.trials, 2)
-                             for learner, space in tune_config.learners.items()}}
+                  "studies": str(tuning.studies_path(tune_config, quick=quick)),
+                  "trials": tuning.trial_budget(tune_config, quick=quick)}
     loaded = load_runs(config, quick=quick, out=placed_out, tuned=tuned)
     with locked(root):
         return _compare(config, loaded, root, quick=quick, force=force, progress=progress, command=command,

@@ -179,9 +179,6 @@ class DaskConfig:
             raise GaprankInputError(f"dask.partitions must be >= 1; got {self.partitions}")
 
 
-ENGINES = ("lightgbm", "lightgbm-dask", "xgboost")
-
-
 @dataclass
 class LambdaMARTConfig:
     name: str
@@ -313,22 +310,18 @@ def _train_xgboost(config: LambdaMARTConfig, fold: Any) -> _Trained:
                     int(booster.num_boosted_rounds()), list(history["vali"][ev.selection]), seconds, importance)
 
 
-def _dask_client(settings: DaskConfig) -> contextlib.AbstractContextManager[Any]:
+@contextlib.contextmanager
+def _dask_client(settings: DaskConfig) -> Iterator[Any]:
+    """A client of the configured scheduler, or of a LocalCluster that lives as long as the client."""
     from distributed import Client, LocalCluster
 
     if settings.scheduler is not None:
-        return Client(settings.scheduler)
-    stack = contextlib.ExitStack()
-    cluster = stack.enter_context(LocalCluster(n_workers=settings.workers, threads_per_worker=settings.threads_per_worker,
-                                               dashboard_address=":0", processes=True))
-    client = stack.enter_context(Client(cluster))
-
-    @contextlib.contextmanager
-    def both() -> Iterator[Any]:
-        with stack:
+        with Client(settings.scheduler) as client:
             yield client
-
-    return both()
+        return
+    with LocalCluster(n_workers=settings.workers, threads_per_worker=settings.threads_per_worker,
+                      dashboard_address=":0", processes=True) as cluster, Client(cluster) as client:
+        yield client
 
 
 def select_like_early_stopping(curve: list[float], patience: int) -> int:
@@ -350,12 +343,11 @@ def _train_lightgbm_dask(config: LambdaMARTConfig, fold: Any) -> _Trained:
     ev, b, o, settings = config.evaluation, config.booster, config.objective, config.dask
     X, y, group = fold.train.to_flat()
     Xv, yv, gv = fold.vali.to_flat()
+    # native lambdarank's own parameters stay in params; the objective itself goes to DaskLGBMRanker
     params = {k: v for k, v in _lightgbm_params(config).items() if k not in ("objective", "num_threads", "metric")}
     objective = "lambdarank" if o.kind == "native" else sklearn_objective(
         o.metric, g=o.g, sigma=o.sigma, truncation_level=o.truncation_level, norm=o.norm, label_gain=o.label_gain,
         precision=o.precision)
-    if o.kind == "native":
-        params.update({k: v for k, v in o.build().items() if k != "objective"})
     start = time.perf_counter()
     with _dask_client(settings) as client:
         workers = len(client.scheduler_info()["workers"])

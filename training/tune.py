@@ -44,7 +44,7 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 
-from ._runner import checkout_commit, locked, run_config_key, same_run_config, script_parser
+from ._runner import checkout_commit, locked, output_root, run_config_key, same_run_config, script_parser
 from ._trainers import DIVERGED, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, load_config, to_dict, with_params
 
@@ -127,6 +127,25 @@ class TuneConfig:
         check_seeds([self.seed], "seed")
 
 
+QUICK_TRIALS = 2  # per objective, with --quick
+
+
+def trial_budget(config: TuneConfig, *, quick: bool = False) -> dict[str, int]:
+    """Trials per objective of each learner (``--quick``: at most :data:`QUICK_TRIALS`)."""
+    return {learner: min(space.trials, QUICK_TRIALS) if quick else space.trials
+            for learner, space in config.learners.items()}
+
+
+def studies_path(config: TuneConfig, *, quick: bool = False) -> Path:
+    """The SQLite database of the config's studies."""
+    return output_root(config.output_dir, quick) / "studies.sqlite3"
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """Chosen hyperparameters as one line for a markdown table."""
+    return ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
+
+
 @dataclass
 class _Study:
     entry: RunEntry
@@ -139,13 +158,12 @@ def load_studies(config: TuneConfig, *, quick: bool = False) -> list[_Study]:
     """Each objective's run config (``--quick``: fold 1, a few epochs / rounds) and its learner's space,
     every parameter path checked against that config."""
     studies = []
+    budget = trial_budget(config, quick=quick)
     for entry in config.runs:
         run_config = entry.load(quick=quick)
         if config.threads_per_trial is not None:
             run_config = with_params(run_config, {TRAINERS[entry.trainer].threads_path: config.threads_per_trial})
-        space = config.learners[entry.learner]
-        if quick:
-            space = dataclasses.replace(space, trials=min(space.trials, 2))
+        space = dataclasses.replace(config.learners[entry.learner], trials=budget[entry.learner])
         try:
             with_params(run_config, {p: s.example() for p, s in space.params.items()})
         except GaprankInputError as exc:
@@ -213,7 +231,7 @@ def _write_summary(root: Path, config: TuneConfig, quick: bool, results: dict[st
     lines = ["| objective | learner | trials | best mean vali | parameters |", "|---|---|---:|---:|---|"]
     for name, r in results.items():
         value = "–" if r["best_value"] is None else f"{r['best_value']:.4f}"
-        params = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in (r["params"] or {}).items())
+        params = params_text(r["params"] or {})
         lines.append(f"| {name} | {r['learner']} | {r['trials']} | {value} | {params} |")
     write_atomic(root / "table.md", "\n".join(lines) + "\n")
 
@@ -268,7 +286,7 @@ def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> d
     """Run (or resume) every objective's study (``parallel_studies`` at a time); returns
     ``{name: {"trials", "best_value", "params", ...}}`` in the config's order."""
     studies = load_studies(config, quick=quick)
-    root = Path(config.output_dir + ("-quick" if quick else ""))
+    root = studies_path(config, quick=quick).parent
     order = [item.entry.name for item in studies]
     with locked(root):
         done: dict[str, Any] = {}
