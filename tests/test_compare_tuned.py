@@ -162,6 +162,9 @@ def test_a_tuned_seeded_comparison_aggregates_its_runs(tmp_path, toy_data):
     assert "### Tuned hyperparameters" in table and "| LR-nDCG | LambdaRank | ndcg | – | 2 |" in table
     assert len(_tsv(out / "per_seed.tsv")) == 3 * 2
     assert summary["seeds"] == [1, 2] and summary["tuning"]["trials"] == {"LambdaRank": 2, "LambdaMART": 2}
+    record = json.loads((out / "runs" / "lr_gap" / "seed1" / "folds" / "Fold2.json").read_text())
+    assert summary["provenance"]["data"]["Fold2"] == record["provenance"]["data"]
+    assert summary["provenance"]["gaprank"] == record["provenance"]["gaprank"]
 
 
 def _judged(data_dir: Path, fold: int) -> list[str]:

@@ -60,6 +60,10 @@ def test_split_and_scattered_queries_are_refused():
         partition_by_query(X, y, shuffled, 2)
     with pytest.raises(GaprankInputError, match="npartitions must be an integer in 1..30"):
         partition_by_query(X, y, qid, 31)
+    with pytest.raises(GaprankInputError, match=r"X must be \(rows, features\) with y and qid one per row"):
+        partition_by_query(X, y[:-1], qid, 2)
+    with pytest.raises(GaprankInputError, match="qid must be a non-empty 1-D array"):
+        partition_by_query(X[:0], y[:0], qid[:0], 1)
 
 
 class RecordingObjective(SklearnObjective):

@@ -81,3 +81,6 @@ def test_command_line(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "training.synthetic", "--like", "mslr-web30k", "--queries", "3",
                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "at least 5" in bad.stderr
+    folds = subprocess.run([sys.executable, "-m", "training.synthetic", "--like", "mslr-web30k", "--queries", "10",
+                            "--folds", "3", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert folds.returncode == 2 and folds.stderr.count("\n") == 1 and "--folds must be 1 or 5" in folds.stderr

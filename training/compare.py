@@ -20,8 +20,9 @@ and trains each run it tunes with its study's best parameters; the others keep t
 ``relevant_queries_only`` adds measures averaged over the test queries with a relevant document.
 
 Writes under ``output_dir``: ``summary.json`` (``{"objectives": {name: {measure: mean, "per_fold": ...,
-"seeds", "seed_sd", "per_seed", "tuning"}}, "conventions", "config", "significance", "reference",
-"seeds", "tuning", "run"}`` where ``run`` records the commit, the command and the wall time),
+"seeds", "seed_sd", "per_seed", "tuning"}}, "conventions", "config", "run_configs", "provenance",
+"significance", "reference", "seeds", "tuning", "run"}`` where ``provenance`` holds the data
+fingerprint of every fold and gaprank's version, and ``run`` the commit, the command and the wall time),
 ``per_query.tsv`` (one line per objective and test query), ``per_seed.tsv``, ``table.md`` (the
 comparison, the reference numbers, the p-values, the tuned parameters), ``plots/*.png`` and
 ``log.jsonl``. ``--quick`` (fold 1, a few epochs / rounds per run, two seeds, two tuning trials) writes
@@ -42,8 +43,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+import gaprank
 from gaprank import GaprankInputError
-from gaprank.data import load_fold, resolve_data_dir, write_atomic, write_json_atomic
+from gaprank.data import fold_fingerprint, load_fold, resolve_data_dir, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions, objective_info
 
 from . import tune as tuning
@@ -485,6 +487,10 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
         "folds": [f"Fold{n}" for n in first.data.folds],
         "config": to_dict(config),
         "run_configs": {item.entry.name: to_dict(item.config) for item in loaded},
+        # what every run was trained and scored on (each fold record holds the same), and by which gaprank
+        "provenance": {"data": {f"Fold{n}": fold_fingerprint(first.data.dataset, n, variant=first.data.variant,
+                                                            data_dir=first.data.data_dir) for n in first.data.folds},
+                       "gaprank": gaprank.__version__},
         "significance": significance(config, per_query, loaded),
         "reference": {"letor_baselines": baselines, "published": [to_dict(r) for r in config.reference]},
         "seeds": config.seeds,
