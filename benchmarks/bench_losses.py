@@ -1,7 +1,7 @@
 """Loss speed and memory: gaprank's objectives vs allRank's lambdaLoss / neuralNDCG and a naive
 Delta-GAP that recomputes the metric for every swap, forward + backward on the same batches.
 
-Run by hand:  python benchmarks/bench_losses.py [--sizes 256x128,64x1000] [--timeout 300]
+Run by hand:  python benchmarks/bench_losses.py [--sizes 256x128,64x1000] [--timeout 300] [--device cuda]
 
 Needs allRank's loss modules: ``pip install allrank --no-deps`` (its loss code needs only torch once
 the stand-ins below replace ``allrank.data.dataset_loading`` and ``allrank.utils.file_utils``).
@@ -11,6 +11,9 @@ taken in a second process with glibc's mmap threshold at 128 KB (``MALLOC_MMAP_T
 freed tensors go back to the system and the peak follows the live tensors, not the allocator's cache
 (timing that run would count page faults, so it is not timed). A case that passes ``--timeout``
 seconds or ``--memory-gb`` is reported as such.
+With ``--device cuda`` the tensors live on the GPU: the time is taken after ``torch.cuda.synchronize()``
+and the memory is the peak of PyTorch's CUDA allocator over the pass (``max_memory_allocated``, less
+what the inputs held before).
 Scores: float32 N(0, 1); labels uniform on {0, 1, 2}; sigma = 1 for the soft objectives; g = (0.5, 0.5).
 """
 
@@ -53,7 +56,7 @@ def naive_delta_gap_loss(scores, labels):
     batch, size = scores.shape
     s = scores.detach()
     base = gaprank.gap(s, labels, g=G, reduction="none")
-    weight = torch.zeros(batch, size, size)
+    weight = torch.zeros(batch, size, size, device=scores.device)
     for i in range(size - 1):
         others = torch.arange(i + 1, size)
         swapped = s[:, None, :].repeat(1, others.numel(), 1)  # [B, J, N]
@@ -93,30 +96,38 @@ CASES = ("LambdaRank gap", "LambdaRank egap", "LambdaRank ndcg", "allRank lambda
          "SoftGAP paper", "SoftGAP exact", "SoftNDCG", "allRank neuralNDCG", "RankNet")
 
 
-def worker(name, batch, size, repeat):
+def worker(name, batch, size, repeat, device):
     torch.manual_seed(0)
-    scores = torch.randn(batch, size)
-    labels = torch.randint(0, 3, (batch, size))
+    scores = torch.randn(batch, size).to(device)
+    labels = torch.randint(0, 3, (batch, size)).to(device)
     fn = make_case(name)
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cuda = device == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    baseline = torch.cuda.memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = []
     for _ in range(repeat + 1):
         s = scores.clone().requires_grad_(True)
+        sync()
         start = time.perf_counter()
         fn(s, labels).backward()
+        sync()
         times.append(time.perf_counter() - start)
         assert torch.isfinite(s.grad).all()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if cuda:
+        megabytes = (torch.cuda.max_memory_allocated() - baseline) / 2**20
+    else:
+        megabytes = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - baseline) / 1024
     best = min(times[1:]) if repeat else times[0]
-    print(json.dumps({"ms": 1000 * best, "mb": (peak - baseline) / 1024}))
+    print(json.dumps({"ms": 1000 * best, "mb": megabytes}))
 
 
 def _subprocess(name, batch, size, repeat, args, env=None):
     def limit():
-        cap = int(args.memory_gb * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        if args.device == "cpu":  # CUDA reserves far more address space than it uses
+            cap = int(args.memory_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
-    command = [sys.executable, __file__, "--worker", name, str(batch), str(size), str(repeat)]
+    command = [sys.executable, __file__, "--worker", name, str(batch), str(size), str(repeat), args.device]
     try:
         out = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, preexec_fn=limit,
                              env=env)
@@ -130,7 +141,7 @@ def _subprocess(name, batch, size, repeat, args, env=None):
 
 def run_case(name, batch, size, args):
     timed = _subprocess(name, batch, size, args.repeat, args)
-    if "ms" in timed:
+    if "ms" in timed and args.device == "cpu":  # CUDA: the allocator's own peak, taken in the timed run
         env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
         measured = _subprocess(name, batch, size, 0, args, env)
         timed["mb"] = measured.get("mb", float("nan"))
@@ -144,14 +155,16 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--memory-gb", type=float, default=16.0)
-    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        name, batch, size, repeat = args.worker
-        worker(name, int(batch), int(size), int(repeat))
+        name, batch, size, repeat, device = args.worker
+        worker(name, int(batch), int(size), int(repeat), device)
         return
-    print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
-          f"float32 CPU, best of {args.repeat} after a warm-up")
+    where = (torch.cuda.get_device_name() if args.device == "cuda" else
+             f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads")
+    print(f"# {where}, torch {torch.__version__}, float32 {args.device.upper()}, best of {args.repeat} after a warm-up")
     for spec in args.sizes.split(","):
         batch, size = (int(v) for v in spec.split("x"))
         results = {name: run_case(name, batch, size, args) for name in args.cases.split(",")}

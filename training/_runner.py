@@ -283,6 +283,7 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
     from gaprank import GaprankInputError
 
     from ._baselines import baselines_table
+    from ._distributed import RankLost, launched_rank
     from .config import load_config
 
     parser = script_parser(prog, doc, example)
@@ -300,8 +301,14 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
         result = run(config, folds=parse_folds(args.folds, config.data.dataset), force=args.force)
         baselines = baselines_table(config.data.dataset, config.data.data_dir, config.evaluation.measures)
     except GaprankInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if launched_rank() == 0:  # under torchrun every rank meets the same error; one says it
+            print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RankLost as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if launched_rank() != 0:
+        return 0
     print(result["table"], end="")
     if baselines:
         print("\n" + baselines, end="")

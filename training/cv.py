@@ -40,6 +40,7 @@ from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold
 from gaprank.metrics import objective_info, objective_names, user_model_measures
 
+from ._distributed import ALONE, Ranks, balanced_shares, broadcast, global_sum, join, lost, peer_gone
 from ._runner import fold_script_main, quick_variant, run_folds, show_progress
 from ._sections import DataConfig, EvaluationConfig
 
@@ -135,6 +136,7 @@ class TrainingConfig:
     seed: int = 1
     dtype: Literal["float32", "float64"] = "float32"
     num_threads: int = 2
+    device: Literal["cpu", "cuda"] = "cpu"  # under torchrun: gloo between CPU ranks, NCCL between GPUs
 
     def validate(self) -> None:
         for name in ("epochs", "batch_size", "num_threads"):
@@ -148,6 +150,8 @@ class TrainingConfig:
             raise GaprankInputError(f"training.patience must be >= 1 or null; got {self.patience}")
         if not 0 <= self.seed < 2**63:
             raise GaprankInputError(f"training.seed must be in 0..2^63-1; got {self.seed}")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise GaprankInputError("training.device is 'cuda' but torch sees no GPU on this machine")
 
 
 @dataclass
@@ -174,57 +178,123 @@ class _Batch:
     mask: torch.Tensor  # [b, n]
 
 
-def length_batches(split: RankingSplit, batch_size: int, dtype: torch.dtype) -> list[_Batch]:
-    """The split's queries sorted by length (stable) and cut into batches of ``batch_size``, each padded
-    to its own longest query."""
-    sizes = split.group_sizes
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    order = np.argsort(sizes, kind="stable")
-    batches = []
-    for first in range(0, order.size, batch_size):
-        chosen = order[first:first + batch_size]
-        rows = np.concatenate([np.arange(starts[q], starts[q] + sizes[q]) for q in chosen])
-        part = RankingSplit(split.features[rows], split.labels[rows], split.qids[rows], split.docids[rows])
-        padded = part.to_padded(dtype=dtype)
-        batches.append(_Batch(padded.features, padded.labels, padded.mask))
-    return batches
+class QueryBatches:
+    """The training queries sorted by length (stable) and cut into global batches of ``batch_size``,
+    each padded to its own longest query only when it is built: the split is held once, flat, as a
+    ``[rows, F]`` tensor of the training dtype (never a whole-split padded tensor).
+
+    With ``ranks`` of a distributed run, :meth:`share` is this rank's part of a global batch (balanced by
+    documents, :func:`training._distributed.balanced_shares`).
+    """
+
+    def __init__(self, split: RankingSplit, batch_size: int, dtype: torch.dtype, *, device: str = "cpu",
+                 ranks: Ranks = ALONE) -> None:
+        sizes = split.group_sizes
+        if ranks.world_size > sizes.size:
+            raise GaprankInputError(f"{ranks.world_size} processes but only {sizes.size} training queries: "
+                                    "start at most as many processes as there are queries")
+        self.features = torch.as_tensor(split.features, dtype=dtype).to(device)
+        self.labels = torch.as_tensor(split.labels, dtype=torch.int64).to(device)
+        self.sizes, self.starts = sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.device, self.ranks = device, ranks
+        order = np.argsort(sizes, kind="stable")
+        self.plan = [order[first:first + batch_size] for first in range(0, order.size, batch_size)]
+        self.shares = [queries[balanced_shares(sizes[queries], ranks.world_size)[ranks.rank]] for queries in self.plan]
+
+    def __len__(self) -> int:
+        return len(self.plan)
+
+    def __iter__(self):
+        return (self.build(queries) for queries in self.plan)
+
+    def __getitem__(self, index: int) -> _Batch:
+        """Global batch ``index``, built."""
+        return self.build(self.plan[index])
+
+    def share(self, index: int) -> tuple[_Batch, int]:
+        """This rank's part of global batch ``index`` and the global batch's query count."""
+        return self.build(self.shares[index]), len(self.plan[index])
+
+    def rank_totals(self) -> list[dict[str, int]]:
+        """Each rank's share of the training queries and documents over an epoch."""
+        totals = []
+        for rank in range(self.ranks.world_size):
+            chosen = np.concatenate([q[balanced_shares(self.sizes[q], self.ranks.world_size)[rank]] for q in self.plan])
+            totals.append({"rank": rank, "queries": int(chosen.size), "documents": int(self.sizes[chosen].sum())})
+        return totals
+
+    def build(self, queries: np.ndarray) -> _Batch:
+        """Queries ``queries`` (in that order) padded to the longest: zero features and labels beyond a
+        query's end, masked out."""
+        sizes = torch.as_tensor(self.sizes[queries])
+        width = int(sizes.max()) if sizes.numel() else 1
+        positions = torch.arange(width)
+        mask = positions[None, :] < sizes[:, None]
+        last = (sizes - 1).clamp(min=0)[:, None]
+        rows = torch.as_tensor(self.starts[queries])[:, None] + torch.minimum(positions[None, :], last)
+        mask, rows = mask.to(self.device), rows.to(self.device)
+        features = self.features[rows].masked_fill(~mask[..., None], 0.0)
+        return _Batch(features, self.labels[rows].masked_fill(~mask, 0), mask)
+
+
+def length_batches(split: RankingSplit, batch_size: int, dtype: torch.dtype) -> QueryBatches:
+    """The split's queries in length-sorted batches of ``batch_size`` (iterate to build them)."""
+    return QueryBatches(split, batch_size, dtype)
 
 
 def predict(model: torch.nn.Module, features: torch.Tensor) -> np.ndarray:
     """Flat scores of the rows of ``features`` ``[rows, F]``, in row order."""
     model.eval()
     with torch.no_grad():
-        return model(features).double().numpy()
+        return model(features).double().cpu().numpy()
 
 
-def _train_one_rate(config: CVConfig, train: list[_Batch], vali: RankingSplit, learning_rate: float,
+def _step_loss(model: torch.nn.Module, loss_fn: Callable, train: QueryBatches, index: int) -> torch.Tensor:
+    """This rank's part of the mean loss over global batch ``index``'s queries, scaled so that DDP's
+    average of the ranks' gradients is the gradient of that mean (alone: the batch's mean loss)."""
+    batch, global_queries = train.share(index)
+    queries = batch.features.shape[0]
+    if queries == 0:  # fewer queries than ranks: take part in the gradient exchange with a zero
+        return model(batch.features).sum() * 0.0
+    scale = queries * train.ranks.world_size / global_queries
+    loss = loss_fn(model(batch.features), batch.labels, batch.mask)
+    return loss * scale if scale != 1 else loss
+
+
+def _train_one_rate(config: CVConfig, train: QueryBatches, vali: RankingSplit, learning_rate: float,
                     num_features: int, dtype: torch.dtype, progress: bool) -> dict[str, Any]:
-    tr, ev = config.training, config.evaluation
+    tr, ev, ranks = config.training, config.evaluation, train.ranks
     torch.manual_seed(tr.seed)
-    model = config.model.build(num_features).to(dtype)
+    model = config.model.build(num_features).to(dtype).to(tr.device)
+    stepped: torch.nn.Module = model
+    if ranks.distributed:
+        stepped = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate, weight_decay=tr.weight_decay)
     loss_fn = config.loss.build()
     selection = ev.scorer([ev.selection])
     shuffle = torch.Generator().manual_seed(tr.seed)
-    vali_features = torch.as_tensor(vali.features, dtype=dtype)  # converted once, scored every epoch
+    vali_features = torch.as_tensor(vali.features, dtype=dtype).to(tr.device) if ranks.leader else None
     history, losses = [], []
     best = (-np.inf, 0, copy.deepcopy(model.state_dict()))
     bar = tqdm(range(1, tr.epochs + 1), desc=f"  lr {learning_rate:g}", unit="epoch", leave=False,
-               file=sys.stderr, disable=not show_progress(progress))
+               file=sys.stderr, disable=not (ranks.leader and show_progress(progress)))
     for epoch in bar:
-        model.train()
+        stepped.train()
         total = 0.0
         for index in torch.randperm(len(train), generator=shuffle).tolist():
-            batch = train[index]
             optimizer.zero_grad()
-            loss = loss_fn(model(batch.features), batch.labels, batch.mask)
-            if not torch.isfinite(loss):
-                raise TrainingDiverged(f"{config.name}: loss became {loss.item()} at epoch {epoch} "
-                                         f"(learning rate {learning_rate:g}); try a smaller learning rate")
+            loss = _step_loss(stepped, loss_fn, train, index)
+            value = global_sum(loss.detach() / ranks.world_size, ranks).item()
+            if not np.isfinite(value):
+                raise TrainingDiverged(f"{config.name}: loss became {value} at epoch {epoch} "
+                                       f"(learning rate {learning_rate:g}); try a smaller learning rate")
             loss.backward()
             optimizer.step()
-            total += loss.item()
-        value = selection.evaluate(predict(model, vali_features), vali.labels, vali.group_sizes)[ev.selection]
+            total += value
+        scored = None
+        if vali_features is not None:  # rank 0 scores vali; every rank takes its decision
+            scored = selection.evaluate(predict(model, vali_features), vali.labels, vali.group_sizes)[ev.selection]
+        value = broadcast(scored, ranks)
         history.append(value)
         losses.append(total / len(train))
         bar.set_postfix({ev.selection: f"{value:.4f}"})
@@ -236,40 +306,53 @@ def _train_one_rate(config: CVConfig, train: list[_Batch], vali: RankingSplit, l
     return {"value": best[0], "epoch": best[1], "model": model, "vali": history, "train_loss": losses}
 
 
-def _fit(config: CVConfig, fold_number: int, progress: bool) -> tuple[Any, dict[float, dict[str, Any]], float, torch.dtype]:
+def _fit(config: CVConfig, fold_number: int, progress: bool, ranks: Ranks = ALONE
+         ) -> tuple[Any, dict[float, dict[str, Any]], float, torch.dtype, QueryBatches]:
     """Every learning rate trained on the fold's train set and scored on its vali set (test untouched):
-    the fold, ``{learning_rate: run}``, the training seconds and the dtype."""
+    the fold, ``{learning_rate: run}``, the training seconds, the dtype and the training batches."""
     tr = config.training
     torch.set_num_threads(tr.num_threads)
     dtype = torch.float64 if tr.dtype == "float64" else torch.float32
     fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
-    train = length_batches(fold.train, tr.batch_size, dtype)
+    train = QueryBatches(fold.train, tr.batch_size, dtype, device=tr.device, ranks=ranks)
     start = time.perf_counter()
-    runs = {lr: _train_one_rate(config, train, fold.vali, lr, fold.train.num_features, dtype, progress)
-            for lr in tr.learning_rates}
-    return fold, runs, time.perf_counter() - start, dtype
+    runs = {}
+    for lr in tr.learning_rates:
+        try:
+            runs[lr] = _train_one_rate(config, train, fold.vali, lr, fold.train.num_features, dtype, progress)
+        except RuntimeError as exc:
+            if peer_gone(exc, ranks):
+                raise lost(exc, ranks, f"{config.name} Fold{fold_number} (rank {ranks.rank})") from None
+            raise
+    return fold, runs, time.perf_counter() - start, dtype, train
 
 
 def vali_score(config: CVConfig, fold_number: int) -> float:
     """The best vali value of ``evaluation.selection`` over the learning rates and epochs of one fold (what
     tuning maximises). Only train and vali are used: the test split is never read."""
-    _, runs, _, _ = _fit(config, fold_number, progress=False)
+    _, runs, _, _, _ = _fit(config, fold_number, progress=False)
     return max(run["value"] for run in runs.values())
 
 
-def run_fold(config: CVConfig, fold_number: int, *, progress: bool = True) -> dict[str, Any]:
-    """Train and evaluate one fold; returns the fold record (what folds/FoldK.json holds)."""
+def run_fold(config: CVConfig, fold_number: int, *, progress: bool = True,
+             ranks: Ranks = ALONE) -> dict[str, Any] | None:
+    """Train and evaluate one fold; returns the fold record (what folds/FoldK.json holds), or None on a
+    rank other than 0 of a distributed run (it trains its shares; rank 0 scores and records)."""
     tr, ev = config.training, config.evaluation
-    fold, runs, seconds, dtype = _fit(config, fold_number, progress)
+    fold, runs, seconds, dtype, train = _fit(config, fold_number, progress, ranks)
+    if not ranks.leader:
+        return None
     chosen = max(tr.learning_rates, key=lambda lr: runs[lr]["value"])  # ties: the first listed
     best = runs[chosen]
     test = fold.test
-    test_scores = predict(best["model"], torch.as_tensor(test.features, dtype=dtype))
+    test_scores = predict(best["model"], torch.as_tensor(test.features, dtype=dtype).to(tr.device))
     per_query = ev.scorer().per_query(test_scores, test.labels, test.group_sizes)
     return {
         "fold": f"Fold{fold_number}",
         "selected": {"epoch": best["epoch"], "learning_rate": chosen, f"vali {ev.selection}": round(best["value"], 6)},
         "seconds": round(seconds, 3),
+        "world_size": ranks.world_size,
+        "rank_shares": train.rank_totals(),
         "vali": {f"{lr:g}": {ev.selection: r["vali"], "train_loss": r["train_loss"]} for lr, r in runs.items()},
         "test": {name: float(values.mean()) for name, values in per_query.items()},
         "per_query": {name: dict(zip(test.query_ids, map(float, values), strict=True)) for name, values in per_query.items()},
@@ -278,12 +361,30 @@ def run_fold(config: CVConfig, fold_number: int, *, progress: bool = True) -> di
 
 def run(config: CVConfig, *, folds: list[int] | None = None, force: bool = False,
         progress: bool = True) -> dict[str, Any]:
-    """Every fold of ``config`` (or ``folds``); see the module doc for what is written."""
+    """Every fold of ``config`` (or ``folds``); see the module doc for what is written.
+
+    Under ``torchrun`` with several processes, rank 0 runs the five-fold loop (which folds to train,
+    reuse of finished ones, every file written) and tells the others each fold to train with it; they
+    return an empty result.
+    """
     ev = config.evaluation
-    return run_folds(config, run_fold=lambda number: run_fold(config, number, progress=progress),
-                     folds=folds, measures=ev.measures, conventions=ev.conventions,
-                     g=ev.g, versions={"torch": torch.__version__, "gaprank": gaprank.__version__},
-                     force=force, progress=progress)
+    ranks = join(config.training.device, config.training.num_threads)
+    if not ranks.leader:
+        while (number := broadcast(None, ranks)) is not None:
+            run_fold(config, number, progress=False, ranks=ranks)
+        return {"table": "", "trained_now": [], "follower": True}
+
+    def leader_fold(number: int) -> dict[str, Any]:
+        broadcast(number, ranks)
+        record = run_fold(config, number, progress=progress, ranks=ranks)
+        assert record is not None
+        return record
+
+    result = run_folds(config, run_fold=leader_fold, folds=folds, measures=ev.measures, conventions=ev.conventions,
+                       g=ev.g, versions={"torch": torch.__version__, "gaprank": gaprank.__version__},
+                       force=force, progress=progress)
+    broadcast(None, ranks)  # the others stop waiting for a fold
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
