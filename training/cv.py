@@ -313,7 +313,9 @@ def _fit(config: CVConfig, fold_number: int, progress: bool, ranks: Ranks = ALON
     tr = config.training
     torch.set_num_threads(tr.num_threads)
     dtype = torch.float64 if tr.dtype == "float64" else torch.float32
-    fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
+    # features read as the training dtype: a web-scale set is held once, at half the memory in float32
+    fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir,
+                     dtype=tr.dtype)
     train = QueryBatches(fold.train, tr.batch_size, dtype, device=tr.device, ranks=ranks)
     start = time.perf_counter()
     runs = {}

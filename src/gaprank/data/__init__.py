@@ -1,5 +1,6 @@
 """LETOR / SVMlight and TREC data: reading, folds, padded and flat views."""
 
+from ._datasets import DATASETS, DatasetInfo, dataset_info
 from ._files import to_json, write_atomic, write_json_atomic
 from ._folds import (
     CONVENTIONS,
@@ -12,6 +13,7 @@ from ._folds import (
     fold_files,
     fold_fingerprint,
     load_fold,
+    load_split,
     resolve_data_dir,
 )
 from ._letor import LetorFormatError, PaddedBatch, RankingSplit, read_letor, read_scores
@@ -19,6 +21,10 @@ from ._trec import read_qrels, read_run
 
 __all__ = [
     "CONVENTIONS",
+    "DATASETS",
+    "DatasetInfo",
+    "dataset_info",
+    "load_split",
     "MAX_LABEL",
     "NUM_FEATURES",
     "DataNotFoundError",

@@ -23,20 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .._inputs import GaprankInputError
 from ._cache import cached_read
+from ._datasets import DATASETS, DatasetInfo, dataset_info
 from ._letor import RankingSplit, read_letor
 
-DATASETS = {"OHSUMED": "QueryLevelNorm", "MQ2008": None, "MQ2007": None, "MSLR-WEB10K": None, "MSLR-WEB30K": None}
-# Features per document of each named data set (LETOR 3.0's OHSUMED: 45; LETOR 4.0: 46; MSLR: 136);
-# read_letor refuses other counts and feature ids beyond them.
-NUM_FEATURES = {"OHSUMED": 45, "MQ2008": 46, "MQ2007": 46, "MSLR-WEB10K": 136, "MSLR-WEB30K": 136}
-# The grade scale of each named data set; a label above it means a file of another set.
-MAX_LABEL = {"OHSUMED": 2, "MQ2008": 2, "MQ2007": 2, "MSLR-WEB10K": 4, "MSLR-WEB30K": 4}
-# Evaluation conventions of each data set's own tool (Eval-Score-3.0.pl; Eval-Score-4.0.pl, which
-# Microsoft's MSLR page also points to).
-CONVENTIONS = {"OHSUMED": "letor3", "MQ2008": "letor4", "MQ2007": "letor4", "MSLR-WEB10K": "letor4",
-               "MSLR-WEB30K": "letor4"}
+# Derived views of the registry (gaprank.data._datasets), kept for callers that look one thing up.
+NUM_FEATURES = {key: info.num_features for key, info in DATASETS.items()}
+MAX_LABEL = {key: info.max_label for key, info in DATASETS.items()}
+CONVENTIONS = {key: info.conventions for key, info in DATASETS.items()}
 SPLITS = ("train", "vali", "test")
 _SPLIT_FILE_NAMES = {
     "train": ("train", "trainingset"),
@@ -44,13 +41,21 @@ _SPLIT_FILE_NAMES = {
     "test": ("test", "testset"),
 }
 DOWNLOAD_HINT = (
-    "Download LETOR 3.0 (OHSUMED) or LETOR 4.0 (MQ2007/MQ2008) from Microsoft Research "
-    "(https://www.microsoft.com/en-us/research/project/letor-learning-rank-information-retrieval/), "
-    "unpack it so that <data_dir>/OHSUMED/QueryLevelNorm/Fold1/train.txt (or <data_dir>/MQ2008/Fold1/train.txt) "
-    "exists, and pass data_dir=... or set GAPRANK_DATA. MSLR-WEB10K / MSLR-WEB30K: "
-    "https://www.microsoft.com/en-us/research/project/mslr/ (<data_dir>/MSLR-WEB30K/Fold1/train.txt), "
-    "or a synthetic set of the same layout: python -m training.synthetic --like mslr-web30k."
+    "Download the set and unpack it under the data directory (pass data_dir=... or set GAPRANK_DATA): "
+    + "; ".join(f"{info.name}: {info.download}, so that {info.example_path()} exists" for info in DATASETS.values())
+    + ". A synthetic MSLR-shaped set of the same layout: python -m training.synthetic --like mslr-web30k."
 )
+
+
+def _download_hint(dataset: str) -> str:
+    info = dataset_info(dataset)
+    if info is None:
+        return DOWNLOAD_HINT
+    hint = f"Download {info.name} from {info.download} and unpack it so that {info.example_path()} exists " \
+           "(pass data_dir=... or set GAPRANK_DATA)"
+    if info.name.startswith("MSLR"):
+        hint += "; or write a synthetic set of the same layout: python -m training.synthetic --like " + info.name.lower()
+    return hint + "."
 
 
 class DataNotFoundError(GaprankInputError, FileNotFoundError):
@@ -130,19 +135,25 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
 
 
 def _dataset_dir(root: Path, dataset: str) -> Path:
-    for entry in sorted(root.iterdir()) if root.is_dir() else []:
-        if entry.is_dir() and entry.name.lower() == dataset.lower():
-            return entry
-    raise DataNotFoundError(f"data set {dataset!r} not found: no folder {root / dataset}. {DOWNLOAD_HINT}")
+    info = dataset_info(dataset)
+    names = [n.lower() for n in (dataset, *(info.folders if info else ()))]
+    entries = {entry.name.lower(): entry for entry in (sorted(root.iterdir()) if root.is_dir() else []) if entry.is_dir()}
+    for name in names:
+        if name in entries:
+            return entries[name]
+    raise DataNotFoundError(f"data set {dataset!r} not found: no folder {root / dataset}. {_download_hint(dataset)}")
 
 
 def _find_file(base: Path, stems: tuple[str, ...]) -> Path | None:
-    for stem in stems:
-        for suffix in (".txt", ".txt.gz", ""):
-            candidate = base / f"{stem}{suffix}"
-            if candidate.is_file():
-                return candidate
-    return None
+    """The one file of ``base`` named by one of ``stems`` (``.txt``, ``.txt.gz`` or bare); two of them
+    (a download unpacked over another, ``train.txt`` beside ``train.txt.gz``) are refused: which one the
+    user meant cannot be guessed."""
+    found = [base / f"{stem}{suffix}" for stem in stems for suffix in (".txt", ".txt.gz", "")
+             if (base / f"{stem}{suffix}").is_file()]
+    if len(found) > 1:
+        raise FoldsFileError(f"{base}: {' and '.join(p.name for p in found)} are the same split; keep one of them "
+                             "(a mixed or twice-unpacked download?)")
+    return found[0] if found else None
 
 
 class FoldsFileError(GaprankInputError):
@@ -192,15 +203,19 @@ def _read_folds_json(path: Path) -> dict[str, Any]:
 
 def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None) -> tuple[Path, Path, dict | None]:
     """The data set's folder, the folder of its files (the variant's, if any) and its folds.json entry."""
+    info = dataset_info(dataset)
     if isinstance(fold, bool) or not isinstance(fold, int) or not 1 <= fold <= 5:
         raise GaprankInputError(f"fold must be an integer 1..5; got {fold!r}")
+    if info is not None and info.layout == "splits" and fold != 1:
+        raise GaprankInputError(f"{info.name} has one train/vali/test split, read as fold 1; got fold {fold}")
     root = resolve_data_dir(data_dir)
     ds_dir = _dataset_dir(root, dataset)
-    if variant is None:
-        variant = DATASETS.get(ds_dir.name.upper())
+    if variant is None and info is not None:
+        variant = info.variant
     base = ds_dir / variant if variant and (ds_dir / variant).is_dir() else ds_dir
     if variant and base == ds_dir and not (ds_dir / f"Fold{fold}").is_dir():
-        raise DataNotFoundError(f"variant {variant!r} of {dataset} not found: no folder {ds_dir / variant}. {DOWNLOAD_HINT}")
+        raise DataNotFoundError(f"variant {variant!r} of {dataset} not found: no folder {ds_dir / variant}. "
+                                f"{_download_hint(dataset)}")
     folds_json = ds_dir / "folds.json"
     if not folds_json.is_file():
         return ds_dir, base, None
@@ -227,26 +242,43 @@ def fold_files(dataset: str, fold: int, *, variant: str | None = None,
     return _split_files(dataset, fold, *_fold_spec(dataset, fold, variant, data_dir))
 
 
-def _split_files(dataset: str, fold: int, ds_dir: Path, base: Path, spec: dict | None) -> dict[str, list[Path]]:
+def _split_files(dataset: str, fold: int, ds_dir: Path, base: Path, spec: dict | None,
+                 splits: tuple[str, ...] = SPLITS) -> dict[str, list[Path]]:
     """:func:`fold_files` for a fold whose folder and folds.json entry are already known."""
     folds_json = ds_dir / "folds.json"
+    info = dataset_info(dataset)
+    if spec is None and info is not None and info.layout == "splits":
+        return {split: [_named_split_file(info, base, split)] for split in splits}
     if spec is not None:
         return {
             split: [_partition_file(base, p, folds_json)
                     for p in ([spec[split]] if isinstance(spec[split], str) else spec[split])]
-            for split in SPLITS
+            for split in splits
         }
     fold_dir = base / f"Fold{fold}"
     files: dict[str, list[Path]] = {}
-    for split in SPLITS:
+    for split in splits:
         found = _find_file(fold_dir, _SPLIT_FILE_NAMES[split])
         if found is None:
             raise DataNotFoundError(
                 f"{dataset} Fold{fold} {split} set not found: looked for {fold_dir}/"
-                f"{{{','.join(_SPLIT_FILE_NAMES[split])}}}[.txt|.txt.gz] and for {folds_json}. {DOWNLOAD_HINT}"
+                f"{{{','.join(_SPLIT_FILE_NAMES[split])}}}[.txt|.txt.gz] and for {folds_json}. {_download_hint(dataset)}"
             )
         files[split] = [found]
     return files
+
+
+def _named_split_file(info: DatasetInfo, base: Path, split: str) -> Path:
+    """The file of ``split`` of a one-split set (Yahoo!, Istella)."""
+    stems = info.split_files.get(split)
+    if stems is None:
+        raise DataNotFoundError(f"{info.name} has no {split} split (it comes with {', '.join(info.split_files)} only); "
+                                "take a validation set out of train, or use a set that has one")
+    found = _find_file(base, stems)
+    if found is None:
+        raise DataNotFoundError(f"{info.name} {split} set not found: looked for {base}/{stems[0]}[.txt|.txt.gz]. "
+                                f"{_download_hint(info.name)}")
+    return found
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
@@ -318,6 +350,7 @@ def load_fold(
     variant: str | None = None,
     data_dir: str | Path | None = None,
     null: str = "min",
+    dtype: Any = np.float64,
 ) -> Fold:
     """Load train, vali and test of LETOR ``FoldK`` for ``dataset`` ("OHSUMED", "MQ2008", ...).
 
@@ -327,16 +360,20 @@ def load_fold(
     Parameters
     ----------
     dataset : str
-        "OHSUMED", "MQ2008", "MQ2007", "MSLR-WEB10K", "MSLR-WEB30K" (or another folder of the data
-        directory); a named set's feature count and grade scale are checked.
+        A named set ("OHSUMED", "MQ2008", "MQ2007", "MSLR-WEB10K", "MSLR-WEB30K", "Yahoo-set1",
+        "Yahoo-set2", "Istella-S", "Istella-X": ``gaprank.data.DATASETS``) or another folder of the data
+        directory; a named set's feature count and grade scale are checked.
     fold : int
-        1..5.
+        1..5 (1 for a set with a single train/vali/test split).
     variant : str, optional
         OHSUMED's feature variant: "QueryLevelNorm" (default), "Feature-min", "Feature-null".
     data_dir : str or Path, optional
         The data directory; default ``GAPRANK_DATA``, then ``../shared/data`` beside the repository.
     null : {"min", "zero", "nan", "error"}
         The policy for LETOR's ``NULL`` values (see :func:`read_letor`).
+    dtype : {float64, float32}
+        The features' dtype; float32 halves the memory of a web-scale set (the values are those a float64
+        read cast to float32 holds).
 
     Returns
     -------
@@ -359,20 +396,81 @@ def load_fold(
     """
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
     files = _split_files(dataset, fold, ds_dir, base, spec)
-    num_features = NUM_FEATURES.get(ds_dir.name.upper())
-    max_label = MAX_LABEL.get(ds_dir.name.upper())
+    read = _split_reader(dataset, ds_dir, null, dtype)
     cache: dict[Path, RankingSplit] = {}
     parts = {}
     for split, paths in files.items():
-        loaded = []
         for p in paths:
             if p not in cache:
-                options = {"null": null, "num_features": num_features, "max_label": max_label}
-                cache[p] = cached_read(p, options, functools.partial(read_letor, p, null=null, num_features=num_features,
-                                                                     max_label=max_label))
-            loaded.append(cache[p])
+                cache[p] = read(p)
+        loaded = [cache[p] for p in paths]
         parts[split] = loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
     name = f"{dataset} Fold{fold}"
     source = ds_dir / "folds.json" if spec is not None else ds_dir / f"Fold{fold}"
     _check_splits(name, parts, spec, source)
     return Fold(name, parts["train"], parts["vali"], parts["test"])
+
+
+def _split_reader(dataset: str, ds_dir: Path, null: str, dtype: Any) -> Any:
+    """``read(path) -> RankingSplit`` with the named set's checks, through the parsed-file cache."""
+    info = dataset_info(dataset) or dataset_info(ds_dir.name)
+    options = {"null": null, "num_features": info.num_features if info else None,
+               "max_label": info.max_label if info else None, "dtype": np.dtype(dtype).name,
+               "sparse": bool(info and info.sparse)}
+
+    def read(path: Path) -> RankingSplit:
+        return cached_read(path, options, functools.partial(read_letor, path, **options))
+    return read
+
+
+def load_split(
+    dataset: str,
+    split: str,
+    *,
+    fold: int | None = None,
+    variant: str | None = None,
+    data_dir: str | Path | None = None,
+    null: str = "min",
+    dtype: Any = np.float64,
+) -> RankingSplit:
+    """Load one split ("train", "vali" or "test") of a named data set, reading only its files.
+
+    Parameters
+    ----------
+    dataset : str
+        A set with one train/vali/test split ("Yahoo-set1", "Yahoo-set2", "Istella", "Istella-S",
+        "Istella-X"), or a five-fold set ("MSLR-WEB30K", "OHSUMED", ...) with ``fold``.
+    split : {"train", "vali", "test"}
+    fold : int, optional
+        1..5, for five-fold sets only.
+    variant, data_dir, null, dtype
+        As in :func:`load_fold`.
+
+    Returns
+    -------
+    RankingSplit
+        The split's rows grouped by query.
+
+    Examples
+    --------
+    >>> from gaprank.data import load_split
+    >>> load_split("Yahoo-set1", "train", dtype="float32").num_features   # doctest: +SKIP
+    699
+    """
+    if split not in SPLITS:
+        raise GaprankInputError(f"split must be one of {SPLITS}; got {split!r}")
+    info = dataset_info(dataset)
+    if info is not None and info.layout == "splits":
+        if fold is not None:
+            raise GaprankInputError(f"{info.name} has one train/vali/test split: no fold to choose (got fold={fold})")
+        fold = 1
+    elif fold is None:
+        raise GaprankInputError(f"{dataset} comes in five folds: pass fold=1..5")
+    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
+    if info is not None and info.layout == "splits" and spec is None:
+        paths = [_named_split_file(info, base, split)]
+    else:
+        paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
+    read = _split_reader(dataset, ds_dir, null, dtype)
+    loaded = [read(p) for p in paths]
+    return loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
