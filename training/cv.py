@@ -242,11 +242,16 @@ def length_batches(split: RankingSplit, batch_size: int, dtype: torch.dtype) -> 
     return QueryBatches(split, batch_size, dtype)
 
 
+PREDICT_ROWS = 1 << 16  # rows scored at a time: an MLP's hidden layer over all of a web-scale split would
+# take more memory than its features
+
+
 def predict(model: torch.nn.Module, features: torch.Tensor) -> np.ndarray:
     """Flat scores of the rows of ``features`` ``[rows, F]``, in row order."""
     model.eval()
     with torch.no_grad():
-        return model(features).double().cpu().numpy()
+        return np.concatenate([model(features[first:first + PREDICT_ROWS]).double().cpu().numpy()
+                               for first in range(0, max(len(features), 1), PREDICT_ROWS)])
 
 
 def _step_loss(model: torch.nn.Module, loss_fn: Callable, train: QueryBatches, index: int) -> torch.Tensor:
