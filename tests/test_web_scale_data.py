@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from gaprank import GaprankInputError
-from gaprank.data import DATASETS, DataNotFoundError, FoldsFileError, LetorFormatError, load_fold, load_split, read_letor
-from gaprank.data import _letor
+from gaprank.data import DATASETS, DataNotFoundError, FoldsFileError, LetorFormatError, _letor, load_fold, load_split, read_letor
 from training.synthetic import SHAPES, write
 
 
