@@ -4,6 +4,7 @@ reach the runs, studies refuse to mix two searches, moved results stay reusable.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -235,3 +236,23 @@ def test_a_study_made_before_a_config_field_existed_continues(tmp_path, toy_data
     paths["lm_gap"].write_text(text + "dask: {workers: 3}\n")  # a field away from its default: another search
     with pytest.raises(Exception, match="'LM-GAP' .* was made with a different run_config"):
         tune(load_config(_tune_config(tmp_path, paths, trials=4), TuneConfig), progress=False)
+
+
+def test_a_record_made_before_a_nested_field_existed_still_stands(tmp_path, toy_data):
+    """The MQ2008 LambdaRank studies predate training.device (a field inside a section): still the same run."""
+    from training._runner import run_config_key, same_run_config
+
+    paths = _run_configs(tmp_path, toy_data)
+    config = load_config(paths["lr_gap"], cv.CVConfig)
+    held = run_config_key(config)
+    assert same_run_config(held, config)
+    del held["training"]["device"]
+    assert same_run_config(held, config)  # the new nested field sits at its default
+    moved = dataclasses.replace(config, training=dataclasses.replace(config.training, epochs=config.training.epochs + 1))
+    assert not same_run_config(held, moved)  # an existing nested field changed
+    with_extra = {**held, "training": {**held["training"], "unknown_knob": 3}}
+    assert not same_run_config(with_extra, config)  # the record knows a field this config does not
+    del held["training"]["dtype"]  # a missing field stands only for its default
+    assert same_run_config(held, config)
+    assert not same_run_config(held, dataclasses.replace(config, training=dataclasses.replace(config.training,
+                                                                                               dtype="float64")))

@@ -82,7 +82,7 @@ def fold_provenance(config: Any, number: int, versions: dict[str, str]) -> dict[
 
 
 def fields_at_default(config: Any) -> set[str]:
-    """The config's top-level fields that hold their default value."""
+    """The fields of a config (or of one of its sections) that hold their default value."""
     names = set()
     for f in dataclasses.fields(config):
         if f.default is not dataclasses.MISSING:
@@ -105,15 +105,25 @@ def run_config_key(config: Any) -> dict[str, Any]:
 def same_run_config(held: Any, config: Any) -> bool:
     """Whether a config recorded with a result (fold record or tuning study) stands for ``config``.
 
-    A top-level field the record lacks matches when ``config`` holds its default there: a record
-    written before the field existed was made as the default does, so a new field never invalidates
-    results."""
+    A field the record lacks, at any depth (``training.device`` inside ``training``), matches when
+    ``config`` holds its default there: a record written before the field existed was made as the
+    default does, so a new field never invalidates results. ``output_dir`` is ignored."""
     if not isinstance(held, dict):
         return False
-    held = {k: v for k, v in held.items() if k != "output_dir"}
-    at_default = fields_at_default(config)
-    current = {k: v for k, v in run_config_key(config).items() if k in held or k not in at_default}
-    return held == current
+    return _same_section({k: v for k, v in held.items() if k != "output_dir"}, config, skip={"output_dir"})
+
+
+def _same_section(held: Any, section: Any, skip: frozenset[str] | set[str] = frozenset()) -> bool:
+    if not (dataclasses.is_dataclass(section) and not isinstance(section, type)):
+        return held == to_dict(section)
+    if not isinstance(held, dict):
+        return False
+    names = {f.name for f in dataclasses.fields(section)} - set(skip)
+    if not set(held) <= names:
+        return False  # the record has a field this config does not know
+    at_default = fields_at_default(section)
+    return all(_same_section(held[name], getattr(section, name)) if name in held else name in at_default
+               for name in names)
 
 
 def stale_reason(record: dict[str, Any], provenance: dict[str, Any], config: Any) -> str | None:
