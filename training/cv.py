@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 import gaprank
 from gaprank import GaprankInputError
-from gaprank.data import RankingSplit, load_fold
+from gaprank.data import RankingSplit, load_fold, load_split
 from gaprank.metrics import objective_info, objective_names, user_model_measures
 
 from ._distributed import ALONE, Ranks, balanced_shares, broadcast, global_sum, join, lost, peer_gone
@@ -266,7 +266,7 @@ def _step_loss(model: torch.nn.Module, loss_fn: Callable, train: QueryBatches, i
     return loss * scale if scale != 1 else loss
 
 
-def _train_one_rate(config: CVConfig, train: QueryBatches, vali: RankingSplit, learning_rate: float,
+def _train_one_rate(config: CVConfig, train: QueryBatches, vali: RankingSplit | None, learning_rate: float,
                     num_features: int, dtype: torch.dtype, progress: bool) -> dict[str, Any]:
     tr, ev, ranks = config.training, config.evaluation, train.ranks
     torch.manual_seed(tr.seed)
@@ -278,7 +278,7 @@ def _train_one_rate(config: CVConfig, train: QueryBatches, vali: RankingSplit, l
     loss_fn = config.loss.build()
     selection = ev.scorer([ev.selection])
     shuffle = torch.Generator().manual_seed(tr.seed)
-    vali_features = torch.as_tensor(vali.features, dtype=dtype).to(tr.device) if ranks.leader else None
+    vali_features = torch.as_tensor(vali.features, dtype=dtype).to(tr.device) if vali is not None else None
     history, losses = [], []
     best = (-np.inf, 0, copy.deepcopy(model.state_dict()))
     bar = tqdm(range(1, tr.epochs + 1), desc=f"  lr {learning_rate:g}", unit="epoch", leave=False,
@@ -297,7 +297,7 @@ def _train_one_rate(config: CVConfig, train: QueryBatches, vali: RankingSplit, l
             optimizer.step()
             total += value
         scored = None
-        if vali_features is not None:  # rank 0 scores vali; every rank takes its decision
+        if vali is not None and vali_features is not None:  # rank 0 scores vali; every rank takes its decision
             scored = selection.evaluate(predict(model, vali_features), vali.labels, vali.group_sizes)[ev.selection]
         value = broadcast(scored, ranks)
         history.append(value)
@@ -319,14 +319,19 @@ def _fit(config: CVConfig, fold_number: int, progress: bool, ranks: Ranks = ALON
     torch.set_num_threads(tr.num_threads)
     dtype = torch.float64 if tr.dtype == "float64" else torch.float32
     # features read as the training dtype: a web-scale set is held once, at half the memory in float32
-    fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir,
-                     dtype=tr.dtype)
-    train = QueryBatches(fold.train, tr.batch_size, dtype, device=tr.device, ranks=ranks)
+    where = {"variant": config.data.variant, "data_dir": config.data.data_dir, "dtype": tr.dtype}
+    if ranks.leader:
+        fold = load_fold(config.data.dataset, fold_number, **where)
+        train_split, vali = fold.train, fold.vali
+    else:  # the other ranks neither score vali nor test: they read the training split alone
+        fold, vali = None, None
+        train_split = load_split(config.data.dataset, "train", fold=fold_number, **where)
+    train = QueryBatches(train_split, tr.batch_size, dtype, device=tr.device, ranks=ranks)
     start = time.perf_counter()
     runs = {}
     for lr in tr.learning_rates:
         try:
-            runs[lr] = _train_one_rate(config, train, fold.vali, lr, fold.train.num_features, dtype, progress)
+            runs[lr] = _train_one_rate(config, train, vali, lr, train_split.num_features, dtype, progress)
         except RuntimeError as exc:
             if peer_gone(exc, ranks):
                 raise lost(exc, ranks, f"{config.name} Fold{fold_number} (rank {ranks.rank})") from None
