@@ -467,10 +467,7 @@ def load_split(
     elif fold is None:
         raise GaprankInputError(f"{dataset} comes in five folds: pass fold=1..5")
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
-    if info is not None and info.layout == "splits" and spec is None:
-        paths = [_named_split_file(info, base, split)]
-    else:
-        paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
+    paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
     read = _split_reader(dataset, ds_dir, null, dtype)
     loaded = [read(p) for p in paths]
     return loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
