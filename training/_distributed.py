@@ -32,7 +32,6 @@ class Ranks:
 
     world_size: int = 1
     rank: int = 0
-    backend: str | None = None
 
     @property
     def distributed(self) -> bool:
@@ -59,7 +58,7 @@ def join(device: str, num_threads: int) -> Ranks:
     """
     world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
     if world_size <= 1:
-        return Ranks()
+        return ALONE
     import torch.distributed as dist
 
     if device == "cpu":
@@ -68,12 +67,11 @@ def join(device: str, num_threads: int) -> Ranks:
         if local * num_threads > cores:
             raise GaprankInputError(f"{local} processes x training.num_threads {num_threads} > {cores} cores: set "
                                     f"training.num_threads to {max(1, cores // local)} or start fewer processes")
-    backend = "nccl" if device == "cuda" else "gloo"
     if not dist.is_initialized():
         if device == "cuda":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        dist.init_process_group(backend)
-    return Ranks(dist.get_world_size(), dist.get_rank(), backend)
+        dist.init_process_group("nccl" if device == "cuda" else "gloo")
+    return Ranks(dist.get_world_size(), dist.get_rank())
 
 
 def balanced_shares(sizes: np.ndarray, world_size: int) -> list[np.ndarray]:

@@ -199,7 +199,9 @@ class QueryBatches:
         self.device, self.ranks = device, ranks
         order = np.argsort(sizes, kind="stable")
         self.plan = [order[first:first + batch_size] for first in range(0, order.size, batch_size)]
-        self.shares = [queries[balanced_shares(sizes[queries], ranks.world_size)[ranks.rank]] for queries in self.plan]
+        # every rank's queries of every batch: this rank trains on its own, the record reports them all
+        self._by_rank = [[queries[positions] for positions in balanced_shares(sizes[queries], ranks.world_size)]
+                         for queries in self.plan]
 
     def __len__(self) -> int:
         return len(self.plan)
@@ -213,13 +215,13 @@ class QueryBatches:
 
     def share(self, index: int) -> tuple[_Batch, int]:
         """This rank's part of global batch ``index`` and the global batch's query count."""
-        return self.build(self.shares[index]), len(self.plan[index])
+        return self.build(self._by_rank[index][self.ranks.rank]), len(self.plan[index])
 
     def rank_totals(self) -> list[dict[str, int]]:
         """Each rank's share of the training queries and documents over an epoch."""
         totals = []
         for rank in range(self.ranks.world_size):
-            chosen = np.concatenate([q[balanced_shares(self.sizes[q], self.ranks.world_size)[rank]] for q in self.plan])
+            chosen = np.concatenate([shares[rank] for shares in self._by_rank])
             totals.append({"rank": rank, "queries": int(chosen.size), "documents": int(self.sizes[chosen].sum())})
         return totals
 

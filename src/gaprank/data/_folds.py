@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -397,21 +398,20 @@ def load_fold(
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
     files = _split_files(dataset, fold, ds_dir, base, spec)
     read = _split_reader(dataset, ds_dir, null, dtype)
-    cache: dict[Path, RankingSplit] = {}
-    parts = {}
-    for split, paths in files.items():
-        for p in paths:
-            if p not in cache:
-                cache[p] = read(p)
-        loaded = [cache[p] for p in paths]
-        parts[split] = loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
+    parts = {split: _read_split(paths, read) for split, paths in files.items()}
     name = f"{dataset} Fold{fold}"
     source = ds_dir / "folds.json" if spec is not None else ds_dir / f"Fold{fold}"
     _check_splits(name, parts, spec, source)
     return Fold(name, parts["train"], parts["vali"], parts["test"])
 
 
-def _split_reader(dataset: str, ds_dir: Path, null: str, dtype: Any) -> Any:
+def _read_split(paths: list[Path], read: Callable[[Path], RankingSplit]) -> RankingSplit:
+    """One split from its files (several when a fold is built from partitions)."""
+    loaded = [read(p) for p in paths]
+    return loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
+
+
+def _split_reader(dataset: str, ds_dir: Path, null: str, dtype: Any) -> Callable[[Path], RankingSplit]:
     """``read(path) -> RankingSplit`` with the named set's checks, through the parsed-file cache."""
     info = dataset_info(dataset) or dataset_info(ds_dir.name)
     options = {"null": null, "num_features": info.num_features if info else None,
@@ -468,6 +468,4 @@ def load_split(
         raise GaprankInputError(f"{dataset} comes in five folds: pass fold=1..5")
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
     paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
-    read = _split_reader(dataset, ds_dir, null, dtype)
-    loaded = [read(p) for p in paths]
-    return loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
+    return _read_split(paths, _split_reader(dataset, ds_dir, null, dtype))

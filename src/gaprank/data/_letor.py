@@ -193,12 +193,17 @@ def _blocks(path: Path):
             yield block[:cut]
 
 
+def _line_count(block: bytes) -> int:
+    """Lines in a block of :func:`_blocks` (the last block of a file may lack its final line end)."""
+    return block.count(b"\n") + (not block.endswith(b"\n"))
+
+
 def _parse_block(block: bytes, width: int | None, dtype: np.dtype, sparse: bool
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(features, labels, query ids) of a block of plain lines, or None when a line breaks a rule.
     Dense rows go through NumPy's text reader as ``label qid id value id value ...`` columns (every row
     must then carry the ids 1..F in order); sparse rows through scikit-learn's SVMlight reader."""
-    lines = block.count(b"\n") + (not block.endswith(b"\n"))
+    lines = _line_count(block)
     if sparse:
         try:
             x, y, q = load_svmlight_file(io.BytesIO(block), n_features=width, zero_based=False, query_id=True,
@@ -209,7 +214,7 @@ def _parse_block(block: bytes, width: int | None, dtype: np.dtype, sparse: bool
             return None  # a blank line inside the file
         return x.toarray().astype(dtype, copy=False), y, q
     columns = block.replace(b":", b" ")
-    count = columns[:columns.find(b"\n")].split().__len__() if b"\n" in columns else len(columns.split())
+    count = len(columns.split(b"\n", 1)[0].split())  # columns of the first line
     if count < 5 or count % 2 == 0 or (width is not None and count != 3 + 2 * width):
         return None
     try:
@@ -229,7 +234,7 @@ def _read_plain(path: Path, num_features: int | None, max_label: int | None, dty
     anything the line-by-line reader must see (it then reads the file and words any error)."""
     rows = 0
     for block in _blocks(path):
-        rows += block.count(b"\n") + (not block.endswith(b"\n"))
+        rows += _line_count(block)
         if not _PLAIN_BYTES[np.frombuffer(block, dtype=np.uint8)].all() or _IRREGULAR_LINE.search(block.rstrip(b"\n")):
             return None
     if rows == 0:
@@ -400,17 +405,16 @@ def _read_line_by_line(path: Path, num_features: int | None, null: str, max_labe
                 raise LetorFormatError(f"{where}: feature value {value!r} (feature {fid}) is {kind}")
             # dense files: columns numbered by position, so a large feature id costs no memory
             values.append(f"{fid if sparse else len(ids)}:{value}")
-        if sparse:
-            pass  # each row lists its own non-zero features
-        elif expected_ids is None:
-            expected_ids = ids
-            if num_features is not None and len(ids) != num_features:
-                raise LetorFormatError(f"{where}: {len(ids)} features, expected {num_features}")
-        elif ids != expected_ids:
-            raise LetorFormatError(
-                f"{where}: {len(ids)} features (ids {ids[:1]}..{ids[-1:]}), expected the {len(expected_ids)} of "
-                f"line {first_data_line}"
-            )
+        if not sparse:  # dense files: every row carries the first row's feature ids (sparse rows list their own)
+            if expected_ids is None:
+                expected_ids = ids
+                if num_features is not None and len(ids) != num_features:
+                    raise LetorFormatError(f"{where}: {len(ids)} features, expected {num_features}")
+            elif ids != expected_ids:
+                raise LetorFormatError(
+                    f"{where}: {len(ids)} features (ids {ids[:1]}..{ids[-1:]}), expected the {len(expected_ids)} of "
+                    f"line {first_data_line}"
+                )
         if first_data_line is None:
             first_data_line = lineno
         labels.append(label)
