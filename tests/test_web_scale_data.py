@@ -141,3 +141,21 @@ def test_yahoo_is_sparse_and_istella_has_its_own_splits(tmp_path):
     with pytest.raises(DataNotFoundError, match="Istella-S.*istella.ai"):
         load_split("Istella-S", "train", data_dir=tmp_path)
     assert {"MSLR-WEB30K", "YAHOO-SET1", "ISTELLA-X"} <= set(DATASETS)
+
+
+def test_garbage_arguments_to_the_new_readers_are_one_line_errors(mslr, tmp_path):
+    with pytest.raises(GaprankInputError, match="split must be one of"):
+        load_split("MSLR-WEB30K", "training", fold=1, data_dir=mslr)
+    with pytest.raises(GaprankInputError, match="no fold to choose"):
+        load_split("Yahoo-set1", "train", fold=1, data_dir=tmp_path)
+    with pytest.raises(GaprankInputError, match="fold must be an integer 1..5"):
+        load_split("MSLR-WEB30K", "test", fold=0, data_dir=mslr)
+    path = mslr / "MSLR-WEB30K" / "Fold1" / "vali.txt"
+    with pytest.raises(GaprankInputError, match="dtype must be float32 or float64; got int8"):
+        read_letor(path, dtype="int8")
+    with pytest.raises(GaprankInputError, match="dtype must be float32 or float64; got 'no such dtype'"):
+        read_letor(path, dtype="no such dtype")
+    with pytest.raises(GaprankInputError, match="dtype must be float32 or float64; got int64"):
+        load_fold("MSLR-WEB30K", 1, data_dir=mslr, dtype=int)
+    with pytest.raises(DataNotFoundError, match="data set 'MSLR-WEB10K' not found"):
+        load_split("MSLR-WEB10K", "train", fold=1, data_dir=mslr)

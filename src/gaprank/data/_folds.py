@@ -29,7 +29,7 @@ import numpy as np
 from .._inputs import GaprankInputError
 from ._cache import cached_read
 from ._datasets import DATASETS, DatasetInfo, dataset_info
-from ._letor import RankingSplit, read_letor
+from ._letor import RankingSplit, feature_dtype, read_letor
 
 # Derived views of the registry (gaprank.data._datasets), kept for callers that look one thing up.
 NUM_FEATURES = {key: info.num_features for key, info in DATASETS.items()}
@@ -415,7 +415,7 @@ def _split_reader(dataset: str, ds_dir: Path, null: str, dtype: Any) -> Callable
     """``read(path) -> RankingSplit`` with the named set's checks, through the parsed-file cache."""
     info = dataset_info(dataset) or dataset_info(ds_dir.name)
     options = {"null": null, "num_features": info.num_features if info else None,
-               "max_label": info.max_label if info else None, "dtype": np.dtype(dtype).name,
+               "max_label": info.max_label if info else None, "dtype": feature_dtype(dtype).name,
                "sparse": bool(info and info.sparse)}
 
     def read(path: Path) -> RankingSplit:

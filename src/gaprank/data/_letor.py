@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -272,6 +273,17 @@ def _read_plain(path: Path, num_features: int | None, max_label: int | None, dty
                         str(path))
 
 
+def feature_dtype(dtype: Any) -> np.dtype:
+    """``dtype`` as the NumPy dtype of a split's features: float32 or float64, else a one-line error."""
+    try:
+        checked = np.dtype(dtype)
+    except TypeError:
+        raise GaprankInputError(f"dtype must be float32 or float64; got {dtype!r}") from None
+    if checked not in (np.float32, np.float64):
+        raise GaprankInputError(f"dtype must be float32 or float64; got {checked}")
+    return checked
+
+
 def read_letor(
     path: str | Path,
     *,
@@ -328,9 +340,7 @@ def read_letor(
     """
     if null not in NULL_POLICIES:
         raise GaprankInputError(f"null must be one of {NULL_POLICIES}; got {null!r}")
-    dtype = np.dtype(dtype)
-    if dtype not in (np.float32, np.float64):
-        raise GaprankInputError(f"dtype must be float32 or float64; got {dtype}")
+    dtype = feature_dtype(dtype)
     path = Path(path)
     try:
         fast = _read_plain(path, num_features, max_label, dtype, sparse)
