@@ -48,6 +48,21 @@ def test_paired_tests_match_brute_force():
     assert same["t_test_p"] == 1.0 and same["randomisation_p"] == 1.0 and same["ties"] == 12
 
 
+def test_paired_tests_tie_values_averaged_over_different_seed_counts():
+    # per-query values of a 3-seed and a 5-seed run that agree on every seed differ only by rounding
+    values = np.array([0.1, 0.7, 0.3, 0.9, 0.2, 0.6])
+    three, five = np.mean(np.tile(values, (3, 1)), axis=0), np.mean(np.tile(values, (5, 1)), axis=0)
+    assert np.any(three != five)  # the rounding this guards against
+    same = paired_tests(three, five, resamples=1000, seed=1)
+    assert (same["wins"], same["ties"], same["losses"]) == (0, 6, 0)
+    assert same["t_test_p"] == 1.0 and same["randomisation_p"] == 1.0
+    better = five.copy()
+    better[:2] += 0.1
+    result = paired_tests(better, three, resamples=1000, seed=1)
+    assert (result["wins"], result["ties"], result["losses"]) == (2, 4, 0)
+    assert result["mean_difference"] == pytest.approx(0.2 / 6)
+
+
 @needs_data
 def test_letor_baselines_are_the_published_averages():
     table = letor_baselines(resolve_data_dir() / "OHSUMED/letor3-baselines/ohsumed_letor3_baselines.csv",
