@@ -20,18 +20,29 @@ def parsed_file_cache(tmp_path_factory):
         os.environ["GAPRANK_CACHE"] = saved
 
 
+@pytest.fixture(scope="session", autouse=True)
+def isolated_data_locations(tmp_path_factory):
+    """No data but the bundled sets and what a test makes: an empty user data directory of this session's
+    own (platformdirs reads XDG_DATA_HOME) and no GAPRANK_DATA, whatever the machine holds."""
+    import os
+
+    saved = {name: os.environ.get(name) for name in ("XDG_DATA_HOME", "GAPRANK_DATA")}
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("user_data"))
+    os.environ.pop("GAPRANK_DATA", None)
+    yield os.environ["XDG_DATA_HOME"]
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def quick_ohsumed_comparison(tmp_path_factory):
     """The shipped OHSUMED comparison in --quick mode (what CI runs), run once per test session."""
-    from gaprank.data import resolve_data_dir
     from training.compare import CompareConfig, run
     from training.config import load_config
 
-    try:
-        if not (resolve_data_dir() / "OHSUMED").is_dir():
-            raise FileNotFoundError("no OHSUMED folder")
-    except Exception as exc:  # pragma: no cover - data not beside the repository
-        pytest.skip(f"OHSUMED not available: {exc}")
     root = Path(__file__).resolve().parents[1]
     out = tmp_path_factory.mktemp("quick_comparison")
     config = load_config(root / "configs" / "ohsumed" / "compare.yaml", CompareConfig)

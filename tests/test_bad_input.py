@@ -10,7 +10,7 @@ import torch
 
 import gaprank.metrics as M
 from gaprank import GaprankInputError
-from gaprank.data import DataNotFoundError, LetorFormatError, load_fold, read_letor, resolve_data_dir
+from gaprank.data import DataNotFoundError, LetorFormatError, load_fold, read_letor
 
 S = np.array([[0.3, 0.2, 0.1]])
 Y = np.array([[1, 0, 2]])
@@ -176,14 +176,21 @@ def test_letor_reader_accepts_crlf_gzip_and_null(tmp_path):
 
 
 def test_missing_data_is_a_clear_error(tmp_path, monkeypatch):
-    with pytest.raises(DataNotFoundError, match="not a directory"):
-        resolve_data_dir(tmp_path / "nowhere")
+    with pytest.raises(DataNotFoundError, match="data_dir .*nowhere is not a directory"):
+        load_fold("OHSUMED", 1, data_dir=tmp_path / "nowhere")
     monkeypatch.setenv("GAPRANK_DATA", str(tmp_path / "nowhere"))
-    with pytest.raises(DataNotFoundError, match="GAPRANK_DATA"):
-        resolve_data_dir()
-    monkeypatch.setenv("GAPRANK_DATA", str(tmp_path))
-    with pytest.raises(DataNotFoundError, match="OHSUMED.*Microsoft Research"):
+    with pytest.raises(DataNotFoundError, match="GAPRANK_DATA=.*nowhere is not a directory"):
         load_fold("OHSUMED", 1)
+    monkeypatch.setenv("GAPRANK_DATA", str(tmp_path))
+    with pytest.raises(DataNotFoundError) as missing:
+        load_fold("MQ2007", 1)
+    message = str(missing.value)
+    assert "\n" not in message and len(message) < 600
+    assert message.startswith("data set MQ2007 not found; looked in: GAPRANK_DATA ")
+    assert "the user data directory" in message and "the sets bundled with gaprank" in message
+    assert "letor-learning-rank" in message and "gaprank data import MQ2007 PATH" in message
+    assert "MQ2007/Fold1..Fold5/{train,vali,test}.txt" in message
+    assert "istella" not in message.lower() and "mslr" not in message.lower()  # that set's page only
     with pytest.raises(GaprankInputError, match="fold must be"):
         load_fold("OHSUMED", 6)
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from gaprank.data import RankingSplit, fold_files, load_fold, read_letor, resolve_data_dir
+from gaprank.data import RankingSplit, data_locations, fold_files, load_fold, locate_dataset, read_letor
 
-SHARED = resolve_data_dir()
+# The first three queries (85, 86, 87) of LETOR 3.0 OHSUMED Fold1/testset.txt in its Feature-min and
+# Feature-null variants, byte for byte (gaprank bundles QueryLevelNorm only).
+VARIANTS = Path(__file__).parent / "data" / "ohsumed-variants"
 
 
 @pytest.mark.parametrize("dataset, sizes", [
@@ -19,7 +22,7 @@ SHARED = resolve_data_dir()
     ("MQ2008", {1: (471, 157, 156), 3: (470, 157, 157)}),
 ])
 def test_folds_from_partitions_match_provenance(dataset, sizes):
-    spec = json.loads((SHARED / dataset / "folds.json").read_text())["folds"]
+    spec = json.loads((locate_dataset(dataset) / "folds.json").read_text())["folds"]
     for k, expected in sizes.items():
         fold = load_fold(dataset, k)
         assert (fold.train.num_queries, fold.vali.num_queries, fold.test.num_queries) == expected
@@ -29,7 +32,7 @@ def test_folds_from_partitions_match_provenance(dataset, sizes):
         assert len(set(all_q)) == len(all_q)
 
 
-def test_ohsumed_label_histogram_and_variants():
+def test_ohsumed_label_histogram():
     fold = load_fold("OHSUMED", 1)
     everything = RankingSplit.concatenate([fold.train, fold.vali, fold.test])
     assert everything.num_queries == 106 and len(everything.labels) == 16140
@@ -37,11 +40,33 @@ def test_ohsumed_label_histogram_and_variants():
     assert everything.num_features == 45
     qln = fold.test.features
     assert qln.min() >= 0 and qln.max() <= 1
-    minimum = load_fold("OHSUMED", 1, variant="Feature-min").test
-    null = load_fold("OHSUMED", 1, variant="Feature-null").test
-    assert (minimum.docids == null.docids).all() and (minimum.labels == fold.test.labels).all()
+
+
+def _variant_folder(root, variant):
+    """OHSUMED ``variant``'s Fold1 with one query per split (train 85, vali 86, test 87), LETOR's names."""
+    lines = gzip.open(VARIANTS / f"{variant}.Fold1.first3.txt.gz", "rt").read().splitlines(True)
+    folder = root / "OHSUMED" / variant / "Fold1"
+    folder.mkdir(parents=True)
+    for name, qid in (("trainingset", "85"), ("validationset", "86"), ("testset", "87")):
+        (folder / f"{name}.txt").write_text("".join(line for line in lines if line.split()[1] == f"qid:{qid}"))
+    return root
+
+
+def test_ohsumed_variants(tmp_path):
+    for variant in ("Feature-min", "Feature-null"):
+        _variant_folder(tmp_path, variant)
+    qln = load_fold("OHSUMED", 1).test
+    qln_first = qln.features[:len(read_letor(tmp_path / "OHSUMED/Feature-min/Fold1/testset.txt").labels)]
+    minimum = load_fold("OHSUMED", 1, variant="Feature-min", data_dir=tmp_path)
+    null = load_fold("OHSUMED", 1, variant="Feature-null", data_dir=tmp_path)
+    assert [s.query_ids for s in (minimum.train, minimum.vali, minimum.test)] == [["85"], ["86"], ["87"]]
+    assert (minimum.test.docids == null.test.docids).all()
+    assert (minimum.test.labels == qln.labels[qln.qids == "87"]).all() and qln.query_ids[2] == "87"
+    assert (minimum.test.features != qln_first).any()  # raw values, not QueryLevelNorm's
     # NULL -> min(0, query minimum) agrees with LETOR's own Feature-min except a few log-BM25 cells
-    assert (null.features != minimum.features).sum() < 100
+    assert (null.test.features != minimum.test.features).sum() < 20
+    with pytest.raises(FileNotFoundError, match="Feature-min"):
+        load_fold("OHSUMED", 1, variant="Feature-min")  # not bundled, and nowhere else here
 
 
 def test_padded_and_flat_views_agree():
@@ -62,7 +87,7 @@ def _copy_as_standard_layout(tmp_path, gz: bool, names=("train", "vali", "test")
     fold_dir = tmp_path / "OHSUMED" / "QueryLevelNorm" / "Fold1"
     fold_dir.mkdir(parents=True)
     for split, name in zip(("train", "vali", "test"), names, strict=True):
-        text = "".join(gzip.open(p, "rt").read() for p in files[split])
+        text = "".join((gzip.open if p.suffix == ".gz" else open)(p, "rt").read() for p in files[split])
         target = fold_dir / (f"{name}.txt.gz" if gz else f"{name}.txt")
         if gz:
             with gzip.open(target, "wt") as fh:
@@ -77,21 +102,53 @@ def _copy_as_standard_layout(tmp_path, gz: bool, names=("train", "vali", "test")
 def test_standard_letor_layouts(tmp_path, gz, names):
     root = _copy_as_standard_layout(tmp_path, gz, names)
     ours = load_fold("OHSUMED", 1, data_dir=root)
-    shared = load_fold("OHSUMED", 1)
+    bundled = load_fold("OHSUMED", 1)
     for split in ("train", "vali", "test"):
-        a, b = ours.split(split), shared.split(split)
+        a, b = ours.split(split), bundled.split(split)
         assert a.query_ids == b.query_ids
         np.testing.assert_array_equal(a.features, b.features)
         np.testing.assert_array_equal(a.labels, b.labels)
 
 
-def test_data_dir_precedence(tmp_path, monkeypatch):
-    root = _copy_as_standard_layout(tmp_path / "env", False)
-    monkeypatch.setenv("GAPRANK_DATA", str(root))
-    assert resolve_data_dir() == root
-    assert resolve_data_dir(SHARED) == SHARED  # the argument wins over the environment
+def test_where_a_set_is_read_from(tmp_path, monkeypatch):
+    """data_dir > GAPRANK_DATA > the user data directory > the bundled sets, set by set."""
+    bundled = locate_dataset("OHSUMED")
+    assert [place.kind for place in data_locations()] == ["user", "bundled"]
+    user = _copy_as_standard_layout(tmp_path / "user" / "gaprank", False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "user"))
+    assert locate_dataset("OHSUMED") == user / "OHSUMED"
+    env = _copy_as_standard_layout(tmp_path / "env", False)
+    monkeypatch.setenv("GAPRANK_DATA", str(env))
+    assert locate_dataset("OHSUMED") == env / "OHSUMED"
+    explicit = _copy_as_standard_layout(tmp_path / "explicit", False)
+    assert locate_dataset("OHSUMED", data_dir=explicit) == explicit / "OHSUMED"
+    assert [place.kind for place in data_locations(explicit)] == ["data_dir", "GAPRANK_DATA", "user", "bundled"]
+    # a place without the set passes it on: MQ2008 is in none of them but the bundled sets
+    assert locate_dataset("MQ2008", data_dir=explicit) == bundled.parent / "MQ2008"
+    assert load_fold("MQ2008", 1, data_dir=explicit).test.num_queries == 156
     monkeypatch.delenv("GAPRANK_DATA")
-    assert resolve_data_dir().resolve() == SHARED.resolve()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "empty"))
+    assert locate_dataset("OHSUMED") == bundled
+
+
+def test_bundled_files_are_checked_against_their_manifest(tmp_path, monkeypatch):
+    from gaprank.data import BundledDataError, _locations
+
+    copy = tmp_path / "bundled"
+    import shutil
+
+    shutil.copytree(_locations.BUNDLED_DIR, copy)
+    monkeypatch.setattr(_locations, "BUNDLED_DIR", copy)
+    assert load_fold("MQ2008", 2).test.num_queries == 157  # an intact copy reads
+    damaged = copy / "MQ2008" / "S1.txt.gz"
+    data = bytearray(damaged.read_bytes())
+    data[-20] ^= 1
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(BundledDataError, match=r"S1\.txt\.gz: SHA-256 .* differs from the manifest.*reinstall"):
+        load_fold("MQ2008", 2)
+    (copy / "MQ2008" / "folds.json").write_text("{}")
+    with pytest.raises(BundledDataError, match="folds.json"):
+        load_fold("MQ2008", 3)
 
 
 def test_concatenate_refuses_shared_queries():

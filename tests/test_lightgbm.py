@@ -19,7 +19,7 @@ import torch
 import gaprank
 from gaprank import GaprankInputError
 from gaprank._padding import pad_by_group
-from gaprank.data import DataNotFoundError, load_fold
+from gaprank.data import load_fold
 from gaprank.lightgbm import lambdarank_objective, ranking_feval, sklearn_objective
 
 METRICS = ("gap", "xgap", "egap", "ap", "ndcg")
@@ -33,10 +33,7 @@ def _g(metric):
 
 @pytest.fixture(scope="module")
 def ohsumed():
-    try:
-        return load_fold("OHSUMED", 1)
-    except DataNotFoundError as exc:  # pragma: no cover - the shared data sits beside the repository
-        pytest.skip(str(exc))
+    return load_fold("OHSUMED", 1)
 
 
 def _random_queries(rng, sizes, max_label=2):

@@ -6,20 +6,16 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 
 import gaprank
-from gaprank.data import DataNotFoundError, load_fold
+from gaprank.data import load_fold
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def _ohsumed_fold1():
-    try:
-        return load_fold("OHSUMED", 1)
-    except DataNotFoundError as exc:  # pragma: no cover - CI has ../shared/data
-        pytest.skip(f"OHSUMED not available: {exc}")
+    return load_fold("OHSUMED", 1)
 
 
 def _run_readme_example(heading: str) -> dict:

@@ -11,21 +11,11 @@ import pytest
 import yaml
 from scipy import stats
 
-from gaprank.data import resolve_data_dir
+from gaprank.data import locate_dataset
 from training.compare import CompareConfig, letor_baselines, load_runs, main, paired_tests
 from training.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _data_available() -> bool:
-    try:
-        return (resolve_data_dir() / "OHSUMED").is_dir()
-    except Exception:
-        return False
-
-
-needs_data = pytest.mark.skipif(not _data_available(), reason="OHSUMED not beside the repository")
 
 
 def test_paired_tests_match_brute_force():
@@ -63,9 +53,8 @@ def test_paired_tests_tie_values_averaged_over_different_seed_counts():
     assert result["mean_difference"] == pytest.approx(0.2 / 6)
 
 
-@needs_data
 def test_letor_baselines_are_the_published_averages():
-    table = letor_baselines(resolve_data_dir() / "OHSUMED/letor3-baselines/ohsumed_letor3_baselines.csv",
+    table = letor_baselines(locate_dataset("OHSUMED") / "letor3-baselines/ohsumed_letor3_baselines.csv",
                             ["NDCG@10", "MAP", "P@10"])
     assert len(table) == 12
     assert table["SmoothRank"]["NDCG@10"] == 0.4568
@@ -119,7 +108,6 @@ def _tiny_compare(tmp_path: Path) -> Path:
     return path
 
 
-@needs_data
 def test_compare_writes_the_summary_table_and_plots(tmp_path):
     out = tmp_path / "results"
     assert main(["--config", str(_tiny_compare(tmp_path)), "--out", str(out)]) == 0
@@ -203,7 +191,7 @@ def test_run_names_and_baselines_stay_inside_their_directories(tmp_path):
     good.write_text(yaml.safe_dump(run_config))
     path.write_text(yaml.safe_dump({**data, "runs": [{"name": "A", "learner": "L", "config": str(good)}],
                                     "letor_baselines": "../../etc/passwd"}))
-    with pytest.raises(ConfigError, match="points outside the data directory"):
+    with pytest.raises(ConfigError, match="must be <DATASET>/<path inside"):
         from training.compare import run
         run(load_config(path, CompareConfig), quick=True, out=tmp_path / "dir2", progress=False)
 

@@ -25,10 +25,7 @@ SHIPPED = sorted(p for folder in ("ohsumed", "mq2008") for p in (ROOT / "configs
 
 @pytest.fixture(scope="module")
 def ohsumed_fold1():
-    try:
-        return load_fold("OHSUMED", 1)
-    except Exception as exc:  # pragma: no cover - no data beside the repository
-        pytest.skip(f"OHSUMED not available: {exc}")
+    return load_fold("OHSUMED", 1)
 
 
 def _write(tmp_path: Path, data: dict, name: str = "config.yaml") -> Path:

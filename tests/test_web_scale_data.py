@@ -157,5 +157,5 @@ def test_garbage_arguments_to_the_new_readers_are_one_line_errors(mslr, tmp_path
         read_letor(path, dtype="no such dtype")
     with pytest.raises(GaprankInputError, match="dtype must be float32 or float64; got int64"):
         load_fold("MSLR-WEB30K", 1, data_dir=mslr, dtype=int)
-    with pytest.raises(DataNotFoundError, match="data set 'MSLR-WEB10K' not found"):
+    with pytest.raises(DataNotFoundError, match="data set MSLR-WEB10K not found"):
         load_split("MSLR-WEB10K", "train", fold=1, data_dir=mslr)

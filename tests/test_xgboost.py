@@ -11,7 +11,7 @@ xgb = pytest.importorskip("xgboost")
 import gaprank  # noqa: E402
 import gaprank.xgboost as gx  # noqa: E402
 from gaprank import GaprankInputError  # noqa: E402
-from gaprank.data import DataNotFoundError, load_fold  # noqa: E402
+from gaprank.data import load_fold  # noqa: E402
 from gaprank.lightgbm import lambdarank_objective, ranking_feval  # noqa: E402
 
 BASE = {"eta": 0.1, "max_depth": 4, "nthread": 1, "base_score": 0.5, "tree_method": "hist", "seed": 0}
@@ -19,10 +19,7 @@ BASE = {"eta": 0.1, "max_depth": 4, "nthread": 1, "base_score": 0.5, "tree_metho
 
 @pytest.fixture(scope="module")
 def ohsumed_train():
-    try:
-        fold = load_fold("OHSUMED", 1)
-    except DataNotFoundError as exc:  # pragma: no cover - the shared data sits beside the repository
-        pytest.skip(str(exc))
+    fold = load_fold("OHSUMED", 1)
     X, y, group = fold.train.to_flat()
     return X, y, group
 

@@ -5,12 +5,25 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from gaprank.data import resolve_data_dir
+from gaprank import GaprankInputError
+from gaprank.data._locations import find_in_datasets
 
 from .config import ConfigError
 
-# Each data set's flattened baseline spreadsheet, relative to the data directory.
+# Each data set's flattened baseline spreadsheet: the set's name, then the path inside its folder.
 OFFICIAL_BASELINES = {"OHSUMED": "OHSUMED/letor3-baselines/ohsumed_letor3_baselines.csv"}
+
+
+def find_baselines(relative: str, data_dir: str | None) -> Path | None:
+    """The baselines file ``relative`` ("<DATASET>/<path inside the set's folder>") from the first place
+    holding the set with that file (the bundled OHSUMED has LETOR 3.0's), or None when none has it."""
+    dataset, _, inside = relative.replace("\\", "/").partition("/")
+    if not dataset or not inside or dataset in (".", ".."):
+        raise ConfigError(f"letor_baselines: {relative!r} must be <DATASET>/<path inside the set's folder>")
+    try:
+        return find_in_datasets(dataset, inside, data_dir=data_dir)
+    except GaprankInputError as exc:
+        raise ConfigError(f"letor_baselines: {exc}") from None
 
 
 def letor_baselines(path: Path, measures: list[str]) -> dict[str, dict[str, float]]:
@@ -31,8 +44,8 @@ def baselines_table(dataset: str, data_dir: str | None, measures: list[str]) -> 
     relative = OFFICIAL_BASELINES.get(dataset)
     if relative is None:
         return ""
-    path = resolve_data_dir(data_dir) / relative
-    if not path.is_file():
+    path = find_baselines(relative, data_dir)
+    if path is None:
         return ""
     shown = [m for m in measures if m in {"MAP"} | {f"NDCG@{k}" for k in range(1, 11)} | {f"P@{k}" for k in range(1, 11)}]
     if not shown:

@@ -16,7 +16,7 @@ DEFAULT_MEASURES = ["NDCG@10", "MAP", "P@10", "GAP"]
 class DataConfig:
     dataset: Literal["OHSUMED", "MQ2008", "MQ2007", "MSLR-WEB10K", "MSLR-WEB30K"]
     variant: str | None = None  # OHSUMED: QueryLevelNorm (default), Feature-min, Feature-null
-    data_dir: str | None = None  # default: $GAPRANK_DATA, then ../shared/data beside the repository
+    data_dir: str | None = None  # looked in first; then $GAPRANK_DATA, the user data directory, the bundled sets
     folds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
 
     def validate(self) -> None:

@@ -32,6 +32,7 @@ under ``<output_dir>-quick``; ``--out DIR`` puts the comparison and every run un
 from __future__ import annotations
 
 import dataclasses
+import json
 import platform
 import shlex
 import sys
@@ -45,11 +46,11 @@ from scipy import stats
 
 import gaprank
 from gaprank import GaprankInputError
-from gaprank.data import fold_fingerprint, load_fold, resolve_data_dir, write_atomic, write_json_atomic
+from gaprank.data import fold_fingerprint, load_fold, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions, objective_info
 
 from . import tune as tuning
-from ._baselines import letor_baselines
+from ._baselines import find_baselines, letor_baselines
 from ._runner import checkout_commit, locked, log_event, output_root, script_parser
 from ._trainers import REPO, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, load_config, to_dict, with_params
@@ -84,7 +85,7 @@ class CompareConfig:
     runs: list[RunEntry]
     measures: list[str] = field(default_factory=lambda: ["NDCG@10", "MAP", "P@10", "GAP"])
     significance: SignificanceConfig = field(default_factory=SignificanceConfig)
-    letor_baselines: str | None = None  # CSV of the official LETOR baselines, relative to the data directory
+    letor_baselines: str | None = None  # CSV of the official LETOR baselines: <DATASET>/<path in the set's folder>
     reference: list[ReferenceRow] = field(default_factory=list)  # published numbers shown next to ours
     seeds: list[int] | None = None  # every run once per seed, under <output_dir>/runs/<run>/seed<k>
     tuning: str | None = None  # a training.tune config (relative to the repository root) for the runs it tunes
@@ -419,7 +420,70 @@ def plot(summary: dict[str, Any], per_query: dict[str, Any], measures: list[str]
         fig.savefig(out / "gap_vs_ndcg_per_query.png", dpi=110)
         plt.close(fig)
         written.append("plots/gap_vs_ndcg_per_query.png")
+    written.append(plot_seeds(summary, measures, out))
     return written
+
+
+def plot_seeds(summary: dict[str, Any], measures: list[str], out: Path) -> str:
+    """Each objective's five-fold test mean per seed (dots), their mean and ± one standard deviation across
+    seeds (bar), one panel per measure, coloured by learner."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(summary["objectives"])
+    learners = list(dict.fromkeys(summary["objectives"][n]["learner"] for n in names))
+    colours = {learner: plt.get_cmap("tab10")(i % 10) for i, learner in enumerate(learners)}
+    fig, axes = plt.subplots(1, len(measures), figsize=(3.6 * len(measures), 0.3 * len(names) + 1.8), sharey=True)
+    for ax, measure in zip(np.atleast_1d(axes), measures, strict=True):
+        for row, name in enumerate(names):
+            o = summary["objectives"][name]
+            values = np.array([by_seed[measure] for by_seed in o["per_seed"].values()])
+            colour = colours[o["learner"]]
+            spread = values.std(ddof=1) if values.size > 1 else 0.0
+            ax.errorbar(values.mean(), row, xerr=spread, fmt="o", color=colour, ms=5, capsize=3, lw=1.2)
+            ax.scatter(values, np.full(values.size, row + 0.22), s=9, color=colour, alpha=0.55, lw=0)
+        ax.set_yticks(range(len(names)), names)
+        ax.set_ylim(len(names) - 0.4, -0.6)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_xlabel(f"test {measure}")
+    seeds = sorted({len(o["per_seed"]) for o in summary["objectives"].values()})
+    fig.suptitle(f"{summary['dataset']}: mean over seeds ± one standard deviation (dots: each seed; "
+                 f"{'/'.join(map(str, seeds))} seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out / "seeds.png", dpi=110)
+    plt.close(fig)
+    return "plots/seeds.png"
+
+
+def read_per_query(path: Path) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """``per_query.tsv`` back as {objective: {fold: {measure: {qid: value}}}}."""
+    per_query: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    with path.open(encoding="utf-8") as fh:
+        header = fh.readline().rstrip("\n").split("\t")
+        measures = header[3:]
+        for line in fh:
+            name, fold, qid, *values = line.rstrip("\n").split("\t")
+            by_measure = per_query.setdefault(name, {}).setdefault(fold, {m: {} for m in measures})
+            for measure, value in zip(measures, values, strict=True):
+                by_measure[measure][qid] = float(value)
+    return per_query
+
+
+def replot(root: Path, *, command: str | None = None) -> list[str]:
+    """Draw ``plots/`` again from a finished comparison's ``summary.json`` and ``per_query.tsv`` (no run is
+    read or trained); ``summary.json`` records the plots and the commit and command that drew them."""
+    summary_path = root / "summary.json"
+    if not summary_path.is_file() or not (root / "per_query.tsv").is_file():
+        raise ConfigError(f"{root}: no finished comparison (summary.json and per_query.tsv) to plot")
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    measures = list(summary["config"]["measures"])
+    summary["plots"] = plot(summary, read_per_query(root / "per_query.tsv"), measures, root / "plots")
+    summary["plots_drawn"] = {"commit": checkout_commit(), "command": command or "training.compare.replot(...)",
+                              "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    write_json_atomic(summary_path, summary)
+    return summary["plots"]
 
 
 def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out: str | Path | None = None,
@@ -448,12 +512,9 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
              tuning_budget: dict[str, Any] | None) -> dict[str, Any]:
     baselines_path = None
     if config.letor_baselines:  # checked before any training
-        data_dir = resolve_data_dir(loaded[0].config.data.data_dir)
-        baselines_path = data_dir / config.letor_baselines
-        if not baselines_path.resolve().is_relative_to(data_dir.resolve()):
-            raise ConfigError(f"letor_baselines: {config.letor_baselines!r} points outside the data directory {data_dir}")
-        if not baselines_path.is_file():
-            raise ConfigError(f"letor_baselines: {baselines_path} does not exist")
+        baselines_path = find_baselines(config.letor_baselines, loaded[0].config.data.data_dir)
+        if baselines_path is None:
+            raise ConfigError(f"letor_baselines: no copy of the data set holds {config.letor_baselines}")
     log = root / "log.jsonl"
     log_event(log, event="compare_start", runs=[item.entry.name for item in loaded], quick=quick)
     objectives, per_query = {}, {}
@@ -544,10 +605,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fold 1 and a few epochs / rounds per run (CI)")
     parser.add_argument("--force", action="store_true", help="retrain runs whose folds already have results")
     parser.add_argument("--out", help="write the comparison and every run under this directory")
+    parser.add_argument("--replot", action="store_true",
+                        help="only draw plots/ again from the finished comparison's summary.json and per_query.tsv")
     args = parser.parse_args(argv)
     command = "python -m training.compare " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     try:
         config = load_config(args.config, CompareConfig)
+        if args.replot:
+            root = Path(args.out) if args.out is not None else output_root(config.output_dir, args.quick)
+            drawn = replot(root, command=command)
+            print(f"drew {', '.join(drawn)} in {root}/")
+            return 0
         result = run(config, quick=args.quick, force=args.force, out=args.out, command=command)
     except GaprankInputError as exc:
         print(f"error: {exc}", file=sys.stderr)

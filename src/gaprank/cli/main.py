@@ -1,4 +1,4 @@
-"""``gaprank`` command line: ``gaprank eval`` (LETOR and TREC modes) and ``gaprank baseline``.
+"""``gaprank`` command line: ``gaprank eval`` (LETOR and TREC modes), ``gaprank baseline`` and ``gaprank data``.
 
 Exit codes: 0 success, 2 bad command line or bad input file (the message says which and where).
 """
@@ -9,12 +9,28 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .._inputs import GaprankInputError
 from .._padding import pad_by_group
-from ..data import CONVENTIONS, fold_files, load_fold, read_letor, read_qrels, read_run, read_scores, to_json, write_atomic
+from ..data import (
+    CONVENTIONS,
+    DATASETS,
+    data_locations,
+    dataset_info,
+    fold_files,
+    import_dataset,
+    load_fold,
+    read_letor,
+    read_qrels,
+    read_run,
+    read_scores,
+    to_json,
+    write_atomic,
+)
+from ..data._locations import dataset_folder
 from ..metrics import Conventions, evaluate_letor, parse_measure
 
 # How TREC mode's measures read when their string leaves a setting open: as trec_eval and ir_measures
@@ -167,6 +183,38 @@ def _cmd_baseline(args: argparse.Namespace) -> None:
         print(f"evaluate with: gaprank eval --letor {files[0]} --scores {out} --conventions {conventions}")
 
 
+def _cmd_data_list(args: argparse.Namespace) -> None:
+    """Every named set: where it is read from (the first place holding it), its download page and citation."""
+    places = data_locations(args.data_dir)
+    rows: list[dict[str, Any]] = []
+    for info in DATASETS.values():
+        held = [(place, folder) for place in places if (folder := dataset_folder(place.path, info.name)) is not None]
+        status, where = "missing", ""
+        if held:
+            place, folder = held[0]
+            status, where = ("bundled" if place.kind == "bundled" else "found"), str(folder)
+        rows.append({"name": info.name, "status": status, "path": where, "download": info.download,
+                     "citation": info.citation, "features": info.num_features, "grades": f"0..{info.max_label}",
+                     "layout": info.expected_layout()})
+    if args.format == "json":
+        print(to_json(rows))
+        return
+    width = max(len(r["name"]) for r in rows)
+    for row in rows:
+        where = f" {row['path']}" if row["status"] == "found" else ""
+        print(f"{row['name']:<{width}}  {row['status']}{where}")
+        print(f"{'':<{width}}  download: {row['download']}")
+        print(f"{'':<{width}}  cite: {row['citation']}")
+    print(f"looked in: {'; '.join(place.describe() for place in places)}. Import a download with: "
+          "gaprank data import NAME PATH")
+
+
+def _cmd_data_import(args: argparse.Namespace) -> None:
+    info = dataset_info(args.name)
+    target = import_dataset(args.name, args.path, replace=args.replace, progress=sys.stderr.isatty())
+    print(f"imported {info.name if info else args.name} into {target}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gaprank", description="Graded Average Precision for learning to rank.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -201,9 +249,27 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--variant", default=None, help="feature variant (OHSUMED: QueryLevelNorm, Feature-min, Feature-null)")
     bl.add_argument("--split", default="test", choices=["train", "vali", "test"])
     bl.add_argument("--alpha", type=float, default=1.0, help="ridge penalty")
-    bl.add_argument("--data-dir", default=None, help="data directory (default: GAPRANK_DATA, then ../shared/data)")
+    bl.add_argument("--data-dir", default=None,
+                    help="a data directory looked in first (then GAPRANK_DATA, the user data directory, the bundled sets)")
     bl.add_argument("--out", default="results/baseline_scores.txt")
     bl.set_defaults(handler=_cmd_baseline)
+
+    data = sub.add_parser("data", help="the data sets: where each is read from; import a download",
+                          description="Sets are read from, in order: --data-dir / data_dir=, GAPRANK_DATA, the user "
+                                      "data directory (where 'import' copies them), the sets bundled with gaprank.")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    ls = data_sub.add_parser("list", help="every named set: bundled, found where, or missing; download page, citation")
+    ls.add_argument("--data-dir", default=None, help="a data directory looked in first")
+    ls.add_argument("--format", default="text", choices=["text", "json"])
+    ls.set_defaults(handler=_cmd_data_list)
+    imp = data_sub.add_parser("import", help="check a downloaded set and copy it into the user data directory",
+                              description="PATH is the unpacked download, or its .zip / .tar.gz. The set's layout, "
+                                          "feature count, grade scale and folds are checked before anything is copied "
+                                          "into place.")
+    imp.add_argument("name", help=f"the set's name: {', '.join(i.name for i in DATASETS.values())}")
+    imp.add_argument("path", help="the download: a folder, a .zip or a tar archive")
+    imp.add_argument("--replace", action="store_true", help="replace a copy imported before")
+    imp.set_defaults(handler=_cmd_data_import)
     return parser
 
 

@@ -6,17 +6,25 @@ from ._folds import (
     CONVENTIONS,
     MAX_LABEL,
     NUM_FEATURES,
-    DataNotFoundError,
     Fold,
     FoldsFileError,
-    default_data_dir_candidates,
+    check_dataset_folder,
     fold_files,
     fold_fingerprint,
     load_fold,
     load_split,
-    resolve_data_dir,
 )
+from ._import import import_dataset
 from ._letor import LetorFormatError, PaddedBatch, RankingSplit, read_letor, read_scores
+from ._locations import (
+    BundledDataError,
+    DataLocation,
+    DataNotFoundError,
+    bundled_sets,
+    data_locations,
+    locate_dataset,
+    user_data_dir,
+)
 from ._trec import read_qrels, read_run
 
 __all__ = [
@@ -37,12 +45,18 @@ __all__ = [
     "LetorFormatError",
     "PaddedBatch",
     "RankingSplit",
-    "default_data_dir_candidates",
+    "BundledDataError",
+    "DataLocation",
+    "bundled_sets",
+    "check_dataset_folder",
+    "data_locations",
+    "import_dataset",
+    "locate_dataset",
+    "user_data_dir",
     "fold_files",
     "load_fold",
     "read_letor",
     "read_qrels",
     "read_run",
     "read_scores",
-    "resolve_data_dir",
 ]

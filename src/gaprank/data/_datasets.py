@@ -10,6 +10,21 @@ MSLR = "Microsoft Research (https://www.microsoft.com/en-us/research/project/msl
 YAHOO = "Yahoo! Webscope (https://webscope.sandbox.yahoo.com/, C14: Learning to Rank Challenge)"
 ISTELLA = "Istella (https://istella.ai/data/letor-dataset/)"
 
+LETOR3_CITATION = ("Tao Qin, Tie-Yan Liu, Jun Xu, Hang Li. LETOR: A benchmark collection for research on learning to rank "
+                   "for information retrieval. Information Retrieval 13(4):346-374, 2010; and for the OHSUMED collection: "
+                   "William Hersh, Chris Buckley, T. J. Leone, David Hickam. OHSUMED: an interactive retrieval evaluation "
+                   "and new large test collection for research. SIGIR 1994")
+LETOR4_CITATION = "Tao Qin, Tie-Yan Liu. Introducing LETOR 4.0 Datasets. arXiv:1306.2597, 2013"
+YAHOO_CITATION = ("Olivier Chapelle, Yi Chang. Yahoo! Learning to Rank Challenge Overview. JMLR Workshop and Conference "
+                  "Proceedings 14:1-24, 2011")
+ISTELLA_CITATION = ("Domenico Dato, Claudio Lucchese, Franco Maria Nardini, Salvatore Orlando, Raffaele Perego, Nicola "
+                    "Tonellotto, Rossano Venturini. Fast ranking with additive ensembles of oblivious and non-oblivious "
+                    "regression trees. ACM TOIS 35(2), 2016")
+ISTELLA_S_CITATION = ("Claudio Lucchese, Franco Maria Nardini, Salvatore Orlando, Raffaele Perego, Fabrizio Silvestri, "
+                      "Salvatore Trani. Post-learning optimization of tree ensembles for efficient ranking. SIGIR 2016")
+ISTELLA_X_CITATION = ("Claudio Lucchese, Franco Maria Nardini, Raffaele Perego, Salvatore Orlando, Salvatore Trani. "
+                      "Selective gradient boosting for effective learning to rank. SIGIR 2018")
+
 
 @dataclass(frozen=True)
 class DatasetInfo:
@@ -31,6 +46,15 @@ class DatasetInfo:
     folders: tuple[str, ...] = ()
     split_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
     sparse: bool = False
+    citation: str = ""  # what a user of the set owes its makers
+
+    def expected_layout(self) -> str:
+        """The files of the set as its download lays them out, for messages."""
+        folder = self.folders[0] if self.folders else self.name
+        if self.layout == "splits":
+            files = ", ".join(f"{stems[0]}.txt" for stems in self.split_files.values())
+            return f"{folder}/{{{files}}}"
+        return f"{folder}/{self.variant + '/' if self.variant else ''}Fold1..Fold5/{{train,vali,test}}.txt"
 
     def example_path(self) -> str:
         """Where a file of the set is expected, for messages."""
@@ -44,27 +68,30 @@ def _yahoo(number: int) -> DatasetInfo:
     files: dict[str, tuple[str, ...]] = {split: (f"set{number}.{stem}",)
                                          for split, stem in (("train", "train"), ("vali", "valid"), ("test", "test"))}
     return DatasetInfo(f"Yahoo-set{number}", 699, 4, "letor4", YAHOO, layout="splits",
-                       folders=("Yahoo", "ltrc_yahoo", f"Yahoo-set{number}"), split_files=files, sparse=True)
+                       folders=("Yahoo", "ltrc_yahoo", f"Yahoo-set{number}"), split_files=files, sparse=True,
+                       citation=YAHOO_CITATION)
 
 
-def _istella(name: str, vali: bool) -> DatasetInfo:
+def _istella(name: str, vali: bool, citation: str) -> DatasetInfo:
     files: dict[str, tuple[str, ...]] = {"train": ("train",), "test": ("test",)}
     if vali:
         files["vali"] = ("vali",)
-    return DatasetInfo(name, 220, 4, "letor4", ISTELLA, layout="splits", folders=(name,), split_files=files)
+    return DatasetInfo(name, 220, 4, "letor4", ISTELLA, layout="splits", folders=(name,), split_files=files,
+                       citation=citation)
 
 
 DATASETS: dict[str, DatasetInfo] = {info.name.upper(): info for info in (
-    DatasetInfo("OHSUMED", 45, 2, "letor3", "LETOR 3.0, " + MSR_LETOR, variant="QueryLevelNorm"),
-    DatasetInfo("MQ2008", 46, 2, "letor4", "LETOR 4.0, " + MSR_LETOR),
-    DatasetInfo("MQ2007", 46, 2, "letor4", "LETOR 4.0, " + MSR_LETOR),
-    DatasetInfo("MSLR-WEB10K", 136, 4, "letor4", MSLR),
-    DatasetInfo("MSLR-WEB30K", 136, 4, "letor4", MSLR),
+    DatasetInfo("OHSUMED", 45, 2, "letor3", "LETOR 3.0, " + MSR_LETOR, variant="QueryLevelNorm",
+                citation=LETOR3_CITATION),
+    DatasetInfo("MQ2008", 46, 2, "letor4", "LETOR 4.0, " + MSR_LETOR, citation=LETOR4_CITATION),
+    DatasetInfo("MQ2007", 46, 2, "letor4", "LETOR 4.0, " + MSR_LETOR, citation=LETOR4_CITATION),
+    DatasetInfo("MSLR-WEB10K", 136, 4, "letor4", MSLR, citation=LETOR4_CITATION),
+    DatasetInfo("MSLR-WEB30K", 136, 4, "letor4", MSLR, citation=LETOR4_CITATION),
     _yahoo(1),
     _yahoo(2),
-    _istella("Istella", vali=False),  # Istella LETOR: train and test only
-    _istella("Istella-S", vali=True),
-    _istella("Istella-X", vali=True),
+    _istella("Istella", vali=False, citation=ISTELLA_CITATION),  # Istella LETOR: train and test only
+    _istella("Istella-S", vali=True, citation=ISTELLA_S_CITATION),
+    _istella("Istella-X", vali=True, citation=ISTELLA_X_CITATION),
 )}
 
 

@@ -1,24 +1,21 @@
-"""Locating LETOR data sets and assembling their five folds.
+"""Assembling a LETOR data set's five folds from the folder :func:`locate_dataset` finds.
 
-Two layouts are understood, under ``<data_dir>/<DATASET>[/<variant>]``:
+Two layouts are understood, under ``<DATASET>[/<variant>]``:
 
-* **partitions + folds.json** (this project's ``shared/data``): each query partition is stored once
+* **partitions + folds.json** (the sets bundled with gaprank): each query partition is stored once
   (``Fold2/test.txt.gz``, ``S1.txt.gz``); ``folds.json`` says which partitions make each fold's
   train, vali and test sets.
 * **the standard LETOR download**: ``FoldK/{train,vali,test}.txt`` (LETOR 3.0 QueryLevelNorm, LETOR 4.0)
   or ``FoldK/{trainingset,validationset,testset}.txt`` (LETOR 3.0 Feature-min / Feature-null),
   optionally gzip-compressed.
 
-The data directory is, in order: the ``data_dir`` argument, the ``GAPRANK_DATA`` environment variable,
-``../shared/data`` beside the repository.
+Where the folder is looked for is one rule, in :mod:`gaprank.data._locations`.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +27,7 @@ from .._inputs import GaprankInputError
 from ._cache import cached_read
 from ._datasets import DATASETS, DatasetInfo, dataset_info
 from ._letor import RankingSplit, feature_dtype, read_letor
+from ._locations import DataNotFoundError, check_bundled, file_sha256, locate_dataset
 
 # Derived views of the registry (gaprank.data._datasets), kept for callers that look one thing up.
 NUM_FEATURES = {key: info.num_features for key, info in DATASETS.items()}
@@ -41,26 +39,13 @@ _SPLIT_FILE_NAMES = {
     "vali": ("vali", "validationset"),
     "test": ("test", "testset"),
 }
-DOWNLOAD_HINT = (
-    "Download the set and unpack it under the data directory (pass data_dir=... or set GAPRANK_DATA): "
-    + "; ".join(f"{info.name}: {info.download}, so that {info.example_path()} exists" for info in DATASETS.values())
-    + ". A synthetic MSLR-shaped set of the same layout: python -m training.synthetic --like mslr-web30k."
-)
 
 
 def _download_hint(dataset: str) -> str:
     info = dataset_info(dataset)
     if info is None:
-        return DOWNLOAD_HINT
-    hint = f"Download {info.name} from {info.download} and unpack it so that {info.example_path()} exists " \
-           "(pass data_dir=... or set GAPRANK_DATA)"
-    if info.name.startswith("MSLR"):
-        hint += "; or write a synthetic set of the same layout: python -m training.synthetic --like " + info.name.lower()
-    return hint + "."
-
-
-class DataNotFoundError(GaprankInputError, FileNotFoundError):
-    """A data set is missing; the message says where we looked and what to download."""
+        return ""
+    return f"The download's layout: {info.expected_layout()}; get it from {info.download}."
 
 
 @dataclass
@@ -74,75 +59,6 @@ class Fold:
         if name not in SPLITS:
             raise GaprankInputError(f"split must be one of {SPLITS}; got {name!r}")
         return getattr(self, name)
-
-
-def _repository_root() -> Path:
-    return Path(__file__).resolve().parents[3]
-
-
-def default_data_dir_candidates() -> list[Path]:
-    """Places searched after the argument and ``GAPRANK_DATA``: ``../shared/data`` beside the repository.
-
-    Returns
-    -------
-    list of Path
-        The candidate directories, in the order they are tried.
-    """
-    repo = _repository_root()
-    candidates = [repo.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
-    unique: list[Path] = []
-    for c in candidates:
-        if c not in unique:
-            unique.append(c)
-    return unique
-
-
-def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
-    """The data directory: explicit argument > ``GAPRANK_DATA`` > ``../shared/data`` from the repository.
-
-    Parameters
-    ----------
-    data_dir : str or Path, optional
-        An explicit directory; it must exist.
-
-    Returns
-    -------
-    Path
-        The data directory.
-
-    Raises
-    ------
-    DataNotFoundError
-        When no candidate exists; the message says where it looked and what to download.
-    """
-    if data_dir is not None:
-        path = Path(data_dir)
-        if not path.is_dir():
-            raise DataNotFoundError(f"data_dir {path} is not a directory. {DOWNLOAD_HINT}")
-        return path
-    env = os.environ.get("GAPRANK_DATA")
-    if env:
-        path = Path(env)
-        if not path.is_dir():
-            raise DataNotFoundError(f"GAPRANK_DATA={env} is not a directory. {DOWNLOAD_HINT}")
-        return path
-    candidates = default_data_dir_candidates()
-    for path in candidates:
-        if path.is_dir():
-            return path
-    looked = ", ".join(str(c) for c in candidates)
-    raise DataNotFoundError(f"no data directory: data_dir not given, GAPRANK_DATA not set, and none of {looked} exists. "
-                            f"{DOWNLOAD_HINT}")
-
-
-def _dataset_dir(root: Path, dataset: str) -> Path:
-    info = dataset_info(dataset)
-    names = [n.lower() for n in (dataset, *(info.folders if info else ()))]
-    entries = {entry.name.lower(): entry for entry in (sorted(root.iterdir()) if root.is_dir() else []) if entry.is_dir()}
-    for name in names:
-        if name in entries:
-            return entries[name]
-    raise DataNotFoundError(f"data set {dataset!r} not found: no folder {root / dataset}. {_download_hint(dataset)}")
 
 
 def _find_file(base: Path, stems: tuple[str, ...]) -> Path | None:
@@ -179,6 +95,7 @@ def _partition_file(base: Path, partition: str, source: Path) -> Path:
 def _read_folds_json(path: Path) -> dict[str, Any]:
     """``folds.json``'s ``"folds"`` mapping, checked: each fold names train, vali and test partitions
     (a name or a list of names) and, optionally, the query ids of each split."""
+    check_bundled(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -209,10 +126,13 @@ def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Pat
         raise GaprankInputError(f"fold must be an integer 1..5; got {fold!r}")
     if info is not None and info.layout == "splits" and fold != 1:
         raise GaprankInputError(f"{info.name} has one train/vali/test split, read as fold 1; got fold {fold}")
-    root = resolve_data_dir(data_dir)
-    ds_dir = _dataset_dir(root, dataset)
     if variant is None and info is not None:
         variant = info.variant
+    return _fold_spec_in(locate_dataset(dataset, variant=variant, data_dir=data_dir), dataset, fold, variant)
+
+
+def _fold_spec_in(ds_dir: Path, dataset: str, fold: int, variant: str | None) -> tuple[Path, Path, dict | None]:
+    """:func:`_fold_spec` for a set whose folder is known."""
     base = ds_dir / variant if variant and (ds_dir / variant).is_dir() else ds_dir
     if variant and base == ds_dir and not (ds_dir / f"Fold{fold}").is_dir():
         raise DataNotFoundError(f"variant {variant!r} of {dataset} not found: no folder {ds_dir / variant}. "
@@ -282,20 +202,9 @@ def _named_split_file(info: DatasetInfo, base: Path, split: str) -> Path:
     return found
 
 
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
 def _file_digest(path: Path) -> dict[str, Any]:
-    """Size and SHA-256 of a file (the digest is cached per path, size and modification time)."""
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _DIGESTS:
-        digest = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        _DIGESTS[key] = digest.hexdigest()
-    return {"file": path.name, "bytes": stat.st_size, "sha256": _DIGESTS[key]}
+    """Name, size and SHA-256 of a file."""
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def fold_fingerprint(dataset: str, fold: int, *, variant: str | None = None,
@@ -314,7 +223,7 @@ def fold_fingerprint(dataset: str, fold: int, *, variant: str | None = None,
     Examples
     --------
     >>> from gaprank.data import fold_fingerprint
-    >>> fold_fingerprint("OHSUMED", 1)["test"][0]["file"]   # doctest: +SKIP
+    >>> fold_fingerprint("OHSUMED", 1)["test"][0]["file"]
     'test.txt.gz'
     """
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
@@ -369,7 +278,8 @@ def load_fold(
     variant : str, optional
         OHSUMED's feature variant: "QueryLevelNorm" (default), "Feature-min", "Feature-null".
     data_dir : str or Path, optional
-        The data directory; default ``GAPRANK_DATA``, then ``../shared/data`` beside the repository.
+        A directory looked in first; then ``GAPRANK_DATA``, the user data directory and the sets bundled
+        with gaprank (:func:`locate_dataset`).
     null : {"min", "zero", "nan", "error"}
         The policy for LETOR's ``NULL`` values (see :func:`read_letor`).
     dtype : {float64, float32}
@@ -391,8 +301,8 @@ def load_fold(
     Examples
     --------
     >>> from gaprank.data import load_fold
-    >>> fold = load_fold("OHSUMED", 1)          # doctest: +SKIP
-    >>> fold.test.num_queries, fold.train.num_queries   # doctest: +SKIP
+    >>> fold = load_fold("OHSUMED", 1)          # the bundled copy unless another place holds one
+    >>> fold.test.num_queries, fold.train.num_queries
     (22, 63)
     """
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
@@ -411,15 +321,17 @@ def _read_split(paths: list[Path], read: Callable[[Path], RankingSplit]) -> Rank
     return loaded[0] if len(loaded) == 1 else RankingSplit.concatenate(loaded)
 
 
-def _split_reader(dataset: str, ds_dir: Path, null: str, dtype: Any) -> Callable[[Path], RankingSplit]:
-    """``read(path) -> RankingSplit`` with the named set's checks, through the parsed-file cache."""
+def _split_reader(dataset: str, ds_dir: Path, null: str, dtype: Any, cache: bool = True) -> Callable[[Path], RankingSplit]:
+    """``read(path) -> RankingSplit`` with the named set's checks, through the parsed-file cache (when ``cache``)."""
     info = dataset_info(dataset) or dataset_info(ds_dir.name)
     options = {"null": null, "num_features": info.num_features if info else None,
                "max_label": info.max_label if info else None, "dtype": feature_dtype(dtype).name,
                "sparse": bool(info and info.sparse)}
 
     def read(path: Path) -> RankingSplit:
-        return cached_read(path, options, functools.partial(read_letor, path, **options))
+        check_bundled(path)
+        parse = functools.partial(read_letor, path, **options)
+        return cached_read(path, options, parse) if cache else parse()
     return read
 
 
@@ -469,3 +381,55 @@ def load_split(
     ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
     paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
     return _read_split(paths, _split_reader(dataset, ds_dir, null, dtype))
+
+
+def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
+                         progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Read every fold of a named set from ``folder`` as :func:`load_fold` reads it (layout, feature count,
+    grade scale, disjoint splits, ``folds.json``), bypassing the cache, and check that the folds' test
+    sets are disjoint.
+
+    Parameters
+    ----------
+    dataset : str
+        A named set (``gaprank.data.DATASETS``).
+    folder : Path
+        The set's folder.
+    dtype : {float32, float64}
+        The features' dtype while reading.
+    progress : callable, optional
+        Called with each fold's name once it is checked.
+
+    Returns
+    -------
+    dict
+        ``{"folds", "queries", "documents"}`` of the set (queries and documents over the test sets, which
+        together cover a five-fold set).
+
+    Raises
+    ------
+    GaprankInputError
+        The first problem found, naming its file and line where it is in a file.
+    """
+    info = dataset_info(dataset)
+    if info is None:
+        names = ", ".join(i.name for i in DATASETS.values())
+        raise GaprankInputError(f"unknown data set {dataset!r}; the named sets are {names}")
+    folds = (1,) if info.layout == "splits" else (1, 2, 3, 4, 5)
+    tested: dict[str, str] = {}
+    documents = 0
+    for fold in folds:
+        ds_dir, base, spec = _fold_spec_in(folder, info.name, fold, info.variant)
+        files = _split_files(info.name, fold, ds_dir, base, spec)
+        read = _split_reader(info.name, ds_dir, "min", dtype, cache=False)
+        parts = {split: _read_split(paths, read) for split, paths in files.items()}
+        _check_splits(f"{info.name} Fold{fold}", parts, spec, ds_dir / "folds.json" if spec is not None else base / f"Fold{fold}")
+        for qid in parts["test"].query_ids:
+            if qid in tested:
+                raise FoldsFileError(f"{files['test'][0]}: query {qid} is in the test sets of both {tested[qid]} and "
+                                     f"Fold{fold}; the folds' test sets must be disjoint")
+            tested[qid] = f"Fold{fold}"
+        documents += len(parts["test"].labels)
+        if progress is not None:
+            progress(f"Fold{fold}")
+    return {"folds": len(folds), "queries": len(tested), "documents": documents}

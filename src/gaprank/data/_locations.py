@@ -1,0 +1,260 @@
+"""Where a data set comes from: one rule, and the sets that ship inside gaprank.
+
+A set is looked for, in this order, in
+
+1. the ``data_dir`` argument,
+2. the ``GAPRANK_DATA`` directory,
+3. the user's data directory (``platformdirs.user_data_dir("gaprank")``, where ``gaprank data import``
+   puts a download),
+4. the sets bundled with gaprank (LETOR 3.0 OHSUMED, QueryLevelNorm, and LETOR 4.0 MQ2008),
+
+and the first place holding the set's folder is where all of its files are read. Every bundled file is
+checked against the SHA-256 its manifest lists before it is read, so a damaged installation is an
+error, never a different number.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._inputs import GaprankInputError
+from ._datasets import dataset_info
+
+BUNDLED_DIR = Path(__file__).resolve().with_name("bundled")
+MANIFEST = "SHA256SUMS"
+
+
+class DataNotFoundError(GaprankInputError, FileNotFoundError):
+    """A data set is missing; the message says where we looked and where to download it."""
+
+
+class BundledDataError(GaprankInputError):
+    """A file bundled with gaprank differs from its manifest: the installation is damaged."""
+
+
+@dataclass(frozen=True)
+class DataLocation:
+    """A place data sets are looked for: what it is (``"data_dir"``, ``"GAPRANK_DATA"``, ``"user"``,
+    ``"bundled"``) and its directory."""
+
+    kind: str
+    path: Path
+
+    def describe(self) -> str:
+        """The place in words, for messages."""
+        return {"data_dir": f"data_dir {self.path}", "GAPRANK_DATA": f"GAPRANK_DATA {self.path}",
+                "user": f"the user data directory {self.path}",
+                "bundled": "the sets bundled with gaprank"}[self.kind]
+
+
+def user_data_dir() -> Path:
+    """The user's gaprank data directory, where ``gaprank data import`` copies a set.
+
+    Returns
+    -------
+    Path
+        ``platformdirs.user_data_dir("gaprank")`` (``$XDG_DATA_HOME/gaprank`` or ``~/.local/share/gaprank``
+        on Linux); it need not exist.
+    """
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("gaprank", appauthor=False))
+
+
+def data_locations(data_dir: str | Path | None = None) -> list[DataLocation]:
+    """The places a data set is looked for, in order (see the module's rule).
+
+    Parameters
+    ----------
+    data_dir : str or Path, optional
+        An explicit directory, looked in first; it must exist.
+
+    Returns
+    -------
+    list of DataLocation
+        ``data_dir`` (when given), ``GAPRANK_DATA`` (when set), the user data directory, the bundled sets.
+
+    Raises
+    ------
+    DataNotFoundError
+        When ``data_dir`` or ``GAPRANK_DATA`` names something that is not a directory (a typo is never
+        passed over for another place).
+
+    Examples
+    --------
+    >>> from gaprank.data import data_locations
+    >>> data_locations()[-1].kind
+    'bundled'
+    """
+    places: list[DataLocation] = []
+    if data_dir is not None:
+        path = Path(data_dir)
+        if not path.is_dir():
+            raise DataNotFoundError(f"data_dir {path} is not a directory")
+        places.append(DataLocation("data_dir", path))
+    env = os.environ.get("GAPRANK_DATA")
+    if env:
+        path = Path(env)
+        if not path.is_dir():
+            raise DataNotFoundError(f"GAPRANK_DATA={env} is not a directory")
+        places.append(DataLocation("GAPRANK_DATA", path))
+    places.append(DataLocation("user", user_data_dir()))
+    places.append(DataLocation("bundled", BUNDLED_DIR))
+    return places
+
+
+def dataset_folder(root: Path, dataset: str) -> Path | None:
+    """The folder of ``dataset`` under ``root`` (its name or one of the set's known folder names, any
+    case), or None."""
+    info = dataset_info(dataset)
+    names = [n.lower() for n in (dataset, *(info.folders if info else ()))]
+    if not root.is_dir():
+        return None
+    entries = {entry.name.lower(): entry for entry in sorted(root.iterdir()) if entry.is_dir()}
+    for name in names:
+        if name in entries:
+            return entries[name]
+    return None
+
+
+def _holds(folder: Path, variant: str | None) -> bool:
+    """Whether a set's folder has the requested feature variant (a variant folder, or the folds or
+    partitions directly)."""
+    if variant is None or (folder / variant).is_dir():
+        return True
+    return not any((folder / v).is_dir() for v in ("QueryLevelNorm", "Feature-min", "Feature-null")) and \
+        any(folder.glob("Fold*"))
+
+
+def not_found_message(dataset: str, places: list[DataLocation], variant: str | None = None) -> str:
+    """The short error for a missing set: its name, where it was looked for, and that set's download
+    page and expected layout."""
+    info = dataset_info(dataset)
+    what = f"{dataset} ({variant})" if variant else dataset
+    looked = "; ".join(place.describe() for place in places)
+    message = f"data set {what} not found; looked in: {looked}."
+    if info is None:
+        return message + f" Put it in a folder {dataset}/ under one of them."
+    message += (f" Download it from {info.download}, then run: gaprank data import {info.name} PATH "
+                f"(the download's layout: {info.expected_layout()})")
+    if info.name.startswith("MSLR"):
+        message += f"; or write a synthetic set of its shape: python -m training.synthetic --like {info.name.lower()}"
+    return message + "."
+
+
+def locate_dataset(dataset: str, *, variant: str | None = None, data_dir: str | Path | None = None) -> Path:
+    """The folder a data set is read from: the first place of :func:`data_locations` that holds it.
+
+    Parameters
+    ----------
+    dataset : str
+        A named set ("OHSUMED", "MQ2008", "MSLR-WEB30K", ...: ``gaprank.data.DATASETS``) or another folder name.
+    variant : str, optional
+        A feature variant the folder must have ("QueryLevelNorm", "Feature-min", "Feature-null").
+    data_dir : str or Path, optional
+        A directory looked in before all others.
+
+    Returns
+    -------
+    Path
+        The set's folder.
+
+    Raises
+    ------
+    DataNotFoundError
+        When no place holds it; the message lists the places and the set's download page and layout.
+
+    Examples
+    --------
+    >>> from gaprank.data import locate_dataset
+    >>> locate_dataset("MQ2008").name
+    'MQ2008'
+    """
+    places = data_locations(data_dir)
+    for place in places:
+        folder = dataset_folder(place.path, dataset)
+        if folder is not None and _holds(folder, variant):
+            return folder
+    raise DataNotFoundError(not_found_message(dataset, places, variant))
+
+
+def find_in_datasets(dataset: str, relative: str, *, data_dir: str | Path | None = None) -> Path | None:
+    """The file ``relative`` (a path inside a set's folder) from the first place whose copy of the set
+    has it, checked when bundled; None when none has."""
+    parts = Path(relative).parts
+    if not parts or Path(relative).is_absolute() or ".." in parts:
+        raise GaprankInputError(f"{relative!r} must be a relative path inside the {dataset} folder (no '..')")
+    for place in data_locations(data_dir):
+        folder = dataset_folder(place.path, dataset)
+        if folder is not None and (folder / relative).is_file():
+            path = folder / relative
+            if not path.resolve().is_relative_to(folder.resolve()):
+                raise GaprankInputError(f"{path} resolves outside the {dataset} folder {folder}")
+            check_bundled(path)
+            return path
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_manifest() -> dict[str, str]:
+    """{path relative to the bundled folder: SHA-256} of every bundled data file."""
+    manifest: dict[str, str] = {}
+    for number, line in enumerate((BUNDLED_DIR / MANIFEST).read_text(encoding="utf-8").splitlines(), 1):
+        digest, _, name = line.partition("  ")
+        if len(digest) != 64 or not name:
+            raise BundledDataError(f"{BUNDLED_DIR / MANIFEST}, line {number}: not '<sha256>  <path>'")
+        manifest[name] = digest
+    return manifest
+
+
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, computed once per path, size, modification and change time in a process."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
+
+
+def check_bundled(path: Path) -> None:
+    """When ``path`` is a bundled file, check it against the manifest; other files pass untouched.
+
+    Raises
+    ------
+    BundledDataError
+        When a bundled file is not in the manifest or its SHA-256 differs.
+    """
+    resolved = path.resolve()
+    if not resolved.is_relative_to(BUNDLED_DIR):
+        return
+    name = resolved.relative_to(BUNDLED_DIR).as_posix()
+    expected = bundled_manifest().get(name)
+    if expected is None:
+        raise BundledDataError(f"{resolved}: not in the bundled sets' manifest {MANIFEST}; reinstall gaprank")
+    actual = file_sha256(resolved)
+    if actual != expected:
+        raise BundledDataError(f"{resolved}: SHA-256 {actual[:12]}... differs from the manifest's {expected[:12]}...; "
+                               "the installation is damaged: reinstall gaprank")
+
+
+def bundled_sets() -> list[str]:
+    """The names of the sets bundled with gaprank.
+
+    Examples
+    --------
+    >>> from gaprank.data import bundled_sets
+    >>> bundled_sets()
+    ['MQ2008', 'OHSUMED']
+    """
+    return sorted(entry.name for entry in BUNDLED_DIR.iterdir() if entry.is_dir())
