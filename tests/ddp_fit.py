@@ -18,8 +18,16 @@ def main(config_path: str, out: str) -> None:
     config = load_config(config_path, CVConfig)
     ranks = join(config.training.device, config.training.num_threads)
     fold, runs, _, dtype, _ = _fit(config, 1, False, ranks)
-    if not ranks.leader:
-        return
+    if ranks.leader:
+        _save(fold, runs, dtype, out)
+    if ranks.distributed:  # leave together: a rank that exits while the other still holds the group aborts
+        import torch.distributed as dist
+
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def _save(fold, runs, dtype, out: str) -> None:
     saved = {}
     for number, (rate, run) in enumerate(runs.items()):
         parameters = torch.cat([p.detach().reshape(-1) for p in run["model"].parameters()])

@@ -290,3 +290,10 @@ def test_atomic_writes_follow_the_umask_like_any_file(tmp_path):
     finally:
         os.umask(previous)
     assert target.stat().st_mode & 0o777 == 0o644 and target.read_text() == "x\n"
+
+
+def test_a_file_of_labels_and_query_ids_only_is_a_format_error(tmp_path):
+    for name, text in (("plain.txt", "1 qid:1\n0 qid:1\n"), ("commented.txt", "1 qid:1 # a\n0 qid:1 # b\n")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(LetorFormatError, match=f"{name}, line 1: no features"):
+            read_letor(tmp_path / name)

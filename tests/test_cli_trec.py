@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -113,3 +116,14 @@ def test_trec_mode_ndcg_means_what_trec_eval_and_ir_measures_mean(trec_files, ca
     captured = capsys.readouterr()
     assert "# nDCG@10: gain grade (linear), discount 1/log2(r+1)" in captured.err
     assert captured.out.startswith("nDCG@10\tall\t")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_output_to_a_full_device_is_one_line(tmp_path):
+    (tmp_path / "qrels").write_text("1 0 d1 2\n1 0 d2 1\n")
+    (tmp_path / "run").write_text("1 Q0 d1 1 2.0 r\n1 Q0 d2 2 1.0 r\n")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "gaprank", "eval", "--qrels", str(tmp_path / "qrels"), "--run",
+                               str(tmp_path / "run"), "-m", "GAP", "--per-query"], stdout=full, stderr=subprocess.PIPE,
+                              text=True)
+    assert done.returncode == 2 and done.stderr == "gaprank eval: error: cannot write the output: No space left on device\n"

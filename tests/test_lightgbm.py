@@ -303,11 +303,13 @@ def test_feval_values_equal_metrics_in_all_three_call_forms():
     feval = ranking_feval(["GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10", "nDCG(gain=linear)@5"], g=G)
     scores = rng.normal(size=len(X)).round(1)  # rounded: ties, kept in row order
     expected = _expected_letor3(scores, y, sizes, G)
-    assert feval.evaluate(scores, y, sizes) == pytest.approx(expected, abs=0, rel=0)
+    # the feval averages per-query values it computes in length buckets: equal up to summation order
+    assert feval.evaluate(scores, y, sizes) == pytest.approx(expected, abs=1e-15, rel=1e-14)
     data = lgb.Dataset(X, y, group=sizes, free_raw_data=False).construct()
     train_form = feval(scores, data)
     sklearn_form = feval(y, scores, None, np.asarray(sizes))
-    assert train_form == sklearn_form == [(name, expected[name], True) for name in expected]
+    assert train_form == sklearn_form
+    assert [(name, pytest.approx(expected[name], abs=1e-15, rel=1e-14), True) for name in expected] == train_form
     # and inside lgb.train: the recorded value after the last round = the metrics on its predictions
     history = {}
     booster = lgb.train({**BASE, "objective": lambdarank_objective("gap", g=G), "min_data_in_leaf": 3},
@@ -476,6 +478,22 @@ def test_lgb_cv_row_folds_are_refused_and_query_folds_are_whole(ohsumed):
         expected.append(value)
     assert result["valid NDCG@10-mean"][-1] == pytest.approx(np.mean(expected), abs=1e-12)
     assert min(expected) > 0.2  # row folds gave exactly 0.0 here
+
+
+def test_lgb_cv_folds_do_not_evict_each_others_layouts(ohsumed):
+    """lgb.cv hands its five folds' training sets to the objective in turn every round: each is laid out
+    once, not once per round."""
+    from gaprank.lightgbm import query_folds
+
+    X, y, group = ohsumed.train.to_flat()
+    objective = lambdarank_objective("gap", g=G)
+    built = []
+    prepare = objective._prepared._build
+    objective._prepared._build = lambda labels, sizes: built.append(len(labels)) or prepare(labels, sizes)
+    params = {**BASE, "objective": objective, "metric": "None", "min_data_in_leaf": 5}
+    lgb.cv(params, lgb.Dataset(X, y, group=group, free_raw_data=False), num_boost_round=20,
+           folds=query_folds(group, nfold=5, seed=1))
+    assert len(built) == 5
 
 
 @pytest.mark.parametrize("metric, label", [("ndcg", 1024), ("gap", 5000), ("ap", 31)])

@@ -105,7 +105,8 @@ def test_the_registry_is_the_one_list_of_measures():
             refuse()
     assert M.letor_measure_names(1)[-3:] == ["GAP", "xGAP", "eGAP"]
     for info in M.measures():
-        name = f"{info.name}@10" if info.needs_cutoff else info.name
+        required = ",".join(f"{p.name}={p.example}" for p in info.params if p.required)
+        name = info.name + (f"({required})" if required else "") + ("@10" if info.needs_cutoff else "")
         assert parse_measure(name).function is info.function and info.reference
         for param in info.params:
             assert isinstance(param, ParamInfo) and param.desc
@@ -117,3 +118,32 @@ def test_the_registry_is_the_one_list_of_measures():
         gaprank.lambdarank_objective("err")
     with pytest.raises(GaprankInputError, match="an exact mode needs a kernel"):
         MeasureInfo("x", M.ndcg, exact=True)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("eRAP", r"eRAP needs p \(probability of relevance of each grade 0..c\), e.g. eRAP\(p=\[0,0.5,1\]\)"),
+    ("eRRBP(q=0.5)", r"eRRBP needs p"),
+    ("eRAP(p=0.5)", r"p is a list .* e.g. eRAP\(p=\[0,0.5,1\]\); got 0.5"),
+    ("GAP(g=0.5)", r"g is a list"),
+    ("nDCG(gain=exp2,gain=linear)@10", "parameter gain given twice"),
+])
+def test_measure_strings_are_checked_when_parsed(text, message):
+    from gaprank.metrics import parse_measure
+
+    with pytest.raises(GaprankInputError, match=message):
+        parse_measure(text)
+
+
+def test_required_measure_parameters_fail_before_any_evaluation(capsys):
+    import numpy as np
+
+    from gaprank.cli.main import main
+    from gaprank.lightgbm import ranking_feval
+    from gaprank.metrics import erap
+
+    assert main(["eval", "--qrels", "q", "--run", "r", "-m", "eRAP"]) == 2  # before the files are read
+    assert "eRAP needs p" in capsys.readouterr().err
+    with pytest.raises(GaprankInputError, match="eRAP needs p"):
+        ranking_feval(["eRAP"])
+    with pytest.raises(GaprankInputError, match=r"at least p_0 and p_1 .*got \[0.5\]"):
+        erap(np.array([1.0, 2.0]), np.array([0, 1]), p=[0.5])

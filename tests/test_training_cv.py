@@ -182,6 +182,8 @@ def test_models_and_length_batches(ohsumed_fold1):
         (lambda d: d["training"].update(learning_rates=[float("inf")]), "training.learning_rates\\[0\\] must be a finite"),
         (lambda d: d["training"].update(seed=2**64), "training.seed must fit in 64 bits"),
         (lambda d: d["training"].update(seed=-1), "training.seed must be in 0..2\\^63-1"),
+        (lambda d: d.update(output_dir=""), "output_dir must name a directory; got ''"),
+        (lambda d: d.update(output_dir="  "), "output_dir must name a directory"),
     ],
 )
 def test_config_errors_are_clear_messages(tmp_path, change, message):
@@ -189,6 +191,38 @@ def test_config_errors_are_clear_messages(tmp_path, change, message):
     change(data)
     with pytest.raises(ConfigError, match=message):
         load_config(_write(tmp_path, data), CVConfig)
+
+
+def test_an_empty_output_directory_writes_nothing_into_the_working_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    config = _write(tmp_path, {**_small(tmp_path), "output_dir": ""})
+    assert main(["--config", str(config)]) == 2
+    assert main(["--config", str(config), "--quick"]) == 2
+    assert "output_dir must name a directory" in capsys.readouterr().err
+    good = _write(tmp_path, _small(tmp_path), "good.yaml")
+    assert main(["--config", str(good), "--out", " "]) == 2
+    assert "--out must name a directory" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "good.yaml"]
+
+
+def test_output_dir_below_a_file_and_a_full_run_log_are_one_line_errors(tmp_path, monkeypatch, capsys):
+    import errno
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    assert main(["--config", str(_write(tmp_path, {**_small(tmp_path), "output_dir": str(blocker / "out")}))]) == 2
+    err = capsys.readouterr().err
+    assert "cannot create the output directory" in err and "Not a directory" in err and "Traceback" not in err
+    real_open = Path.open
+
+    def full_disk(self, mode="r", *args, **kwargs):
+        if self.name == "log.jsonl" and "a" in mode:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", full_disk)
+    assert main(["--config", str(_write(tmp_path, _small(tmp_path), "ok.yaml"))]) == 2
+    assert "cannot write the run log" in capsys.readouterr().err
 
 
 def test_cli_quick_mode_and_errors(tmp_path, ohsumed_fold1):
@@ -218,6 +252,32 @@ def test_a_diverging_loss_is_a_clear_error(tmp_path, ohsumed_fold1, monkeypatch)
     config = load_config(_write(tmp_path, _small(tmp_path, kind="listnet")), CVConfig)
     monkeypatch.setattr(cv.LossConfig, "build", lambda self: (lambda s, y, m: s.sum() * float("nan")))
     with pytest.raises(cv.TrainingDiverged, match="loss became nan at epoch 1 .*smaller learning rate"):
+        run_fold(config, 1, progress=False)
+
+
+class _GoesNaN(torch.nn.Module):
+    """A linear model whose weights turn NaN after ``steps`` forward calls (what a too-large step does)."""
+
+    def __init__(self, features: int, steps: int):
+        super().__init__()
+        self.linear, self.calls, self.steps = torch.nn.Linear(features, 1), 0, steps
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > self.steps:
+            with torch.no_grad():
+                self.linear.weight.fill_(float("nan"))
+        return self.linear(x).squeeze(-1)
+
+
+@pytest.mark.parametrize("steps, message", [(3, "loss became nan at epoch 1"),  # mid-epoch: train scores
+                                            (4, "vali scores became NaN or infinite at epoch 1")])  # vali scoring
+def test_weights_gone_nan_are_divergence_not_bad_input(tmp_path, ohsumed_fold1, monkeypatch, steps, message):
+    from training import cv
+
+    config = load_config(_write(tmp_path, _small(tmp_path)), CVConfig)  # LambdaRank-GAP: refuses NaN scores
+    monkeypatch.setattr(cv.ModelConfig, "build", lambda self, n: _GoesNaN(n, steps))
+    with pytest.raises(cv.TrainingDiverged, match=message):
         run_fold(config, 1, progress=False)
 
 

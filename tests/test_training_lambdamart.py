@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gaprank import GaprankInputError
 from training.config import ConfigError, load_config
 from training.lambdamart import LambdaMARTConfig, main, run
 
@@ -85,6 +86,7 @@ def test_native_objective_runs_through_the_same_script(tmp_path):
         (lambda d: d["objective"].update(precision="float16"), "objective.precision must be one of"),
         (lambda d: d["evaluation"].update(selection="nDCG@x"), "measure"),
         (lambda d: d["booster"].update(params={"objective": "regression"}), "may not set"),
+        (lambda d: d["booster"].update(num_leaves=1), "booster.num_leaves must be >= 2; got 1"),
     ],
 )
 def test_config_errors_are_clear_messages(tmp_path, change, message):
@@ -142,6 +144,27 @@ def test_booster_param_errors_print_one_line_without_lightgbms_fatal_log(tmp_pat
     data["booster"] = {**data["booster"], "params": {}, "seed": 2**40}
     with pytest.raises(ConfigError, match="booster.seed must be in 0..2\\^31-1"):
         load_config(_write(tmp_path, data), LambdaMARTConfig)
+
+
+def test_settings_the_engine_refuses_are_one_line(tmp_path, monkeypatch):
+    data = _quick(tmp_path)
+    data["booster"]["params"] = {"boosting": "rf"}  # random forests need bagging
+    out = subprocess.run([sys.executable, "-m", "training.lambdamart", "--config", str(_write(tmp_path, data))],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-1500:]
+    assert "booster.params" in out.stderr and out.stderr.strip().count("\n") == 0
+    # what only training finds out is worded the same way
+    import lightgbm as lgb
+
+    from training import lambdamart
+
+    def refused(config, fold):
+        raise lgb.basic.LightGBMError("Check failed: something LightGBM checks while training\nmore detail")
+
+    monkeypatch.setitem(lambdamart.TRAINERS, "lightgbm", refused)
+    config = load_config(_write(tmp_path, _quick(tmp_path)), LambdaMARTConfig)
+    with pytest.raises(GaprankInputError, match="^quick: lightgbm refused the booster settings: Check failed: something"):
+        lambdamart.vali_score(config, 1)
 
 
 # ---------------------------------------------------------------- engines: xgboost and lightgbm on Dask

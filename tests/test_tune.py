@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -202,3 +204,42 @@ def test_a_trial_cut_off_by_a_killed_run_does_not_change_the_search(tmp_path, to
         assert len(cut) == 1 and cut[0].state == optuna.trial.TrialState.FAIL
         kept = [(t.params, t.value) for t in trials if not t.user_attrs.get("interrupted")]
         assert kept == _trials(tmp_path / "a" / "tune")[name]
+
+
+def test_a_trial_cut_off_by_ctrl_c_does_not_spend_the_budget(tmp_path, toy_data, monkeypatch):
+    """SIGINT, as a terminal sends it, in the second trial of a study of budget 4; the resumed study has 4
+    complete trials, equal to an uninterrupted one's, and the cut-off trial is marked."""
+    import os
+    import signal
+
+    import optuna
+
+    from training import _trainers
+
+    tune(load_config(_configs(tmp_path / "a", toy_data, trials=4), TuneConfig), progress=False)
+    trainer = _trainers.TRAINERS["cv"]
+    calls = {"n": 0}
+
+    def interrupted_in_trial_2(config, number):
+        calls["n"] += 1
+        if calls["n"] == 3:  # two folds a trial: the first fold of trial 2
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the signal handler raises KeyboardInterrupt here
+        return trainer.vali_score(config, number)
+
+    parted = load_config(_configs(tmp_path / "b", toy_data, trials=4), TuneConfig)
+    monkeypatch.setitem(_trainers.TRAINERS, "cv", dataclasses.replace(trainer, vali_score=interrupted_in_trial_2))
+    with pytest.raises(KeyboardInterrupt):
+        tune(parted, progress=False)
+    monkeypatch.setitem(_trainers.TRAINERS, "cv", trainer)
+    storage = f"sqlite:///{tmp_path / 'b' / 'tune' / 'studies.sqlite3'}"
+    cut = [t for t in optuna.load_study(study_name="LR-GAP", storage=storage).trials if t.user_attrs.get("interrupted")]
+    assert len(cut) == 1 and cut[0].state == optuna.trial.TrialState.FAIL and cut[0].number == 1
+    tune(parted, progress=False)
+    for name in ("LR-GAP", "LM-GAP"):
+        trials = optuna.load_study(study_name=name, storage=storage).trials
+        kept = [(t.params, t.value) for t in trials if not t.user_attrs.get("interrupted")]
+        assert [t.state for t in trials].count(optuna.trial.TrialState.COMPLETE) == 4
+        assert kept == _trials(tmp_path / "a" / "tune")[name]
+    saved = json.loads((tmp_path / "b" / "tune" / "tuning.json").read_text())["objectives"]
+    assert saved["LR-GAP"]["trials"] == 4

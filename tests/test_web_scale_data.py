@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gaprank import GaprankInputError
 from gaprank.data import DATASETS, DataNotFoundError, FoldsFileError, LetorFormatError, _letor, load_fold, load_split, read_letor
@@ -67,6 +69,38 @@ def test_files_with_comments_or_irregular_lines_go_line_by_line(tmp_path):
         path.write_text(text)
         _same(read_letor(path), _strict(path))
     assert read_letor(tmp_path / "leading_zero_qid.txt").query_ids == ["7", "09"]
+
+
+# Query ids that name another query as text than as a number ("1.5" is not "1"; "1e1" is not "10")
+QUERY_IDS = ["0", "1", "1.5", "1.0", "2", "10", "1e1", "01", "7", "123456789", "1E1", "10.0"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(QUERY_IDS), st.integers(1, 4)), min_size=1, max_size=8,
+                unique_by=lambda q: q[0]),
+       st.integers(0, 2**31))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_both_readers_give_the_same_queries_for_any_ids(tmp_path, queries, seed):
+    """Whole-array reader (plain file) and line-by-line reader (the same rows with a comment) agree on
+    every file: ids are compared as the text they are."""
+    rng = np.random.default_rng(seed)
+    lines = [f"{rng.integers(0, 3)} qid:{qid} 1:{rng.integers(0, 100) / 100:g} 2:{rng.integers(0, 100) / 100:g}"
+             for qid, count in queries for _ in range(count)]
+    plain, commented = tmp_path / f"plain{seed}.txt", tmp_path / f"commented{seed}.txt"
+    plain.write_text("\n".join(lines) + "\n")
+    commented.write_text("\n".join(line + " # c" for line in lines) + "\n")
+    fast, strict = read_letor(plain), read_letor(commented)
+    assert fast.query_ids == strict.query_ids == [qid for qid, _ in queries]
+    assert fast.group_sizes.tolist() == strict.group_sizes.tolist() == [count for _, count in queries]
+    np.testing.assert_array_equal(fast.features, strict.features)
+    np.testing.assert_array_equal(fast.labels, strict.labels)
+
+
+@pytest.mark.parametrize("ids", [["1", "1.5", "2"], ["1", "1.0"], ["1e1", "10"]])
+def test_non_integer_query_ids_are_not_merged(tmp_path, ids):
+    path = tmp_path / "ids.txt"
+    path.write_text("".join(f"1 qid:{qid} 1:0.5 2:0.25\n" for qid in ids))
+    split = read_letor(path)
+    assert split.query_ids == ids and split.group_sizes.tolist() == [1] * len(ids)
 
 
 @pytest.mark.parametrize("text, message", [

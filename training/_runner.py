@@ -46,9 +46,12 @@ class OutputInUse(GaprankInputError):
 
 
 def log_event(path: Path, **event: Any) -> None:
-    """Append one JSON line to ``path``."""
-    with path.open("a") as fh:
-        fh.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **event}) + "\n")
+    """Append one JSON line to ``path``; a log that cannot be written (a full disk) is a one-line error."""
+    try:
+        with path.open("a") as fh:
+            fh.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **event}) + "\n")
+    except OSError as exc:
+        raise GaprankInputError(f"cannot write the run log {path}: {exc.strerror or exc}") from None
 
 
 def show_progress(progress: bool) -> bool:
@@ -62,13 +65,18 @@ def locked(directory: Path) -> FileLock:
 
     ``with locked(out): ...``. Two runs writing one directory would each train every fold and the last
     writer would win."""
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a parent that is a file, no permission, a full or read-only disk
+        raise GaprankInputError(f"cannot create the output directory {directory}: {exc.strerror or exc}") from None
     lock = FileLock(str(directory / LOCK_NAME), timeout=0)
     try:
         lock.acquire()
-    except Timeout:
+    except Timeout:  # (a TimeoutError, so an OSError: caught first)
         raise OutputInUse(f"{directory} is in use by another run (it holds {directory / LOCK_NAME}); wait for it "
                           "to finish or write elsewhere") from None
+    except OSError as exc:
+        raise GaprankInputError(f"cannot write in the output directory {directory}: {exc.strerror or exc}") from None
     return lock
 
 
@@ -195,7 +203,7 @@ def run_folds(
     if outside:
         raise GaprankInputError(f"{config.name}: fold{'s' if len(outside) > 1 else ''} {outside} not among the "
                                 f"config's data.folds {configured}")
-    out = Path(config.output_dir)
+    out = output_path(config.output_dir)
     with locked(out):
         (out / "folds").mkdir(parents=True, exist_ok=True)
         log = out / "log.jsonl"
@@ -253,9 +261,18 @@ def run_folds(
                       "per_query": {r["fold"]: r["per_query"] for r in records}}
 
 
+def output_path(text: str | Path, where: str = "output_dir") -> Path:
+    """A directory results are written to; an empty or blank one (the working directory, whose files of
+    the results' names would be overwritten) is refused."""
+    if not str(text).strip():
+        raise GaprankInputError(f"{where} must name a directory; got {str(text)!r} (results would be written into "
+                                "the working directory)")
+    return Path(text)
+
+
 def output_root(output_dir: str, quick: bool) -> Path:
     """Where a script writes: ``output_dir``, or ``<output_dir>-quick`` for ``--quick`` (CI's smoke runs)."""
-    return Path(output_dir + ("-quick" if quick else ""))
+    return Path(str(output_path(output_dir)) + ("-quick" if quick else ""))
 
 
 def quick_variant(config: Any, **changes: Any) -> Any:
@@ -304,8 +321,8 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config, config_class)
-        if args.out:
-            config = dataclasses.replace(config, output_dir=args.out)
+        if args.out is not None:
+            config = dataclasses.replace(config, output_dir=str(output_path(args.out, "--out")))
         if args.quick:
             config = quick(config)
         result = run(config, folds=parse_folds(args.folds, config.data.dataset), force=args.force)

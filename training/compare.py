@@ -51,7 +51,7 @@ from gaprank.metrics import get_conventions, objective_info
 
 from . import tune as tuning
 from ._baselines import find_baselines, letor_baselines
-from ._runner import checkout_commit, locked, log_event, output_root, script_parser
+from ._runner import checkout_commit, locked, log_event, output_path, output_root, script_parser
 from ._trainers import REPO, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, load_config, to_dict, with_params
 
@@ -131,7 +131,7 @@ def load_runs(config: CompareConfig, *, quick: bool = False, out: Path | None = 
     A run writes to its own ``output_dir`` unless the comparison places it: under ``out / name`` with
     ``--out``, under ``<root>/runs/<name>/seed<k>`` when the comparison has ``seeds`` (``root``: ``out`` or
     the comparison's ``output_dir``). A placed run also reports every measure the comparison needs."""
-    root = out if out is not None else output_root(config.output_dir, quick)
+    root = output_path(out, "--out") if out is not None else output_root(config.output_dir, quick)
     placed = out is not None or config.seeds is not None
     loaded = []
     for entry in config.runs:
@@ -491,7 +491,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
     """Train (or reuse) every run, then compare; see the module doc for what is written."""
     started = time.perf_counter()
     commit = checkout_commit()
-    root = Path(out) if out is not None else output_root(config.output_dir, quick)
+    root = output_path(out, "--out") if out is not None else output_root(config.output_dir, quick)
     placed_out = root if out is not None else None
     load_runs(config, quick=quick, out=placed_out)  # every run checked before any tuning or training
     tune_config = load_tuning(config)
@@ -612,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config, CompareConfig)
         if args.replot:
-            root = Path(args.out) if args.out is not None else output_root(config.output_dir, args.quick)
+            root = output_path(args.out, "--out") if args.out is not None else output_root(config.output_dir, args.quick)
             drawn = replot(root, command=command)
             print(f"drew {', '.join(drawn)} in {root}/")
             return 0

@@ -137,6 +137,9 @@ def _build(cls: type[T], data: Any, where: str) -> T:
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{key} is required ({_describe(hints[name])})")
     obj = cls(**values)
+    if isinstance(values.get("output_dir"), str) and not values["output_dir"].strip():
+        raise ConfigError(f"{where + '.' if where else ''}output_dir must name a directory; got {values['output_dir']!r} "
+                          "(results would be written into the working directory)")
     check = getattr(obj, "validate", None)
     if check is not None:
         try:

@@ -264,7 +264,11 @@ def _step_loss(model: torch.nn.Module, loss_fn: Callable, train: QueryBatches, i
     if queries == 0:  # fewer queries than ranks: take part in the gradient exchange with a zero
         return model(batch.features).sum() * 0.0
     scale = queries * train.ranks.world_size / global_queries
-    loss = loss_fn(model(batch.features), batch.labels, batch.mask)
+    scores = model(batch.features)
+    if not bool(torch.isfinite(scores[batch.mask]).all()):
+        # diverged weights: a NaN loss, which every rank then sees in the global sum and stops on
+        return scores.sum() * float("nan")
+    loss = loss_fn(scores, batch.labels, batch.mask)
     return loss * scale if scale != 1 else loss
 
 
@@ -300,7 +304,11 @@ def _train_one_rate(config: CVConfig, train: QueryBatches, vali: RankingSplit | 
             total += value
         scored = None
         if vali is not None and vali_features is not None:  # rank 0 scores vali; every rank takes its decision
-            scored = selection.evaluate(predict(model, vali_features), vali.labels, vali.group_sizes)[ev.selection]
+            vali_scores = predict(model, vali_features)
+            if not np.isfinite(vali_scores).all():
+                raise TrainingDiverged(f"{config.name}: the model's vali scores became NaN or infinite at epoch {epoch} "
+                                       f"(learning rate {learning_rate:g}); try a smaller learning rate")
+            scored = selection.evaluate(vali_scores, vali.labels, vali.group_sizes)[ev.selection]
         value = broadcast(scored, ranks)
         history.append(value)
         losses.append(total / len(train))

@@ -150,9 +150,11 @@ class BoosterConfig:
     params: dict[str, Any] = field(default_factory=dict)  # further LightGBM parameters, passed as they are
 
     def validate(self) -> None:
-        for name in ("num_boost_round", "early_stopping_rounds", "num_leaves", "num_threads"):
+        for name in ("num_boost_round", "early_stopping_rounds", "num_threads"):
             if getattr(self, name) < 1:
                 raise GaprankInputError(f"booster.{name} must be >= 1; got {getattr(self, name)}")
+        if self.num_leaves < 2:  # LightGBM's own limit: a tree needs a split
+            raise GaprankInputError(f"booster.num_leaves must be >= 2; got {self.num_leaves}")
         if not self.learning_rate > 0:
             raise GaprankInputError(f"booster.learning_rate must be > 0; got {self.learning_rate}")
         if not 0 <= self.seed < 2**31:  # LightGBM's seed is a 32-bit int
@@ -372,11 +374,23 @@ def _train_lightgbm_dask(config: LambdaMARTConfig, fold: Any) -> _Trained:
 TRAINERS = {"lightgbm": _train_lightgbm, "xgboost": _train_xgboost, "lightgbm-dask": _train_lightgbm_dask}
 
 
+def _train(config: LambdaMARTConfig, fold: Any) -> _Trained:
+    """The configured engine on one fold; an engine that refuses its settings (LightGBM's or XGBoost's own
+    checks of ``booster.params``) is a one-line config error, not the engine's traceback."""
+    try:
+        return TRAINERS[config.engine](config, fold)
+    except Exception as exc:
+        if type(exc).__name__ not in ("LightGBMError", "XGBoostError"):
+            raise
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise GaprankInputError(f"{config.name}: {config.engine} refused the booster settings: {first}") from None
+
+
 def vali_score(config: LambdaMARTConfig, fold_number: int) -> float:
     """The vali value of ``evaluation.selection`` at the best iteration of one fold (what tuning
     maximises). Only train and vali are used: the test split is never read."""
     fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
-    trained = TRAINERS[config.engine](config, fold)
+    trained = _train(config, fold)
     return float(trained.vali_curve[trained.best_iteration - 1])
 
 
@@ -384,7 +398,7 @@ def run_fold(config: LambdaMARTConfig, fold_number: int) -> dict[str, Any]:
     """Train and evaluate one fold; returns the fold record (what folds/FoldK.json holds)."""
     fold = load_fold(config.data.dataset, fold_number, variant=config.data.variant, data_dir=config.data.data_dir)
     ev = config.evaluation
-    trained = TRAINERS[config.engine](config, fold)
+    trained = _train(config, fold)
     test = fold.test
     per_query = ev.scorer().per_query(trained.predict(test.features), test.labels, test.group_sizes)
     return {

@@ -186,6 +186,11 @@ def _objective(study: _Study, trial: Any) -> float:
         except DIVERGED as exc:
             trial.set_user_attr("diverged", str(exc))
             raise optuna.TrialPruned(str(exc)) from None
+        except KeyboardInterrupt:
+            # Ctrl-C (SIGINT): Optuna stores the trial as FAIL; marked, it neither spends the budget nor seeds
+            # the sampler when the study resumes, like a trial a killed run left RUNNING
+            trial.set_user_attr("interrupted", True)
+            raise
         trial.set_user_attr(f"vali Fold{number}", values[-1])
     return float(np.mean(values))
 
@@ -319,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     except GaprankInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: the trial under way is not counted; run the same command again to resume",
+              file=sys.stderr)
+        return 130
     for name, r in results.items():
         print(f"{name}: best mean vali {r['best_value']} with {r['params']}")
     return 0

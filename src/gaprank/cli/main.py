@@ -6,6 +6,7 @@ Exit codes: 0 success, 2 bad command line or bad input file (the message says wh
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import GaprankInputError
-from .._padding import pad_by_group
+from .._padding import LengthBucket, length_buckets, per_query_by_bucket
 from ..data import (
     CONVENTIONS,
     DATASETS,
@@ -105,33 +106,27 @@ def _eval_trec(args: argparse.Namespace) -> None:
         raise GaprankInputError(f"no query of {args.run} has judgments in {args.qrels}")
     qids.sort(key=lambda q: (len(q), q) if q.isdigit() else (float("inf"), q))
     num_grades = max(max(j.values(), default=0) for j in qrels.values())
-    sizes = np.array([max(len(run.get(q, {})), 1) for q in qids])
-    flat_scores, flat_labels, flat_mask, counts = [], [], [], []
-    for q in qids:
-        docs = run.get(q, {})
-        # trec_eval's order: score descending, ties by docid descending (string comparison)
-        ranked = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
-        if args.ties == "trec_eval":
-            flat_scores += [-float(i) for i in range(len(ranked))] or [0.0]
-        else:
-            flat_scores += [s for _, s in ranked] or [0.0]
-        flat_labels += [qrels[q].get(d, 0) for d, _ in ranked] or [0]
-        flat_mask += [True] * len(ranked) or [False]
-        counts.append(np.bincount(list(qrels[q].values()), minlength=num_grades + 1))
-    s, mask = pad_by_group(np.array(flat_scores), sizes)
-    y, _ = pad_by_group(np.array(flat_labels), sizes)
-    m, _ = pad_by_group(np.array(flat_mask), sizes)
+    flat_scores, flat_labels, flat_mask, sizes, counts = _trec_rows(qids, qrels, run, args.ties, num_grades)
     ties = "stable" if args.ties == "trec_eval" else args.ties
-    common = dict(mask=m & mask, grade_counts=np.stack(counts), ties=ties, reduction="none", g=_parse_g(args.g))
-    results, settings = {}, {}
+    g = _parse_g(args.g)
+    settings = {}
+    defaults = {}
     for measure in measures:
-        defaults = {key: value for key, value in TREC_CONVENTIONS.keywords(measure.function).items()
-                    if key not in ("ties", "empty_value")}
-        results[measure.name] = measure(s, y, **defaults, **common)
-        used = {**defaults, **measure.kwargs}
+        defaults[measure.name] = {key: value for key, value in TREC_CONVENTIONS.keywords(measure.function).items()
+                                  if key not in ("ties", "empty_value")}
+        used = {**defaults[measure.name], **measure.kwargs}
         if "gain" in used:  # nDCG: say which gain and discount were used
             settings[measure.name] = {"gain": "grade (linear)" if used["gain"] == "linear" else "2^grade - 1 (exp2)",
                                       "discount": _DISCOUNT_TEXT[used["discount"]]}
+
+    def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
+        common = dict(mask=bucket.take(flat_mask, False), grade_counts=counts[bucket.queries], ties=ties,
+                      reduction="none", g=g)
+        s, y = bucket.take(flat_scores), bucket.take(flat_labels)
+        return {m.name: m(s, y, **defaults[m.name], **common) for m in measures}
+
+    # queries in buckets of similar length, each padded to its own longest: memory follows the run
+    results = per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
     per_query = {q: {name: float(v[i]) for name, v in results.items()} for i, q in enumerate(qids)}
     means = {name: float(np.mean(v)) for name, v in results.items()}
     if args.format == "json":
@@ -144,6 +139,36 @@ def _eval_trec(args: argparse.Namespace) -> None:
             for q, v in zip(qids, values, strict=True):
                 print(f"{name}\t{q}\t{v:.4f}")
         print(f"{name}\tall\t{means[name]:.4f}")
+
+
+def _trec_rows(qids: list[str], qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], tie_rule: str,
+               num_grades: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The run's documents as flat rows, query after query in ``qids``' order and, within a query, in
+    trec_eval's order (score descending, ties by docid descending as strings): scores (with
+    ``--ties trec_eval``, minus the rank, so every tie is broken that way), grades, a mask (a query of
+    the qrels absent from the run holds one masked row), documents per query and each query's judged
+    documents per grade (the recall base)."""
+    empty = {"": 0.0}  # a query of the qrels absent from the run: one masked row
+    ranked = [run.get(q) or empty for q in qids]
+    sizes = np.fromiter(map(len, ranked), dtype=np.int64, count=len(qids))
+    query_of_row = np.repeat(np.arange(len(qids)), sizes)
+    docids = np.array([d for docs in ranked for d in docs], dtype=str)
+    scores = np.fromiter((s for docs in ranked for s in docs.values()), dtype=np.float64, count=docids.size)
+    labels = np.fromiter((judged.get(d, 0) for q, docs in zip(qids, ranked, strict=True) for judged in (qrels[q],)
+                          for d in docs), dtype=np.int64, count=docids.size)
+    mask = np.repeat(np.array([q in run for q in qids], dtype=bool), sizes)
+    # one sort for every query: ascending by (query descending, score, docid), reversed
+    order = np.lexsort((docids, scores, -query_of_row))[::-1]
+    scores, labels, mask = scores[order], labels[order], mask[order]
+    if tie_rule == "trec_eval":
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        scores = -(np.arange(scores.size) - np.repeat(starts, sizes)).astype(np.float64)
+    judged_sizes = np.fromiter((len(qrels[q]) for q in qids), dtype=np.int64, count=len(qids))
+    grades = np.fromiter((v for q in qids for v in qrels[q].values()), dtype=np.int64, count=int(judged_sizes.sum()))
+    owner = np.repeat(np.arange(len(qids)), judged_sizes)
+    counts = np.bincount(owner * (num_grades + 1) + grades, minlength=len(qids) * (num_grades + 1))
+    counts = counts.reshape(len(qids), num_grades + 1)
+    return scores, labels, mask, sizes, counts
 
 
 def _cmd_eval(args: argparse.Namespace) -> None:
@@ -278,12 +303,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.handler(args)
+        sys.stdout.flush()  # a full or closed output fails here, not in the interpreter's exit
     except GaprankInputError as exc:
         print(f"gaprank {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head
+        _discard_stdout()
         return 0
+    except OSError as exc:  # standard output cannot be written: a full disk, /dev/full
+        _discard_stdout()
+        print(f"gaprank {args.command}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's final flush of what could not be
+    written neither fails nor prints a second error."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - no real file behind stdout
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.datasets import load_svmlight_file
 
 from .._inputs import MAX_GRADE, GaprankInputError
 from .._padding import pad_by_group
@@ -167,9 +166,10 @@ def _fill_null(features: np.ndarray, sizes: np.ndarray, policy: str) -> np.ndarr
 # "1_000", which Python's float() would take, other scripts' digits) sends a file to the line-by-line reader.
 _PLAIN_BYTES = np.zeros(256, dtype=bool)
 _PLAIN_BYTES[np.frombuffer(b"0123456789.+-eE: \t\r\nqid", dtype=np.uint8)] = True
-# A line that does not start "<digits> qid:" with a canonical id (no sign, no leading zero), or a blank line
-# before the end: the strict reader words the error (or keeps the id's text).
-_IRREGULAR_LINE = re.compile(rb"(?m)^(?![0-9]+[ \t]+qid:(?:0[ \t]|[1-9]))")
+# A line that does not start "<digits> qid:<id> " with a canonical integer id (digits only, no sign, no
+# leading zero: the number and the text name the same query), or a blank line before the end: the strict
+# reader words the error or keeps the id's text ("1.5", "1.0" and "1e1" are queries of their own).
+_IRREGULAR_LINE = re.compile(rb"(?m)^(?![0-9]+[ \t]+qid:(?:0|[1-9][0-9]*)[ \t])")
 BLOCK_BYTES = 64 << 20
 
 
@@ -206,6 +206,8 @@ def _parse_block(block: bytes, width: int | None, dtype: np.dtype, sparse: bool
     must then carry the ids 1..F in order); sparse rows through scikit-learn's SVMlight reader."""
     lines = _line_count(block)
     if sparse:
+        from sklearn.datasets import load_svmlight_file  # scikit-learn on first use: importing gaprank stays light
+
         try:
             x, y, q = load_svmlight_file(io.BytesIO(block), n_features=width, zero_based=False, query_id=True,
                                          dtype=np.float64)
@@ -440,6 +442,11 @@ def _read_line_by_line(path: Path, num_features: int | None, null: str, max_labe
     if sparse:
         width = num_features if num_features is not None else max((int(t.split(":")[0]) for c in cleaned
                                                                     for t in c.split()[2:]), default=0)
+    if width == 0:
+        raise LetorFormatError(f"{path}, line {first_data_line}: no features (a line is '<label> qid:<id> "
+                               "<feature>:<value> ...'); a file of labels and query ids only cannot be ranked")
+    from sklearn.datasets import load_svmlight_file
+
     try:
         x_sparse, _, _ = load_svmlight_file(
             io.BytesIO("\n".join(cleaned).encode()), n_features=width, zero_based=False, query_id=True,

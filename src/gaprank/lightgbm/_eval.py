@@ -10,9 +10,10 @@ import numpy as np
 import torch
 
 from .._inputs import GaprankInputError
-from .._padding import check_group_sizes, pad_by_group
+from .._padding import LengthBucket, check_group_sizes, length_buckets, per_query_by_bucket
 from .._typing import ArrayLike
-from ..metrics._letor_eval import Conventions, get_conventions
+from ..metrics._functional import err
+from ..metrics._letor_eval import Conventions, get_conventions, whole_set_g
 from ..metrics._names import Measure, parse_measure
 from ..metrics._ranking import resolve_g
 from ._folds import check_whole_queries
@@ -20,17 +21,18 @@ from ._layout import LayoutCache, check_flat_labels, check_flat_scores
 
 
 @dataclass
-class _PaddedLabels:
-    labels: np.ndarray  # [Q, W] int64
-    mask: np.ndarray  # [Q, W] bool
+class _BucketedLabels:
+    """A data set's labels in length buckets (each padded to its own longest query), built once."""
+
+    buckets: list[tuple[LengthBucket, np.ndarray]]  # each bucket with its [B, W] labels
     group_sizes: np.ndarray
+    max_label: int
 
     @classmethod
-    def build(cls, labels: ArrayLike, group: ArrayLike | None) -> _PaddedLabels:
+    def build(cls, labels: ArrayLike, group: ArrayLike | None) -> _BucketedLabels:
         y = check_flat_labels(labels)
         sizes = check_group_sizes(group, y.size)
-        padded, mask = pad_by_group(y, sizes)
-        return cls(padded, mask, sizes)
+        return cls([(b, b.take(y)) for b in length_buckets(sizes)], sizes, int(y.max()) if y.size else 0)
 
 
 class RankingEval:
@@ -48,26 +50,32 @@ class RankingEval:
         checked = resolve_g(g, torch.device("cpu"))
         self.g = None if checked is None else checked.tolist()
         self.conventions = get_conventions(conventions)
-        self._layouts = LayoutCache(_PaddedLabels.build)
+        self._layouts = LayoutCache(_BucketedLabels.build)
 
     def __repr__(self) -> str:
         return (f"ranking_feval({[m.name for m in self.measures]}, g={self.g}, "
                 f"conventions={self.conventions.name!r})")
 
-    def _values(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None, reduction: str) -> dict[str, Any]:
+    def per_query(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None) -> dict[str, np.ndarray]:
+        """``{name: value of each query}``, queries in the order of ``group``."""
         layout = self._layouts.get(labels, group)
         scores = check_flat_scores(preds, int(layout.group_sizes.sum()))
-        s, _ = pad_by_group(scores, layout.group_sizes)
-        return {m.name: m(s, layout.labels, g=self.g, mask=layout.mask, reduction=reduction,
-                          **self.conventions.keywords(m.function)) for m in self.measures}
+        # a measure whose scale defaults to the largest label takes the whole set's, not a bucket's
+        g = whole_set_g(self.g, np.array([layout.max_label]))
+        scale = {"max_grade": max(layout.max_label, 1)}
+        by_bucket = dict((id(bucket), y) for bucket, y in layout.buckets)
+
+        def evaluate(bucket: LengthBucket) -> dict[str, Any]:
+            s, y = bucket.take(scores), by_bucket[id(bucket)]
+            return {m.name: m(s, y, g=g, mask=bucket.mask, reduction="none",
+                              **{k: v for k, v in scale.items() if m.function is err and k not in m.kwargs},
+                              **self.conventions.keywords(m.function)) for m in self.measures}
+
+        return per_query_by_bucket([b for b, _ in layout.buckets], layout.group_sizes.size, evaluate)
 
     def evaluate(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None) -> dict[str, float]:
         """``{name: mean over queries}`` for flat predictions and labels grouped by ``group`` sizes."""
-        return {name: float(value) for name, value in self._values(preds, labels, group, "mean").items()}
-
-    def per_query(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None) -> dict[str, np.ndarray]:
-        """``{name: value of each query}``, queries in the order of ``group``."""
-        return {name: np.asarray(value, dtype=np.float64) for name, value in self._values(preds, labels, group, "none").items()}
+        return {name: float(np.mean(values)) for name, values in self.per_query(preds, labels, group).items()}
 
     def __call__(self, first: Any, second: Any, weight: ArrayLike | None = None,
                  group: ArrayLike | None = None) -> list[tuple[str, float, bool]]:

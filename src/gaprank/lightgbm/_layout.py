@@ -108,10 +108,12 @@ class LayoutCache(Generic[T]):
 
     LightGBM hands the same training set to the objective every round and each validation set to
     the eval function every round; building the padded layout once saves an O(rows) pass per call.
-    A hit needs equal contents, so a changed data set is never served stale.
+    A hit needs equal contents, so a changed data set is never served stale. ``lgb.cv`` hands its
+    folds' training sets in turn every round (five by default, ten often): the default ``size`` holds
+    16, so the folds never evict one another; least recently used goes first beyond that.
     """
 
-    def __init__(self, build: Callable[[Any, Any], T], size: int = 4) -> None:
+    def __init__(self, build: Callable[[Any, Any], T], size: int = 16) -> None:
         self._build = build
         self._size = size
         self._entries: list[tuple[np.ndarray, np.ndarray, T]] = []

@@ -298,8 +298,9 @@ def generalized_ap(
 
 def _check_relevance_probabilities(p: ArrayLike, device: torch.device) -> torch.Tensor:
     pt = _as_tensor(p, "p", device).to(torch.float64)
-    if pt.ndim != 1 or pt.numel() < 1:
-        raise GaprankInputError(f"p must be a 1-D sequence p_0..p_c (one probability per grade); got shape {tuple(pt.shape)}")
+    if pt.ndim != 1 or pt.numel() < 2:
+        raise GaprankInputError("p must list the probability that a document of each grade 0..c is relevant, at least "
+                                f"p_0 and p_1 (e.g. p=[0, 0.5, 1] for grades 0..2); got {pt.tolist()}")
     if not bool(torch.isfinite(pt).all()) or bool((pt < 0).any()) or bool((pt > 1).any()):
         raise GaprankInputError(f"p must hold probabilities in [0, 1]; got {pt.tolist()}")
     return pt

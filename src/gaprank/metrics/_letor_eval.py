@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import GaprankInputError
-from .._padding import check_group_sizes, pad_by_group
+from .._padding import check_group_sizes, length_buckets, per_query_by_bucket
 from .._typing import ArrayLike
 from . import _functional as F
 from ._registry import user_model_measures
@@ -136,16 +136,32 @@ def evaluate_letor(
     if scores.ndim != 1 or labels.shape != scores.shape:
         raise GaprankInputError(f"scores and labels must be 1-D of the same length; got {scores.shape} and {labels.shape}")
     sizes = check_group_sizes(group_sizes, scores.size, what="group_sizes")
-    s, mask = pad_by_group(scores, sizes)
-    y, _ = pad_by_group(labels, sizes)
-    out: dict[str, np.ndarray] = {}  # NumPy inputs, reduction "none": every value is an array per query
-    for k in range(1, max_cutoff + 1):
-        out[f"NDCG@{k}"] = np.asarray(F.ndcg(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.ndcg)))
-    for k in range(1, max_cutoff + 1):
-        out[f"P@{k}"] = np.asarray(F.precision(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.precision)))
-    out["MAP"] = np.asarray(F.average_precision(s, y, mask=mask, reduction="none",
-                                                **conv.keywords(F.average_precision)))
-    for info in user_model_measures():  # GAP, xGAP, eGAP beside LETOR's own measures
-        out[info.name] = np.asarray(info.function(s, y, g=g, mask=mask, reduction="none",
-                                                  **conv.keywords(info.function)))
-    return out
+    g = whole_set_g(g, labels)
+    measures = user_model_measures()
+
+    def evaluate(bucket: Any) -> dict[str, np.ndarray]:
+        s, y, mask = bucket.take(scores), bucket.take(labels), bucket.mask
+        out: dict[str, np.ndarray] = {}  # NumPy inputs, reduction "none": every value is an array per query
+        for k in range(1, max_cutoff + 1):
+            out[f"NDCG@{k}"] = np.asarray(F.ndcg(s, y, k=k, mask=mask, reduction="none", **conv.keywords(F.ndcg)))
+        for k in range(1, max_cutoff + 1):
+            out[f"P@{k}"] = np.asarray(F.precision(s, y, k=k, mask=mask, reduction="none",
+                                                   **conv.keywords(F.precision)))
+        out["MAP"] = np.asarray(F.average_precision(s, y, mask=mask, reduction="none",
+                                                    **conv.keywords(F.average_precision)))
+        for info in measures:  # GAP, xGAP, eGAP beside LETOR's own measures
+            out[info.name] = np.asarray(info.function(s, y, g=g, mask=mask, reduction="none",
+                                                      **conv.keywords(info.function)))
+        return out
+
+    # queries in buckets of similar length, each padded to its own longest: memory follows the data
+    return per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
+
+
+def whole_set_g(g: ArrayLike | None, labels: np.ndarray) -> ArrayLike | None:
+    """GAP's user model for a data set evaluated in parts: the given ``g``, or the default (uniform over
+    grades 1..c) with c the largest label of the whole set, not of a part."""
+    if g is not None:
+        return g
+    top = int(np.max(labels)) if np.size(labels) else 0
+    return None if top < 1 else [1.0 / top] * top

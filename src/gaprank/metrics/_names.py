@@ -104,7 +104,17 @@ def parse_measure(name: str) -> Measure:
         if not sep or key not in entry.parameters:
             allowed = ", ".join(entry.parameters) or "none"
             raise GaprankInputError(f"measure {name!r}: bad parameter {part.strip()!r}; parameters of {base}: {allowed}")
-        kwargs[entry.parameters[key].keyword] = _value(value, name)
+        info = entry.parameters[key]
+        if info.keyword in kwargs:
+            raise GaprankInputError(f"measure {name!r}: parameter {key} given twice")
+        kwargs[info.keyword] = _value(value, name)
+        if info.dtype is list and not isinstance(kwargs[info.keyword], list):
+            raise GaprankInputError(f"measure {name!r}: {key} is a list ({info.desc}), e.g. "
+                                    f"{base}({key}={info.example or '[0.5,0.5]'}); got {value.strip()}")
+    for info in entry.params:
+        if info.required and info.keyword not in kwargs:
+            raise GaprankInputError(f"measure {name!r}: {base} needs {info.name} ({info.desc}), e.g. "
+                                    f"{base}({info.name}={info.example})")
     if cutoff is not None:
         if not entry.takes_cutoff:
             raise GaprankInputError(f"measure {name!r}: {base} takes no @k cutoff")

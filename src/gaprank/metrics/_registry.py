@@ -42,11 +42,16 @@ class ParamInfo:
     dtype: type
     default: Any
     desc: str
+    required: bool = False  # a measure string without it is refused when parsed
+    example: str = ""  # a value to show in messages, e.g. "[0,0.5,1]"
 
     @property
     def type_text(self) -> str:
-        """numpydoc's type line: ``float, default 0.8`` or ``sequence of float, optional``."""
+        """numpydoc's type line: ``float, default 0.8``, ``sequence of float, optional`` or, required,
+        ``sequence of float``."""
         kind = "sequence of float" if self.dtype is list else self.dtype.__name__
+        if self.required:
+            return kind
         return f"{kind}, optional" if self.default is None else f"{kind}, default {self.default!r}"
 
 
@@ -81,6 +86,8 @@ class MeasureInfo:
 
 _G = ParamInfo("g", "g", list, None, "user threshold probabilities g_1..g_c (default uniform over grades 1..c)")
 _REL = ParamInfo("rel", "threshold", int, 1, "smallest grade counted as relevant")
+_RELEVANCE_P = ParamInfo("p", "p", list, None, "probability of relevance of each grade 0..c", required=True,
+                         example="[0,0.5,1]")
 _SHORT = ParamInfo("short_list", "short_list", str, "pad", "a list shorter than k: 'pad' (missing ranks count as "
                    "non-relevant) or 'zero' (the query scores 0, as LETOR 3.0's tool)")
 
@@ -111,9 +118,9 @@ _ENTRIES = [
                 reference="Sakai; Kishida 2005, eq. 35"),
     MeasureInfo("SR", F.sliding_ratio, reference="Sagara's modified sliding ratio; Kishida 2005, eq. 27"),
     MeasureInfo("vG", F.generalized_ap, reference="Kishida's generalized average precision; Kishida 2005, eq. 42"),
-    MeasureInfo("eRAP", F.erap, (ParamInfo("p", "p", list, None, "probability of relevance of each grade 0..c"),),
+    MeasureInfo("eRAP", F.erap, (_RELEVANCE_P,),
                 reference="Ferrante, Ferro, Pontarollo, eq. 2"),
-    MeasureInfo("eRRBP", F.errbp, (ParamInfo("p", "p", list, None, "probability of relevance of each grade 0..c"),
+    MeasureInfo("eRRBP", F.errbp, (_RELEVANCE_P,
                                    ParamInfo("q", "persistence", float, 0.8, "persistence")),
                 reference="Ferrante, Ferro, Pontarollo, eq. 1"),
 ]
