@@ -26,8 +26,20 @@ import numpy as np
 
 MEASURES = {"gaprank": ["nDCG@10", "AP", "P@10"], "pytrec_eval": ["ndcg_cut_10", "map", "P_10"]}
 
-GAPRANK = """
-import json, resource, sys, time
+PEAK = """
+def _peak_mb():
+    # peak resident memory in MB: /proc/self/status VmHWM (reset by exec, unlike ru_maxrss, which keeps
+    # the size of the process that forked this one), else ru_maxrss
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
+GAPRANK = PEAK + """
+import json, sys, time
 from gaprank.cli.main import main
 import contextlib, io
 start = time.perf_counter()
@@ -35,11 +47,11 @@ with contextlib.redirect_stdout(io.StringIO()):
     status = main(["eval", "--qrels", sys.argv[1], "--run", sys.argv[2]] + [a for m in {measures!r} for a in ("-m", m)])
 seconds = time.perf_counter() - start
 assert status == 0
-print(json.dumps({{"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+print(json.dumps({{"seconds": seconds, "peak_mb": _peak_mb()}}))
 """
 
-PYTREC = """
-import json, resource, sys, time
+PYTREC = PEAK + """
+import json, sys, time
 import pytrec_eval
 start = time.perf_counter()
 with open(sys.argv[1]) as fh:
@@ -49,7 +61,7 @@ with open(sys.argv[2]) as fh:
 results = pytrec_eval.RelevanceEvaluator(qrels, set({measures!r})).evaluate(run)
 means = {{m: sum(q[m] for q in results.values()) / len(results) for m in {measures!r}}}
 seconds = time.perf_counter() - start
-print(json.dumps({{"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+print(json.dumps({{"seconds": seconds, "peak_mb": _peak_mb()}}))
 """
 
 

@@ -297,3 +297,25 @@ def test_a_file_of_labels_and_query_ids_only_is_a_format_error(tmp_path):
         (tmp_path / name).write_text(text)
         with pytest.raises(LetorFormatError, match=f"{name}, line 1: no features"):
             read_letor(tmp_path / name)
+
+
+def test_a_byte_order_mark_and_cr_only_line_ends_read_like_lf(tmp_path):
+    from gaprank.data import read_qrels
+
+    plain = "1 qid:1 1:0.5 2:0.1\n0 qid:1 1:0.2 2:0.3\n2 qid:4 1:0.9 2:0.0\n"
+    expected = read_letor(_write_text(tmp_path / "plain.txt", plain))
+    for name, text in (("bom.txt", "\ufeff" + plain), ("cr.txt", plain.replace("\n", "\r")),
+                       ("bom_crlf.txt", "\ufeff" + plain.replace("\n", "\r\n"))):
+        split = read_letor(_write_text(tmp_path / name, text))
+        assert split.query_ids == expected.query_ids and split.labels.tolist() == expected.labels.tolist()
+        np.testing.assert_array_equal(split.features, expected.features)
+    qrels = "1 0 d1 2\n1 0 d2 1\n"
+    for name, text in (("q_bom.txt", "\ufeff" + qrels), ("q_cr.txt", qrels.replace("\n", "\r"))):
+        assert read_qrels(_write_text(tmp_path / name, text)) == {"1": {"d1": 2, "d2": 1}}
+    with pytest.raises(LetorFormatError, match=r"cr_bad.txt, line 2: .*label"):  # line numbers count CR lines
+        read_letor(_write_text(tmp_path / "cr_bad.txt", plain.replace("\n", "\r").replace("0 qid:1", "x qid:1")))
+
+
+def _write_text(path, text):
+    path.write_bytes(text.encode("utf-8"))
+    return path

@@ -62,15 +62,14 @@ def test_bucketed_evaluation_equals_one_padded_evaluation():
 def test_a_skewed_trec_run_takes_memory_of_the_data_not_of_the_longest_query(tmp_path):
     """2,000 queries of 10 documents and one of 20,000: padded, 2,001 x 20,000 slots (gigabytes)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_trec_eval import write_case
+    from bench_trec_eval import PEAK, write_case
 
     qrels, run = write_case(tmp_path, [10] * 2000 + [20_000])
-    script = ("import contextlib, io, json, resource, sys\nfrom gaprank.cli.main import main\n"
+    script = (PEAK + "import contextlib, io, json, sys\nfrom gaprank.cli.main import main\n"
               "out = io.StringIO()\nwith contextlib.redirect_stdout(out):\n"
               f"    status = main(['eval', '--qrels', {str(qrels)!r}, '--run', {str(run)!r}, '-m', 'nDCG@10', '-m', 'GAP',"
               " '--format', 'json', '--per-query'])\n"
-              "print(json.dumps({'status': status, 'peak_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,"
-              " 'out': json.loads(out.getvalue())}))\n")
+              "print(json.dumps({'status': status, 'peak_mb': _peak_mb(), 'out': json.loads(out.getvalue())}))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     result = json.loads(done.stdout)
     assert result["status"] == 0 and result["peak_mb"] < 600, result["peak_mb"]  # padded: over 5 GB

@@ -424,7 +424,7 @@ def test_bad_options_raise(make, match):
         ([0.0, 0.5, 1.0], [0, -1, 2], [3], "non-negative"),
         ([0.0, 0.5, 1.0], [0, 3, 2], [3], "above the grade scale"),
         ([0.0, 0.5, 1.0], [0, 1, 2], [2], "sum to 2"),
-        ([0.0, 0.5, 1.0], [0, 1, 2], [3, 0], "positive"),
+        ([0.0, 0.5, 1.0], [0, 1, 2], [3, -1], "non-negative integers"),  # an empty group (0) is skipped
         ([0.0, 0.5, 1.0], [0, 1, 2], None, "query groups"),
         ([0.0, 0.5], [0, 1, 2], [3], "one score per row"),
     ],
@@ -432,9 +432,12 @@ def test_bad_options_raise(make, match):
 def test_bad_data_raises(preds, labels, group, match):
     with pytest.raises(GaprankInputError, match=match):
         lambdarank_objective("gap", g=G).gradients(np.asarray(preds), np.asarray(labels, float), group)
-    if match not in ("above the grade scale",):
+    if match not in ("above the grade scale", "non-negative integers"):
         with pytest.raises(GaprankInputError, match=match):
             ranking_feval(["MAP"]).evaluate(np.asarray(preds), np.asarray(labels, float), group)
+    if match == "non-negative integers":  # the eval function takes whole, non-empty queries only
+        with pytest.raises(GaprankInputError, match="positive integers"):
+            ranking_feval(["MAP"]).evaluate(np.asarray(preds), np.asarray(labels, float), [3, 0])
 
 
 def test_label_without_gain_raises():
@@ -515,3 +518,25 @@ def test_query_folds_bad_arguments():
     sizes = np.array([5, 1, 1, 1, 1, 1])
     loads = sorted(len(test) for _, test in query_folds(sizes, nfold=2, shuffle=False))
     assert loads == [5, 5]  # balanced by documents, not by query count
+
+
+def test_an_empty_query_group_is_skipped_as_native_lambdarank_does():
+    """np.bincount(qid) counts an id no row has as a group of 0 rows; native lambdarank trains with it."""
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 3, 30).astype(float)
+    X = rng.normal(size=(30, 4))
+    qid = np.repeat([0, 2, 3], 10)  # id 1 unused
+    group = np.bincount(qid)
+    assert group.tolist() == [10, 0, 10, 10]
+    objective = lambdarank_objective("gap", g=G)
+    scores = rng.normal(size=30)
+    with_empty = objective.gradients(scores, y, group)
+    without = objective.gradients(scores, y, group[group > 0])
+    np.testing.assert_array_equal(with_empty[0], without[0])
+    np.testing.assert_array_equal(with_empty[1], without[1])
+    for objective_param in (lambdarank_objective("gap", g=G), "lambdarank"):
+        booster = lgb.train({**BASE, "objective": objective_param, "min_data_in_leaf": 2},
+                            lgb.Dataset(X, y, group=group), 3)
+        assert booster.num_trees() == 3
+    with pytest.raises(GaprankInputError, match="got negative weight -1"):
+        objective.gradients(scores, y, group, weight=np.where(np.arange(30) == 4, -1.0, 1.0))

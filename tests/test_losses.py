@@ -509,3 +509,81 @@ def test_exact_mode_scores_of_any_magnitude():
     assert ties == pytest.approx(L.soft_gap_loss(torch.zeros(1, 5, dtype=torch.float64), y, mode="exact").item(), abs=1e-12)
     with pytest.raises(GaprankInputError, match="span .* more than 2\\^50 sigma"):
         L.soft_gap_loss(torch.tensor([[0.0, 1e20, 2.0]], dtype=torch.float64), [[1, 0, 2]], mode="exact")
+
+
+def test_paper_softgap_in_row_blocks_equals_the_whole_pair_matrix(monkeypatch):
+    """The paper-mode sums are taken over blocks of rows (forward and backward): equal to the one-matrix
+    computation, with first and second derivatives, whatever the block size."""
+    from gaprank.distributions import pairwise_matrix
+    from gaprank.losses import _soft
+
+    torch.manual_seed(3)
+    s = torch.randn(3, 11, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, 3, (3, 11))
+    mask = torch.ones(3, 11, dtype=torch.bool)
+    mask[1, 7:] = False
+    onehot = torch.nn.functional.one_hot(y, 3).to(s.dtype) * mask[..., None]
+
+    def whole(t):
+        pi = pairwise_matrix(t, mask, 0.7)
+        return torch.bmm(onehot.transpose(1, 2), pi), pi.sum(1)
+
+    for elements in (1, 7, 40, 1 << 22):  # one row a block ... everything in one block
+        monkeypatch.setattr(_soft, "PAIR_BLOCK_ELEMENTS", elements)
+        blocked = _soft._GradedPairSums.apply(s, mask, onehot, 0.7)
+        for a, b in zip(blocked, whole(s), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-14)
+        assert torch.autograd.gradcheck(lambda t: _soft._GradedPairSums.apply(t, mask, onehot, 0.7), (s,))
+        assert torch.autograd.gradgradcheck(lambda t: _soft._GradedPairSums.apply(t, mask, onehot, 0.7), (s,))
+        loss = L.soft_gap_loss(s, y, mask=mask, sigma=0.7)
+        assert torch.autograd.gradcheck(lambda t: L.soft_gap_loss(t, y, mask=mask, sigma=0.7), (s,))
+        torch.testing.assert_close(loss, L.soft_gap_loss(s.detach(), y, mask=mask, sigma=0.7), rtol=0, atol=0)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="reads Linux's VmHWM")
+def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
+    """N = 8,000 in float32: the pair matrix alone would be 256 MB, and the one-matrix computation held
+    about seven of them (1.7 GB) through forward and backward."""
+    import subprocess
+    import sys
+
+    # VmHWM, the peak resident memory of this process since its exec (ru_maxrss would keep pytest's size)
+    script = ("import torch, gaprank\ntorch.manual_seed(0)\n"
+              "def peak():\n    return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
+              "loss = gaprank.SoftGAPLoss(g=[0.5, 0.5], sigma=0.1)\n"
+              "loss(torch.randn(1, 50, requires_grad=True), torch.randint(0, 3, (1, 50))).backward()  # first calls\n"
+              "s = torch.randn(1, 8000, requires_grad=True); y = torch.randint(0, 3, (1, 8000))\n"
+              "base = peak()\nloss(s, y).backward()\nprint((peak() - base) / 1024)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert float(done.stdout.strip()) < 256, done.stdout
+
+
+@pytest.mark.parametrize("metric", ["gap", "ndcg"])  # the AP family shares GAP's plan
+def test_lambdarank_loss_compiles_across_batch_shapes(metric):
+    """torch.compile (dynamo, eager backend) at three batch shapes: the second shape recompiles with
+    symbolic sizes, where an out= into a plan's buffer used to fail; values and gradients equal eager."""
+    kw = {"g": [0.5, 0.5]} if metric == "gap" else {}
+    torch._dynamo.reset()
+    compiled = torch.compile(L.LambdaRankLoss(metric, **kw), backend="eager")
+    eager = L.LambdaRankLoss(metric, **kw)
+    for batch, size in ((4, 10), (6, 17), (3, 25)):
+        torch.manual_seed(batch)
+        s = torch.randn(batch, size, dtype=torch.float64, requires_grad=True)
+        y = torch.randint(0, 3, (batch, size))
+        value = compiled(s, y)
+        (grad,) = torch.autograd.grad(value, s)
+        expected = eager(s, y)
+        torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(grad, torch.autograd.grad(expected, s)[0], rtol=1e-12, atol=1e-12)
+
+
+def test_torch_func_grad_works_for_softgap_and_is_refused_clearly_by_lambdarank():
+    s = torch.tensor([[0.3, -0.2, 0.9, 0.1, 0.5]], dtype=torch.float64)
+    y = torch.tensor([[2, 0, 1, 0, 1]])
+    through_func = torch.func.grad(lambda t: L.soft_gap_loss(t, y, sigma=0.8))(s)
+    t = s.clone().requires_grad_(True)
+    L.soft_gap_loss(t, y, sigma=0.8).backward()
+    torch.testing.assert_close(through_func, t.grad, rtol=1e-12, atol=1e-14)
+    with pytest.raises(RuntimeError, match="lambdarank_loss does not support torch.func transforms.*torch.autograd"):
+        torch.func.grad(lambda t: L.lambdarank_loss(t, y, metric="gap"))(s)

@@ -193,6 +193,13 @@ def test_config_errors_are_clear_messages(tmp_path, change, message):
         load_config(_write(tmp_path, data), CVConfig)
 
 
+def test_a_binary_g_is_a_valid_loss_setting(tmp_path):
+    config = load_config(_write(tmp_path, _small(tmp_path, kind="lambdarank", metric="gap", g=[1.0])), CVConfig)
+    assert config.loss.g == [1.0]
+    with pytest.raises(ConfigError, match="sum to 1"):
+        load_config(_write(tmp_path, _small(tmp_path, kind="lambdarank", metric="gap", g=[0.7])), CVConfig)
+
+
 def test_an_empty_output_directory_writes_nothing_into_the_working_directory(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     config = _write(tmp_path, {**_small(tmp_path), "output_dir": ""})

@@ -108,8 +108,11 @@ class LossConfig:
             raise GaprankInputError("loss.k (truncation) is only for loss.kind 'lambdarank'")
         if not self.sigma > 0:
             raise GaprankInputError(f"loss.sigma must be > 0; got {self.sigma}")
+        # gaprank's own checks, on a query whose grades stay within the scale the settings set (g of length c)
+        top = len(self.g) if self.g is not None else 2
+        labels = torch.tensor([[min(2, top), 0, 1]])
         scores = torch.tensor([[0.3, 0.1, 0.2]], requires_grad=True)
-        self.build()(scores, torch.tensor([[2, 0, 1]]), torch.ones(1, 3, dtype=torch.bool))  # gaprank's own checks
+        self.build()(scores, labels, torch.ones(1, 3, dtype=torch.bool))
 
     def build(self) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
         """``loss(scores, labels, mask)`` to minimise (mean over the batch's queries)."""

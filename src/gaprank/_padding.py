@@ -33,18 +33,22 @@ def pad_by_group(values: np.ndarray, group_sizes: np.ndarray, fill: float = 0) -
     return padded, mask
 
 
-def check_group_sizes(group: ArrayLike | None, num_rows: int | None, what: str = "group") -> np.ndarray:
+def check_group_sizes(group: ArrayLike | None, num_rows: int | None, what: str = "group", *,
+                      allow_empty: bool = False) -> np.ndarray:
     """Documents per query (LightGBM's ``group``): positive integers summing to the number of rows
-    (``num_rows``; None when the sizes themselves define the rows)."""
+    (``num_rows``; None when the sizes themselves define the rows); with ``allow_empty``, zeros too (a
+    query id that ``np.bincount`` counts but no row has)."""
     if group is None:
         raise GaprankInputError(f"ranking needs query groups: no {what} given "
                                 "(LightGBM: pass group=... to lightgbm.Dataset or LGBMRanker.fit)")
     sizes = np.asarray(group)
     if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.number):
         raise GaprankInputError(f"{what} must be a non-empty 1-D array of query sizes; got shape {sizes.shape}")
-    if (sizes != np.round(sizes)).any() or (sizes < 1).any():
-        bad = sizes[(sizes < 1) | (sizes != np.round(sizes))][:5]
-        raise GaprankInputError(f"{what} sizes must be positive integers; got {bad}")
+    smallest = 0 if allow_empty else 1
+    if (sizes != np.round(sizes)).any() or (sizes < smallest).any():
+        bad = sizes[(sizes < smallest) | (sizes != np.round(sizes))][:5]
+        kind = "non-negative" if allow_empty else "positive"
+        raise GaprankInputError(f"{what} sizes must be {kind} integers; got {bad}")
     sizes = sizes.astype(np.int64)
     if num_rows is not None and int(sizes.sum()) != num_rows:
         raise GaprankInputError(f"{what} sizes sum to {int(sizes.sum())} but there are {num_rows} rows")

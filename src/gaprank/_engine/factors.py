@@ -214,7 +214,9 @@ class KernelFactorPlan(FactorPlan):
         torch.mul(self._lower, inv, out=self._z_lower).sub_(self._q_excl)  # L, read at u = x
         # Read at u = x, U gives (1/a)(A[x,a] - K[x,x]) - Qe[x,a] = -(Qi[x,a] - (D[x] + A[x,a])/a) - D[x]/a
         # (at padding this reads grade 0: it only meets padding lower ranks, whose right factors are 0)
-        upper_own = torch.gather(upper_grade, 0, grades[None], out=self._z_row)[0]
+        # copied, not gathered with out=: under torch.compile the buffer's shape is symbolic and gather's
+        # out= check fails on it
+        upper_own = self._z_row.copy_(torch.gather(upper_grade, 0, grades[None]))[0]
         upper_own.addcmul_(self._d_own, inv).neg_()  # row: Qi[x,a] - (D[x] + A[x,a])/a
         torch.addcmul(upper_own, self._k_own, inv, value=-1.0, out=self._z_col)  # col: Qe[y,b] - (D[y] + A[y,b])/b
         self._z_d_own.copy_(self._d_own)

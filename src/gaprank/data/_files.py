@@ -64,6 +64,9 @@ def write_atomic(path: str | Path, text: str) -> Path:
     except OSError as exc:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
+        blocking = next((p for p in path.parents if p.exists()), None)
+        if blocking is not None and not blocking.is_dir():  # mkdir says "File exists" of a file on the way
+            raise GaprankInputError(f"cannot write {path}: {blocking} is not a directory") from None
         raise GaprankInputError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
 

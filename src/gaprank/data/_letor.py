@@ -141,8 +141,12 @@ def _open_text(path: Path) -> list[str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LetorFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors write: not part of the first label
     # Lines end at "\n" alone (as editors and wc count them): str.splitlines would also break at form
-    # feeds, U+2028 and other separators inside a line and shift every later line number.
+    # feeds, U+2028 and other separators inside a line and shift every later line number. A file with
+    # carriage returns and no line feed at all ends its lines with "\r" (classic Mac OS).
+    if "\n" not in text and "\r" in text:
+        return text.split("\r")
     lines = text.split("\n")
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
         if len(tokens) != 4:
             raise LetorFormatError(f"{path}, line {lineno}: a qrels line has 4 fields (qid iter docid grade); got {len(tokens)}")
         qid, _, docid, grade = tokens
-        if not _GRADE.fullmatch(grade):
+        if not (grade.isascii() and grade.isdigit()) and not _GRADE.fullmatch(grade):  # str methods first: fast
             raise LetorFormatError(f"{path}, line {lineno}: grade {grade!r} is not an integer")
         value = int(grade)
         if value > MAX_GRADE:
@@ -78,7 +79,12 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
             raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); "
                                    f"got {len(tokens)}")
         qid, _, docid, _, score, _ = tokens
-        value = finite_score(score, f"{path}, line {lineno}")
+        try:  # float() first, fast; what it takes beyond ASCII decimals ("1_000", "inf") is checked again
+            value: float | None = float(score)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or not score.isascii() or "_" in score:
+            value = finite_score(score, f"{path}, line {lineno}")
         if value is None:
             raise LetorFormatError(f"{path}, line {lineno}: score {score!r} is not a number")
         ranked = run.setdefault(qid, {})

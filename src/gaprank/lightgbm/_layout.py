@@ -73,11 +73,12 @@ class QueryLayout:
     def build(cls, labels: ArrayLike, group: ArrayLike | None, *, only_rankable: bool, rows: int | None = None) -> QueryLayout:
         """``rows``: how many upper ranks of each query take part in pairs (None: all), for the cost model."""
         y = check_flat_labels(labels)
-        sizes = check_group_sizes(group, y.size)
+        # an empty group (a query id np.bincount counts but no row has) is skipped, as native lambdarank does
+        sizes = check_group_sizes(group, y.size, allow_empty=True)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        queries = np.arange(sizes.size)
-        if only_rankable:
-            differ = np.maximum.reduceat(y, starts) > np.minimum.reduceat(y, starts)
+        queries = np.flatnonzero(sizes > 0)
+        if only_rankable and queries.size:
+            differ = np.maximum.reduceat(y, starts[queries]) > np.minimum.reduceat(y, starts[queries])
             queries = queries[differ]
         queries = queries[np.argsort(sizes[queries], kind="stable")]
         buckets, chosen_sizes = [], []

@@ -191,8 +191,10 @@ class LambdaRankObjective:
         if weight is not None:
             w = np.asarray(weight, dtype=np.float64)
             if w.shape != grad_np.shape or not np.isfinite(w).all() or (w < 0).any():
+                problem = (f"shape {w.shape}" if w.shape != grad_np.shape else
+                           "a non-finite value" if not np.isfinite(w).all() else f"negative weight {w[w < 0][0]:g}")
                 raise GaprankInputError(f"weight must hold one finite non-negative number per row ({grad_np.size}); "
-                                        f"got shape {w.shape}")
+                                        f"got {problem}")
             grad_np, hess_np = grad_np * w, hess_np * w
         return grad_np, hess_np
 

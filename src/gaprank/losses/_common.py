@@ -18,6 +18,18 @@ def check_scores_tensor(scores) -> None:
         )
 
 
+def refuse_function_transforms(scores: torch.Tensor, what: str) -> None:
+    """A clear error, before anything reads the data, when ``scores`` come through a torch.func transform
+    (grad, vmap, jacrev): a loss whose gradient is computed by gaprank's pair engine cannot be traced."""
+    if torch.compiler.is_compiling():  # dynamo traces no transform here, and cannot trace the check
+        return
+    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    if wrapped is not None and wrapped(scores):
+        raise RuntimeError(f"{what} does not support torch.func transforms (grad, vmap, jacrev, ...): its gradient "
+                           "comes from gaprank's pair engine, not from autograd's graph; use torch.autograd "
+                           "(loss.backward() or torch.autograd.grad)")
+
+
 def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``[B, N]`` views of scores (keeping the graph) and mask; padding scores replaced by 0 so that
     whatever they held (even NaN) never reaches a value or a gradient."""

@@ -21,7 +21,7 @@ from .._engine.factors import pair_factors, rank_for_metric
 from .._engine.pairs import PairwiseTerms, pairwise_logistic
 from .._inputs import check_positive_int, check_sigma
 from ..metrics._ranking import rank_lists
-from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, with_gradient
+from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
 
 
 def scatter_to_documents(rank_space: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
@@ -75,6 +75,7 @@ def lambdarank_loss(
     True
     """
     check_scores_tensor(scores)
+    refuse_function_transforms(scores, "lambdarank_loss")
     sigma = check_sigma(sigma)
     k = check_positive_int(k)
     ranked, g_t = rank_for_metric(scores.detach(), labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts)

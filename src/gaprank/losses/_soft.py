@@ -6,14 +6,17 @@ Scores are independent Gaussians :math:`s_j \sim N(\bar s_j, \sigma^2)` around t
 * AP family, ``mode="paper"`` (Robertson et al. 2010, sec. 5, written with the kernel of the docs'
   page The maths, "One kernel for the AP family"): :math:`\mathrm{Soft}M = \sum_n PC_n`,
   :math:`PC_n = (D[l_n] + \sum_{m \ne n} \pi_{mn} K[l_m, l_n]) / (1 + \sum_{m \ne n} \pi_{mn})`.
-  The sum over m is grouped by grade (one ``[B, c+1, N]`` product), so memory is one ``[B, N, N]``
-  matrix of pi, never one per grade. As sigma -> 0 with distinct scores it equals the metric.
+  The sum over m is grouped by grade (``[B, c+1, N]``) and taken over blocks of rows m in both passes
+  (pi recomputed in the backward pass), so memory is O(B N c) plus one block, never the ``[B, N, N]``
+  matrix of pi. As sigma -> 0 with distinct scores it equals the metric.
 * AP family, ``mode="exact"``: :math:`E[M]` under the same Gaussian model (:mod:`._exact`).
 * nDCG (SoftNDCG): :math:`\sum_n \mathrm{gain}(l_n) \sum_r D(r) p_n(r) / \mathrm{IDCG}` with SoftRank's
   rank distributions :math:`p_n` (gain 2^l - 1, D(r) = 1/log2(r+1) at 1-based rank r).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -29,15 +32,75 @@ from ._exact import expected_kernel_metric
 MODES = ("paper", "exact")
 
 
+# Elements of one block of the pair matrix (batch x rows x list) in the paper-mode sums: the N x N matrix of
+# pi is never held whole, in the forward pass or the backward pass.
+PAIR_BLOCK_ELEMENTS = 1 << 22
+
+
+def _pair_block(s: torch.Tensor, m: torch.Tensor, first: int, last: int, scale: float
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows ``first:last`` of z = (s_m - s_n) / (sigma sqrt 2) and of the pairs that count (both real, m != n)."""
+    z = (s[:, first:last, None] - s[:, None, :]) * scale
+    keep = m[:, first:last, None] & m[:, None, :]
+    rows = torch.arange(first, last, device=s.device)
+    keep[:, rows - first, rows] = False
+    return z, keep
+
+
+def _row_blocks(batch: int, size: int) -> list[tuple[int, int]]:
+    rows = max(1, PAIR_BLOCK_ELEMENTS // max(1, batch * size))
+    return [(first, min(size, first + rows)) for first in range(0, size, rows)]
+
+
+class _GradedPairSums(torch.autograd.Function):
+    r"""``(above_by_grade [B, C, N], above [B, N])``: :math:`\sum_m 1[l_m = t] \pi_{mn}` and
+    :math:`\sum_m \pi_{mn}` over real m != n, computed over blocks of rows m in both passes. The backward
+    pass is written with differentiable operations, so second derivatives stay available (then the
+    graph of the gradient holds its blocks)."""
+
+    @staticmethod
+    def forward(s, m, onehot, sigma):  # type: ignore[override]
+        scale = 1.0 / (sigma * math.sqrt(2.0))
+        batch, size = s.shape
+        above_by_grade = s.new_zeros(batch, onehot.shape[-1], size)
+        above = s.new_zeros(batch, size)
+        for first, last in _row_blocks(batch, size):
+            z, keep = _pair_block(s, m, first, last, scale)
+            pi = torch.special.ndtr(z) * keep
+            above_by_grade = above_by_grade + torch.bmm(onehot[:, first:last].transpose(1, 2), pi)
+            above = above + pi.sum(1)
+        return above_by_grade, above
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
+        s, m, onehot, sigma = inputs
+        ctx.save_for_backward(s, m, onehot)
+        ctx.scale = 1.0 / (sigma * math.sqrt(2.0))
+
+    @staticmethod
+    def backward(ctx, grad_by_grade, grad_above):  # type: ignore[override]
+        s, m, onehot = ctx.saved_tensors
+        scale, (batch, size) = ctx.scale, s.shape
+        grad = torch.zeros_like(s)
+        density = 1.0 / math.sqrt(2.0 * math.pi)
+        for first, last in _row_blocks(batch, size):
+            z, keep = _pair_block(s, m, first, last, scale)
+            # d(sum)/d(pi_mn) = G_by_grade[l_m, n] + G_above[n]
+            weight = torch.bmm(onehot[:, first:last], grad_by_grade) + grad_above[:, None, :]
+            flow = weight * torch.exp(-0.5 * z * z) * (density * scale) * keep  # dpi_mn/ds_m = -dpi_mn/ds_n
+            grad = grad + torch.nn.functional.pad(flow.sum(2), (first, size - last)) - flow.sum(1)
+        return grad, None, None, None
+
+
 def _paper_kernel_metric(s, m, labels, kernel, sigma):
-    pi = pairwise_matrix(s, m, sigma)  # [B, M, N]
     num_classes = kernel.matrix.shape[-1]
     onehot = torch.nn.functional.one_hot(labels, num_classes).to(s.dtype) * m[..., None]
-    above_by_grade = torch.bmm(onehot.transpose(1, 2), pi)  # [B, c+1, N]: sum_m pi_mn 1[l_m = t]
+    # [B, c+1, N]: sum_m pi_mn 1[l_m = t], and [B, N]: sum_m pi_mn
+    above_by_grade, above = _GradedPairSums.apply(s, m, onehot, sigma)
     matrix = kernel.matrix.to(s.dtype)
     k_cols = matrix.gather(2, labels[:, None, :].expand(-1, num_classes, -1))  # K[t, l_n]
     num = kernel.diag.to(s.dtype).gather(1, labels) + (above_by_grade * k_cols).sum(1)
-    den = 1.0 + pi.sum(1)
+    den = 1.0 + above
     return (num / den * m).sum(-1)
 
 
