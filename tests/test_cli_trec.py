@@ -127,3 +127,20 @@ def test_output_to_a_full_device_is_one_line(tmp_path):
                                str(tmp_path / "run"), "-m", "GAP", "--per-query"], stdout=full, stderr=subprocess.PIPE,
                               text=True)
     assert done.returncode == 2 and done.stderr == "gaprank eval: error: cannot write the output: No space left on device\n"
+
+
+def test_a_measure_scale_above_the_qrels_top_grade(tmp_path, capsys):
+    """ERR(max_grade=4), GAP(g of 4 grades), eRAP(p of grades 0..4) on qrels graded 0..2: the judged
+    documents are counted on the measure's scale (grades 3 and 4 have none), as the functions do."""
+    from gaprank.metrics import erap, err
+
+    (tmp_path / "qrels").write_text("".join(f"1 0 d{i} {y}\n" for i, y in enumerate([2, 1, 0, 2, 1], 1)))
+    (tmp_path / "run").write_text("".join(f"1 Q0 d{i} {i} {6 - i} r\n" for i in range(1, 6)))
+    measures = ["ERR(max_grade=4)@20", "GAP(g=[0.25,0.25,0.25,0.25])", "eRAP(p=[0,0.25,0.5,0.75,1])"]
+    assert main(["eval", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--format", "json",
+                 *[a for m in measures for a in ("-m", m)]]) == 0
+    out = json.loads(capsys.readouterr().out)
+    s, y = np.array([5.0, 4, 3, 2, 1]), np.array([2, 1, 0, 2, 1])
+    assert out[measures[0]] == pytest.approx(float(err(s, y, max_grade=4, k=20)), abs=1e-12)
+    assert out[measures[1]] == pytest.approx(float(gap(s, y, g=[0.25] * 4)), abs=1e-12)
+    assert out[measures[2]] == pytest.approx(float(erap(s, y, p=[0, 0.25, 0.5, 0.75, 1])), abs=1e-12)

@@ -33,6 +33,7 @@ from ..data import (
 )
 from ..data._locations import dataset_folder
 from ..metrics import Conventions, evaluate_letor, parse_measure
+from ..metrics._names import Measure
 
 # How TREC mode's measures read when their string leaves a setting open: as trec_eval and ir_measures
 # (whose measure syntax gaprank's strings copy) read them.
@@ -119,11 +120,16 @@ def _eval_trec(args: argparse.Namespace) -> None:
             settings[measure.name] = {"gain": "grade (linear)" if used["gain"] == "linear" else "2^grade - 1 (exp2)",
                                       "discount": _DISCOUNT_TEXT[used["discount"]]}
 
+    # a measure whose parameters fix a grade scale above the qrels' top grade (ERR's max_grade, GAP's g,
+    # eRAP's p) counts the judged documents on that scale: the grades above the qrels' have none
+    widths = {m.name: max(num_grades, _grade_scale(m, g)) + 1 for m in measures}
+
     def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
-        common = dict(mask=bucket.take(flat_mask, False), grade_counts=counts[bucket.queries], ties=ties,
-                      reduction="none", g=g)
-        s, y = bucket.take(flat_scores), bucket.take(flat_labels)
-        return {m.name: m(s, y, **defaults[m.name], **common) for m in measures}
+        common = dict(mask=bucket.take(flat_mask, False), ties=ties, reduction="none", g=g)
+        s, y, judged = bucket.take(flat_scores), bucket.take(flat_labels), counts[bucket.queries]
+        return {m.name: m(s, y, **defaults[m.name], **common,
+                          grade_counts=np.pad(judged, ((0, 0), (0, widths[m.name] - judged.shape[1]))))
+                for m in measures}
 
     # queries in buckets of similar length, each padded to its own longest: memory follows the run
     results = per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
@@ -139,6 +145,19 @@ def _eval_trec(args: argparse.Namespace) -> None:
             for q, v in zip(qids, values, strict=True):
                 print(f"{name}\t{q}\t{v:.4f}")
         print(f"{name}\tall\t{means[name]:.4f}")
+
+
+def _grade_scale(measure: Measure, g: list[float] | None) -> int:
+    """The largest grade ``measure``'s own parameters set (0 when they set none)."""
+    scales = [0]
+    if measure.kwargs.get("max_grade") is not None:
+        scales.append(int(measure.kwargs["max_grade"]))
+    thresholds = measure.kwargs.get("g", g if measure.uses_g else None)
+    if thresholds is not None:
+        scales.append(len(thresholds))
+    if isinstance(measure.kwargs.get("p"), list):  # eRAP, eRRBP: p_0..p_c
+        scales.append(len(measure.kwargs["p"]) - 1)
+    return max(scales)
 
 
 def _trec_rows(qids: list[str], qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], tie_rule: str,
