@@ -7,34 +7,15 @@ import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
-def parsed_file_cache(tmp_path_factory):
-    """The parsed-file cache of gaprank.data in a folder of this test session, not the user's cache."""
-    import os
-
-    saved = os.environ.get("GAPRANK_CACHE")
-    os.environ["GAPRANK_CACHE"] = str(tmp_path_factory.mktemp("gaprank_cache"))
-    yield os.environ["GAPRANK_CACHE"]
-    if saved is None:
-        del os.environ["GAPRANK_CACHE"]
-    else:
-        os.environ["GAPRANK_CACHE"] = saved
-
-
-@pytest.fixture(scope="session", autouse=True)
-def isolated_data_locations(tmp_path_factory):
-    """No data but the bundled sets and what a test makes: an empty user data directory of this session's
-    own (platformdirs reads XDG_DATA_HOME) and no GAPRANK_DATA, whatever the machine holds."""
-    import os
-
-    saved = {name: os.environ.get(name) for name in ("XDG_DATA_HOME", "GAPRANK_DATA")}
-    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("user_data"))
-    os.environ.pop("GAPRANK_DATA", None)
-    yield os.environ["XDG_DATA_HOME"]
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+def isolated_data_and_cache(tmp_path_factory):
+    """No data but the bundled sets and what a test makes, and a cache of this session's own, whatever the
+    machine holds: the parsed-file cache in a session folder, an empty user data directory (platformdirs
+    reads XDG_DATA_HOME), no GAPRANK_DATA."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAPRANK_CACHE", str(tmp_path_factory.mktemp("gaprank_cache")))
+        patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("user_data")))
+        patch.delenv("GAPRANK_DATA", raising=False)
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -243,3 +243,19 @@ def test_fold_fingerprint_follows_content_not_place(toy_data, tmp_path):
     path = toy_data / "OHSUMED" / "QueryLevelNorm" / "P1.txt"
     path.write_text(path.read_text() + "0 qid:199 " + " ".join(f"{i}:0" for i in range(1, 46)) + "\n")
     assert fold_fingerprint("OHSUMED", 1, data_dir=toy_data)["test"] != first["test"]
+
+
+def test_find_dataset_and_dataset_file_with_garbage(tmp_path):
+    from gaprank import GaprankInputError
+    from gaprank.data import check_dataset_folder, dataset_file, find_dataset
+
+    place, folder = find_dataset("MQ2008")
+    assert place.kind == "bundled" and folder == locate_dataset("MQ2008")
+    assert find_dataset("MQ2007") is None and find_dataset("no such set", data_dir=tmp_path) is None
+    assert find_dataset("OHSUMED", variant="Feature-null") is None  # the bundled copy has QueryLevelNorm only
+    assert dataset_file("OHSUMED", "letor3-baselines/no_such.csv") is None
+    for bad in ("../MQ2008/folds.json", "/etc/passwd", ""):
+        with pytest.raises(GaprankInputError, match="must be a relative path inside the OHSUMED folder"):
+            dataset_file("OHSUMED", bad)
+    with pytest.raises(GaprankInputError, match="unknown data set 'MSLR'"):
+        check_dataset_folder("MSLR", tmp_path)

@@ -6,7 +6,7 @@ import csv
 from pathlib import Path
 
 from gaprank import GaprankInputError
-from gaprank.data._locations import find_in_datasets
+from gaprank.data import dataset_file
 
 from .config import ConfigError
 
@@ -21,7 +21,7 @@ def find_baselines(relative: str, data_dir: str | None) -> Path | None:
     if not dataset or not inside or dataset in (".", ".."):
         raise ConfigError(f"letor_baselines: {relative!r} must be <DATASET>/<path inside the set's folder>")
     try:
-        return find_in_datasets(dataset, inside, data_dir=data_dir)
+        return dataset_file(dataset, inside, data_dir=data_dir)
     except GaprankInputError as exc:
         raise ConfigError(f"letor_baselines: {exc}") from None
 

@@ -35,7 +35,7 @@ from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions
 
-from .config import to_dict
+from .config import output_path, to_dict
 
 LOCK_NAME = ".lock"
 REPO = Path(__file__).resolve().parents[1]  # the repository: relative config paths and the commit
@@ -259,15 +259,6 @@ def run_folds(
         log_event(log, event="run_done", mean=means)
     return summary | {"table": table, "trained_now": trained,
                       "per_query": {r["fold"]: r["per_query"] for r in records}}
-
-
-def output_path(text: str | Path, where: str = "output_dir") -> Path:
-    """A directory results are written to; an empty or blank one (the working directory, whose files of
-    the results' names would be overwritten) is refused."""
-    if not str(text).strip():
-        raise GaprankInputError(f"{where} must name a directory; got {str(text)!r} (results would be written into "
-                                "the working directory)")
-    return Path(text)
 
 
 def output_root(output_dir: str, quick: bool) -> Path:

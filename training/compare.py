@@ -51,9 +51,9 @@ from gaprank.metrics import get_conventions, objective_info
 
 from . import tune as tuning
 from ._baselines import find_baselines, letor_baselines
-from ._runner import checkout_commit, locked, log_event, output_path, output_root, script_parser
+from ._runner import checkout_commit, locked, log_event, output_root, script_parser
 from ._trainers import REPO, TRAINERS, RunEntry, check_seeds
-from .config import ConfigError, load_config, to_dict, with_params
+from .config import ConfigError, load_config, output_path, to_dict, with_params
 
 # The suffix of a measure averaged over only the test queries that have a relevant document.
 RELEVANT_ONLY = " [queries with a relevant doc]"

@@ -137,9 +137,11 @@ def _build(cls: type[T], data: Any, where: str) -> T:
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{key} is required ({_describe(hints[name])})")
     obj = cls(**values)
-    if isinstance(values.get("output_dir"), str) and not values["output_dir"].strip():
-        raise ConfigError(f"{where + '.' if where else ''}output_dir must name a directory; got {values['output_dir']!r} "
-                          "(results would be written into the working directory)")
+    if isinstance(values.get("output_dir"), str):
+        try:
+            output_path(values["output_dir"], f"{where}.output_dir" if where else "output_dir")
+        except GaprankInputError as exc:
+            raise ConfigError(str(exc)) from None
     check = getattr(obj, "validate", None)
     if check is not None:
         try:
@@ -147,6 +149,15 @@ def _build(cls: type[T], data: Any, where: str) -> T:
         except GaprankInputError as exc:
             raise ConfigError(f"{where or 'config'}: {exc}") from None
     return obj
+
+
+def output_path(text: str | Path, where: str = "output_dir") -> Path:
+    """A directory results are written to; an empty or blank one (the working directory, whose files of
+    the results' names would be overwritten) is refused."""
+    if not str(text).strip():
+        raise GaprankInputError(f"{where} must name a directory; got {str(text)!r} (results would be written into "
+                                "the working directory)")
+    return Path(text)
 
 
 def build_config(cls: type[T], data: Any) -> T:

@@ -106,12 +106,16 @@ def length_buckets(group_sizes: np.ndarray, max_cells: int = BUCKET_CELLS) -> li
         per_bucket = max(1, max_cells // width_of_class)
         for first in range(0, members.size, per_bucket):
             queries = members[first:first + per_bucket]
-            width = int(sizes[queries].max())
-            position = np.arange(width)
-            mask = position[None, :] < sizes[queries][:, None]
-            rows = np.where(mask, starts[queries][:, None] + position[None, :], 0)
-            buckets.append(LengthBucket(queries, rows, mask))
+            buckets.append(LengthBucket(queries, *padded_rows(starts, sizes, queries, fill=0)))
     return buckets
+
+
+def padded_rows(starts: np.ndarray, sizes: np.ndarray, queries: np.ndarray, fill: int) -> tuple[np.ndarray, np.ndarray]:
+    """The flat row of every slot of ``queries`` padded to the longest of them (``fill`` beyond a query's
+    end), ``[B, W]``, and the mask of real slots."""
+    position = np.arange(int(sizes[queries].max()))
+    mask = position[None, :] < sizes[queries][:, None]
+    return np.where(mask, starts[queries][:, None] + position[None, :], fill), mask
 
 
 def per_query_by_bucket(buckets: list[LengthBucket], num_queries: int,

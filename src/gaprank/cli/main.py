@@ -21,6 +21,7 @@ from ..data import (
     DATASETS,
     data_locations,
     dataset_info,
+    find_dataset,
     fold_files,
     import_dataset,
     load_fold,
@@ -31,7 +32,6 @@ from ..data import (
     to_json,
     write_atomic,
 )
-from ..data._locations import dataset_folder
 from ..metrics import Conventions, evaluate_letor, parse_measure
 from ..metrics._names import Measure
 
@@ -173,8 +173,9 @@ def _trec_rows(qids: list[str], qrels: dict[str, dict[str, int]], run: dict[str,
     query_of_row = np.repeat(np.arange(len(qids)), sizes)
     docids = np.array([d for docs in ranked for d in docs], dtype=str)
     scores = np.fromiter((s for docs in ranked for s in docs.values()), dtype=np.float64, count=docids.size)
-    labels = np.fromiter((judged.get(d, 0) for q, docs in zip(qids, ranked, strict=True) for judged in (qrels[q],)
-                          for d in docs), dtype=np.int64, count=docids.size)
+    judgments = [qrels[q] for q in qids]
+    labels = np.fromiter((judged.get(d, 0) for judged, docs in zip(judgments, ranked, strict=True) for d in docs),
+                         dtype=np.int64, count=docids.size)
     mask = np.repeat(np.array([q in run for q in qids], dtype=bool), sizes)
     # one sort for every query: ascending by (query descending, score, docid), reversed
     order = np.lexsort((docids, scores, -query_of_row))[::-1]
@@ -182,8 +183,9 @@ def _trec_rows(qids: list[str], qrels: dict[str, dict[str, int]], run: dict[str,
     if tie_rule == "trec_eval":
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         scores = -(np.arange(scores.size) - np.repeat(starts, sizes)).astype(np.float64)
-    judged_sizes = np.fromiter((len(qrels[q]) for q in qids), dtype=np.int64, count=len(qids))
-    grades = np.fromiter((v for q in qids for v in qrels[q].values()), dtype=np.int64, count=int(judged_sizes.sum()))
+    judged_sizes = np.fromiter(map(len, judgments), dtype=np.int64, count=len(qids))
+    grades = np.fromiter((v for judged in judgments for v in judged.values()), dtype=np.int64,
+                         count=int(judged_sizes.sum()))
     owner = np.repeat(np.arange(len(qids)), judged_sizes)
     counts = np.bincount(owner * (num_grades + 1) + grades, minlength=len(qids) * (num_grades + 1))
     counts = counts.reshape(len(qids), num_grades + 1)
@@ -232,10 +234,10 @@ def _cmd_data_list(args: argparse.Namespace) -> None:
     places = data_locations(args.data_dir)
     rows: list[dict[str, Any]] = []
     for info in DATASETS.values():
-        held = [(place, folder) for place in places if (folder := dataset_folder(place.path, info.name)) is not None]
+        found = find_dataset(info.name, variant=info.variant, data_dir=args.data_dir)
         status, where = "missing", ""
-        if held:
-            place, folder = held[0]
+        if found is not None:
+            place, folder = found
             status, where = ("bundled" if place.kind == "bundled" else "found"), str(folder)
         rows.append({"name": info.name, "status": status, "path": where, "download": info.download,
                      "citation": info.citation, "features": info.num_features, "grades": f"0..{info.max_label}",

@@ -22,6 +22,8 @@ from ._locations import (
     DataNotFoundError,
     bundled_sets,
     data_locations,
+    dataset_file,
+    find_dataset,
     locate_dataset,
     user_data_dir,
 )
@@ -50,6 +52,8 @@ __all__ = [
     "bundled_sets",
     "check_dataset_folder",
     "data_locations",
+    "dataset_file",
+    "find_dataset",
     "import_dataset",
     "locate_dataset",
     "user_data_dir",

@@ -48,6 +48,11 @@ class DatasetInfo:
     sparse: bool = False
     citation: str = ""  # what a user of the set owes its makers
 
+    @property
+    def fold_numbers(self) -> tuple[int, ...]:
+        """The folds a complete copy has: 1..5, or 1 for a set with one train/vali/test split."""
+        return (1,) if self.layout == "splits" else (1, 2, 3, 4, 5)
+
     def expected_layout(self) -> str:
         """The files of the set as its download lays them out, for messages."""
         folder = self.folders[0] if self.folders else self.name
@@ -56,12 +61,6 @@ class DatasetInfo:
             return f"{folder}/{{{files}}}"
         return f"{folder}/{self.variant + '/' if self.variant else ''}Fold1..Fold5/{{train,vali,test}}.txt"
 
-    def example_path(self) -> str:
-        """Where a file of the set is expected, for messages."""
-        folder = self.folders[0] if self.folders else self.name
-        if self.layout == "splits":
-            return f"<data_dir>/{folder}/{self.split_files['train'][0]}.txt"
-        return f"<data_dir>/{folder}/{self.variant + '/' if self.variant else ''}Fold1/train.txt"
 
 
 def _yahoo(number: int) -> DatasetInfo:

@@ -27,7 +27,7 @@ from .._inputs import GaprankInputError
 from ._cache import cached_read
 from ._datasets import DATASETS, DatasetInfo, dataset_info
 from ._letor import RankingSplit, feature_dtype, read_letor
-from ._locations import DataNotFoundError, check_bundled, file_sha256, locate_dataset
+from ._locations import DataNotFoundError, check_bundled, download_hint, file_sha256, locate_dataset, variant_folder
 
 # Derived views of the registry (gaprank.data._datasets), kept for callers that look one thing up.
 NUM_FEATURES = {key: info.num_features for key, info in DATASETS.items()}
@@ -39,13 +39,6 @@ _SPLIT_FILE_NAMES = {
     "vali": ("vali", "validationset"),
     "test": ("test", "testset"),
 }
-
-
-def _download_hint(dataset: str) -> str:
-    info = dataset_info(dataset)
-    if info is None:
-        return ""
-    return f"The download's layout: {info.expected_layout()}; get it from {info.download}."
 
 
 @dataclass
@@ -133,10 +126,10 @@ def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Pat
 
 def _fold_spec_in(ds_dir: Path, dataset: str, fold: int, variant: str | None) -> tuple[Path, Path, dict | None]:
     """:func:`_fold_spec` for a set whose folder is known."""
-    base = ds_dir / variant if variant and (ds_dir / variant).is_dir() else ds_dir
+    base = variant_folder(ds_dir, variant)
     if variant and base == ds_dir and not (ds_dir / f"Fold{fold}").is_dir():
         raise DataNotFoundError(f"variant {variant!r} of {dataset} not found: no folder {ds_dir / variant}. "
-                                f"{_download_hint(dataset)}")
+                                f"{download_hint(dataset)}")
     folds_json = ds_dir / "folds.json"
     if not folds_json.is_file():
         return ds_dir, base, None
@@ -183,7 +176,7 @@ def _split_files(dataset: str, fold: int, ds_dir: Path, base: Path, spec: dict |
         if found is None:
             raise DataNotFoundError(
                 f"{dataset} Fold{fold} {split} set not found: looked for {fold_dir}/"
-                f"{{{','.join(_SPLIT_FILE_NAMES[split])}}}[.txt|.txt.gz] and for {folds_json}. {_download_hint(dataset)}"
+                f"{{{','.join(_SPLIT_FILE_NAMES[split])}}}[.txt|.txt.gz] and for {folds_json}. {download_hint(dataset)}"
             )
         files[split] = [found]
     return files
@@ -198,7 +191,7 @@ def _named_split_file(info: DatasetInfo, base: Path, split: str) -> Path:
     found = _find_file(base, stems)
     if found is None:
         raise DataNotFoundError(f"{info.name} {split} set not found: looked for {base}/{stems[0]}[.txt|.txt.gz]. "
-                                f"{_download_hint(info.name)}")
+                                f"{download_hint(info.name)}")
     return found
 
 
@@ -305,14 +298,21 @@ def load_fold(
     >>> fold.test.num_queries, fold.train.num_queries
     (22, 63)
     """
-    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
+    _, parts = _read_fold(dataset, fold, _fold_spec(dataset, fold, variant, data_dir), null, dtype)
+    return Fold(f"{dataset} Fold{fold}", parts["train"], parts["vali"], parts["test"])
+
+
+def _read_fold(dataset: str, fold: int, located: tuple[Path, Path, dict | None], null: str, dtype: Any,
+               cache: bool = True) -> tuple[dict[str, list[Path]], dict[str, RankingSplit]]:
+    """A fold's files and its train, vali and test splits, read and checked (no query in two splits,
+    folds.json's query lists), from its :func:`_fold_spec`."""
+    ds_dir, base, spec = located
     files = _split_files(dataset, fold, ds_dir, base, spec)
-    read = _split_reader(dataset, ds_dir, null, dtype)
+    read = _split_reader(dataset, ds_dir, null, dtype, cache)
     parts = {split: _read_split(paths, read) for split, paths in files.items()}
-    name = f"{dataset} Fold{fold}"
     source = ds_dir / "folds.json" if spec is not None else ds_dir / f"Fold{fold}"
-    _check_splits(name, parts, spec, source)
-    return Fold(name, parts["train"], parts["vali"], parts["test"])
+    _check_splits(f"{dataset} Fold{fold}", parts, spec, source)
+    return files, parts
 
 
 def _read_split(paths: list[Path], read: Callable[[Path], RankingSplit]) -> RankingSplit:
@@ -415,15 +415,12 @@ def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
     if info is None:
         names = ", ".join(i.name for i in DATASETS.values())
         raise GaprankInputError(f"unknown data set {dataset!r}; the named sets are {names}")
-    folds = (1,) if info.layout == "splits" else (1, 2, 3, 4, 5)
+    folds = info.fold_numbers
     tested: dict[str, str] = {}
     documents = 0
     for fold in folds:
-        ds_dir, base, spec = _fold_spec_in(folder, info.name, fold, info.variant)
-        files = _split_files(info.name, fold, ds_dir, base, spec)
-        read = _split_reader(info.name, ds_dir, "min", dtype, cache=False)
-        parts = {split: _read_split(paths, read) for split, paths in files.items()}
-        _check_splits(f"{info.name} Fold{fold}", parts, spec, ds_dir / "folds.json" if spec is not None else base / f"Fold{fold}")
+        files, parts = _read_fold(info.name, fold, _fold_spec_in(folder, info.name, fold, info.variant), "min", dtype,
+                                  cache=False)
         for qid in parts["test"].query_ids:
             if qid in tested:
                 raise FoldsFileError(f"{files['test'][0]}: query {qid} is in the test sets of both {tested[qid]} and "

@@ -24,7 +24,7 @@ from .._inputs import GaprankInputError
 from ._datasets import DATASETS, DatasetInfo, dataset_info
 from ._files import write_json_atomic
 from ._folds import check_dataset_folder
-from ._locations import dataset_folder, user_data_dir
+from ._locations import dataset_folder, user_data_dir, variant_folder
 
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 RECORD = ".gaprank-import.json"
@@ -129,8 +129,7 @@ def _looks_like(folder: Path, info: DatasetInfo) -> bool:
     if info.layout == "splits":
         stem = info.split_files["train"][0]
         return any((folder / f"{stem}{suffix}").is_file() for suffix in (".txt", ".txt.gz", ""))
-    base = folder / info.variant if info.variant and (folder / info.variant).is_dir() else folder
-    return (folder / "folds.json").is_file() or (base / "Fold1").is_dir()
+    return (folder / "folds.json").is_file() or (variant_folder(folder, info.variant) / "Fold1").is_dir()
 
 
 def _folders(top: Path) -> Iterator[tuple[int, Path]]:
@@ -236,8 +235,7 @@ def _check(info: DatasetInfo, staged: Path, shown: Path, progress: bool) -> dict
     """:func:`check_dataset_folder` on the staged copy, its messages naming the download's files."""
     from tqdm import tqdm
 
-    folds = 1 if info.layout == "splits" else 5
-    with tqdm(total=folds, desc=f"checking {info.name}", unit="fold", disable=not progress, file=sys.stderr,
+    with tqdm(total=len(info.fold_numbers), desc=f"checking {info.name}", unit="fold", disable=not progress, file=sys.stderr,
               leave=False) as bar:
         try:
             return check_dataset_folder(info.name, staged, progress=lambda _: bar.update(1))

@@ -121,6 +121,12 @@ class RankingSplit:
 def finite_score(token: str, where: str) -> float | None:
     """``token`` as a finite number in ASCII decimals, or None when it is no number at all (``1_000``,
     other scripts' digits); ``nan``, ``inf`` and a value that overflows are an error naming ``where``."""
+    try:  # float() first, the common case, fast; what it takes beyond ASCII decimals is checked below
+        value = float(token)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and token.isascii() and "_" not in token:
+        return value
     if _NUMBER.fullmatch(token):
         value = float(token)
         if math.isfinite(value):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +122,11 @@ def dataset_folder(root: Path, dataset: str) -> Path | None:
     return None
 
 
+def variant_folder(folder: Path, variant: str | None) -> Path:
+    """Where a set's files lie: its ``variant`` folder when it has one, else the set's folder itself."""
+    return folder / variant if variant and (folder / variant).is_dir() else folder
+
+
 def _holds(folder: Path, variant: str | None) -> bool:
     """Whether a set's folder has the requested feature variant (a variant folder, or the folds or
     partitions directly)."""
@@ -133,17 +139,22 @@ def _holds(folder: Path, variant: str | None) -> bool:
 def not_found_message(dataset: str, places: list[DataLocation], variant: str | None = None) -> str:
     """The short error for a missing set: its name, where it was looked for, and that set's download
     page and expected layout."""
-    info = dataset_info(dataset)
     what = f"{dataset} ({variant})" if variant else dataset
     looked = "; ".join(place.describe() for place in places)
-    message = f"data set {what} not found; looked in: {looked}."
+    return f"data set {what} not found; looked in: {looked}. " + (
+        download_hint(dataset) or f"Put it in a folder {dataset}/ under one of them.")
+
+
+def download_hint(dataset: str) -> str:
+    """Where to get a named set and how to add it ("" for a set gaprank does not know)."""
+    info = dataset_info(dataset)
     if info is None:
-        return message + f" Put it in a folder {dataset}/ under one of them."
-    message += (f" Download it from {info.download}, then run: gaprank data import {info.name} PATH "
-                f"(the download's layout: {info.expected_layout()})")
+        return ""
+    hint = (f"Download it from {info.download}, then run: gaprank data import {info.name} PATH "
+            f"(the download's layout: {info.expected_layout()})")
     if info.name.startswith("MSLR"):
-        message += f"; or write a synthetic set of its shape: python -m training.synthetic --like {info.name.lower()}"
-    return message + "."
+        hint += f"; or write a synthetic set of its shape: python -m training.synthetic --like {info.name.lower()}"
+    return hint + "."
 
 
 def locate_dataset(dataset: str, *, variant: str | None = None, data_dir: str | Path | None = None) -> Path:
@@ -174,29 +185,85 @@ def locate_dataset(dataset: str, *, variant: str | None = None, data_dir: str | 
     >>> locate_dataset("MQ2008").name
     'MQ2008'
     """
-    places = data_locations(data_dir)
-    for place in places:
+    found = find_dataset(dataset, variant=variant, data_dir=data_dir)
+    if found is None:
+        raise DataNotFoundError(not_found_message(dataset, data_locations(data_dir), variant))
+    return found[1]
+
+
+def find_dataset(dataset: str, *, variant: str | None = None, data_dir: str | Path | None = None
+                 ) -> tuple[DataLocation, Path] | None:
+    """The place a data set is read from and its folder there (the rule of :func:`locate_dataset`), or
+    None when no place holds it.
+
+    Parameters
+    ----------
+    dataset, variant, data_dir
+        As in :func:`locate_dataset`.
+
+    Returns
+    -------
+    tuple of DataLocation and Path, or None
+
+    Examples
+    --------
+    >>> from gaprank.data import find_dataset
+    >>> place, folder = find_dataset("OHSUMED")
+    >>> place.kind, folder.name
+    ('bundled', 'OHSUMED')
+    """
+    return next(_copies(dataset, data_dir, lambda folder: _holds(folder, variant)), None)
+
+
+def _copies(dataset: str, data_dir: str | Path | None, accept: Callable[[Path], bool]
+            ) -> Iterator[tuple[DataLocation, Path]]:
+    """Each place, in the rule's order, whose folder of ``dataset`` ``accept`` takes, with that folder."""
+    for place in data_locations(data_dir):
         folder = dataset_folder(place.path, dataset)
-        if folder is not None and _holds(folder, variant):
-            return folder
-    raise DataNotFoundError(not_found_message(dataset, places, variant))
+        if folder is not None and accept(folder):
+            yield place, folder
 
 
-def find_in_datasets(dataset: str, relative: str, *, data_dir: str | Path | None = None) -> Path | None:
+def dataset_file(dataset: str, relative: str, *, data_dir: str | Path | None = None) -> Path | None:
     """The file ``relative`` (a path inside a set's folder) from the first place whose copy of the set
-    has it, checked when bundled; None when none has."""
+    has it, checked when bundled; None when none has it.
+
+    Parameters
+    ----------
+    dataset : str
+        The set's name.
+    relative : str
+        A relative path inside the set's folder (no ``..``).
+    data_dir : str or Path, optional
+        A directory looked in before all others.
+
+    Returns
+    -------
+    Path or None
+
+    Raises
+    ------
+    GaprankInputError
+        When ``relative`` is absolute, holds ``..`` or resolves outside the set's folder.
+
+    Examples
+    --------
+    >>> from gaprank.data import dataset_file
+    >>> dataset_file("OHSUMED", "letor3-baselines/ohsumed_letor3_baselines.csv").name
+    'ohsumed_letor3_baselines.csv'
+    """
     parts = Path(relative).parts
     if not parts or Path(relative).is_absolute() or ".." in parts:
         raise GaprankInputError(f"{relative!r} must be a relative path inside the {dataset} folder (no '..')")
-    for place in data_locations(data_dir):
-        folder = dataset_folder(place.path, dataset)
-        if folder is not None and (folder / relative).is_file():
-            path = folder / relative
-            if not path.resolve().is_relative_to(folder.resolve()):
-                raise GaprankInputError(f"{path} resolves outside the {dataset} folder {folder}")
-            check_bundled(path)
-            return path
-    return None
+    found = next(_copies(dataset, data_dir, lambda folder: (folder / relative).is_file()), None)
+    if found is None:
+        return None
+    folder = found[1]
+    path = folder / relative
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise GaprankInputError(f"{path} resolves outside the {dataset} folder {folder}")
+    check_bundled(path)
+    return path
 
 
 @functools.lru_cache(maxsize=1)

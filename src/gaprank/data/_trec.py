@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
@@ -79,12 +78,7 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
             raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); "
                                    f"got {len(tokens)}")
         qid, _, docid, _, score, _ = tokens
-        try:  # float() first, fast; what it takes beyond ASCII decimals ("1_000", "inf") is checked again
-            value: float | None = float(score)
-        except ValueError:
-            value = None
-        if value is None or not math.isfinite(value) or not score.isascii() or "_" in score:
-            value = finite_score(score, f"{path}, line {lineno}")
+        value = finite_score(score, f"{path}, line {lineno}")
         if value is None:
             raise LetorFormatError(f"{path}, line {lineno}: score {score!r} is not a number")
         ranked = run.setdefault(qid, {})

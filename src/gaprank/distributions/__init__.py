@@ -35,10 +35,18 @@ def _prepare(scores: ArrayLike, sigma: float, mask: torch.Tensor | None) -> tupl
     return s.masked_fill(~m, 0.0), m, squeeze
 
 
+def pair_block(s: torch.Tensor, m: torch.Tensor, sigma: float, first: int, last: int
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows ``first:last`` of z = (s_m - s_n) / (sigma sqrt 2), pi_mn = Phi(z), and of the pairs that
+    count (both documents real, m != n)."""
+    z = (s[:, first:last, None] - s[:, None, :]) / (sigma * math.sqrt(2.0))
+    off_diagonal = torch.arange(first, last, device=s.device)[:, None] != torch.arange(s.shape[1], device=s.device)
+    return z, m[:, first:last, None] & m[:, None, :] & off_diagonal
+
+
 def pairwise_matrix(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
-    pi = torch.special.ndtr((s[:, :, None] - s[:, None, :]) / (sigma * math.sqrt(2.0)))
-    keep = m[:, :, None] & m[:, None, :] & ~torch.eye(s.shape[1], dtype=torch.bool, device=s.device)
-    return pi * keep
+    z, keep = pair_block(s, m, sigma, 0, s.shape[1])
+    return torch.special.ndtr(z) * keep
 
 
 def pairwise_probs(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -22,17 +22,17 @@ from ._layout import LayoutCache, check_flat_labels, check_flat_scores
 
 @dataclass
 class _BucketedLabels:
-    """A data set's labels in length buckets (each padded to its own longest query), built once."""
+    """A data set's labels and its length buckets (each padded to its own longest query), built once."""
 
-    buckets: list[tuple[LengthBucket, np.ndarray]]  # each bucket with its [B, W] labels
+    labels: np.ndarray
+    buckets: list[LengthBucket]
     group_sizes: np.ndarray
-    max_label: int
 
     @classmethod
     def build(cls, labels: ArrayLike, group: ArrayLike | None) -> _BucketedLabels:
         y = check_flat_labels(labels)
         sizes = check_group_sizes(group, y.size)
-        return cls([(b, b.take(y)) for b in length_buckets(sizes)], sizes, int(y.max()) if y.size else 0)
+        return cls(y, length_buckets(sizes), sizes)
 
 
 class RankingEval:
@@ -59,19 +59,19 @@ class RankingEval:
     def per_query(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None) -> dict[str, np.ndarray]:
         """``{name: value of each query}``, queries in the order of ``group``."""
         layout = self._layouts.get(labels, group)
-        scores = check_flat_scores(preds, int(layout.group_sizes.sum()))
+        scores = check_flat_scores(preds, layout.labels.size)
         # a measure whose scale defaults to the largest label takes the whole set's, not a bucket's
-        g = whole_set_g(self.g, np.array([layout.max_label]))
-        scale = {"max_grade": max(layout.max_label, 1)}
-        by_bucket = dict((id(bucket), y) for bucket, y in layout.buckets)
+        top = int(layout.labels.max())
+        g = whole_set_g(self.g, top)
+        options = {m.name: {**self.conventions.keywords(m.function),
+                            **({"max_grade": max(top, 1)} if m.function is err and "max_grade" not in m.kwargs else {})}
+                   for m in self.measures}
 
         def evaluate(bucket: LengthBucket) -> dict[str, Any]:
-            s, y = bucket.take(scores), by_bucket[id(bucket)]
-            return {m.name: m(s, y, g=g, mask=bucket.mask, reduction="none",
-                              **{k: v for k, v in scale.items() if m.function is err and k not in m.kwargs},
-                              **self.conventions.keywords(m.function)) for m in self.measures}
+            s, y = bucket.take(scores), bucket.take(layout.labels)
+            return {m.name: m(s, y, g=g, mask=bucket.mask, reduction="none", **options[m.name]) for m in self.measures}
 
-        return per_query_by_bucket([b for b, _ in layout.buckets], layout.group_sizes.size, evaluate)
+        return per_query_by_bucket(layout.buckets, layout.group_sizes.size, evaluate)
 
     def evaluate(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None) -> dict[str, float]:
         """``{name: mean over queries}`` for flat predictions and labels grouped by ``group`` sizes."""

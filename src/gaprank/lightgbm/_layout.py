@@ -12,7 +12,7 @@ import torch
 from .._engine.buckets import bucket_bounds
 from .._engine.slots import SlotLayout
 from .._inputs import GaprankInputError, check_labels
-from .._padding import check_group_sizes
+from .._padding import check_group_sizes, padded_rows
 from .._typing import ArrayLike
 
 
@@ -85,10 +85,8 @@ class QueryLayout:
         labels_with_sentinel = torch.from_numpy(np.append(y, 0))
         for first, last in bucket_bounds(sizes[queries], rows):
             chosen = queries[first:last]
-            width = int(sizes[chosen].max())
-            offsets = np.arange(width)
-            mask = offsets[None, :] < sizes[chosen][:, None]
-            rows_t = torch.from_numpy(np.where(mask, starts[chosen][:, None] + offsets[None, :], y.size))
+            rows_np, mask = padded_rows(starts, sizes, chosen, fill=y.size)  # padding reads the sentinel label
+            rows_t = torch.from_numpy(rows_np)
             buckets.append(Bucket(rows_t, torch.from_numpy(mask), labels_with_sentinel[rows_t]))
             chosen_sizes.append(sizes[chosen])
         slots = SlotLayout([(int(b.rows.shape[0]), int(b.rows.shape[1])) for b in buckets],

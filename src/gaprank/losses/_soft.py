@@ -22,7 +22,7 @@ import torch
 
 from .._engine.factors import metric_kernel, rank_for_metric
 from .._inputs import GaprankInputError, check_choice, check_sigma
-from ..distributions import pairwise_matrix, rank_recursion
+from ..distributions import pair_block, pairwise_matrix, rank_recursion
 from ..metrics import objective_info, objective_names
 from ..metrics._functional import gain_table, ideal_dcg, rank_discount
 from ..metrics._kernels import pivot_sum, safe_divide
@@ -34,17 +34,7 @@ MODES = ("paper", "exact")
 
 # Elements of one block of the pair matrix (batch x rows x list) in the paper-mode sums: the N x N matrix of
 # pi is never held whole, in the forward pass or the backward pass.
-PAIR_BLOCK_ELEMENTS = 1 << 22
-
-
-def _pair_block(s: torch.Tensor, m: torch.Tensor, first: int, last: int, scale: float
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows ``first:last`` of z = (s_m - s_n) / (sigma sqrt 2) and of the pairs that count (both real, m != n)."""
-    z = (s[:, first:last, None] - s[:, None, :]) * scale
-    keep = m[:, first:last, None] & m[:, None, :]
-    rows = torch.arange(first, last, device=s.device)
-    keep[:, rows - first, rows] = False
-    return z, keep
+PAIR_BLOCK_ELEMENTS = 1 << 20
 
 
 def _row_blocks(batch: int, size: int) -> list[tuple[int, int]]:
@@ -60,12 +50,11 @@ class _GradedPairSums(torch.autograd.Function):
 
     @staticmethod
     def forward(s, m, onehot, sigma):  # type: ignore[override]
-        scale = 1.0 / (sigma * math.sqrt(2.0))
         batch, size = s.shape
         above_by_grade = s.new_zeros(batch, onehot.shape[-1], size)
         above = s.new_zeros(batch, size)
         for first, last in _row_blocks(batch, size):
-            z, keep = _pair_block(s, m, first, last, scale)
+            z, keep = pair_block(s, m, sigma, first, last)
             pi = torch.special.ndtr(z) * keep
             above_by_grade = above_by_grade + torch.bmm(onehot[:, first:last].transpose(1, 2), pi)
             above = above + pi.sum(1)
@@ -75,19 +64,20 @@ class _GradedPairSums(torch.autograd.Function):
     def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
         s, m, onehot, sigma = inputs
         ctx.save_for_backward(s, m, onehot)
-        ctx.scale = 1.0 / (sigma * math.sqrt(2.0))
+        ctx.sigma = sigma
 
     @staticmethod
     def backward(ctx, grad_by_grade, grad_above):  # type: ignore[override]
         s, m, onehot = ctx.saved_tensors
-        scale, (batch, size) = ctx.scale, s.shape
+        sigma, (batch, size) = ctx.sigma, s.shape
         grad = torch.zeros_like(s)
-        density = 1.0 / math.sqrt(2.0 * math.pi)
+        # dpi_mn/ds_m = phi(z) / (sigma sqrt 2) = -dpi_mn/ds_n
+        density = 1.0 / (math.sqrt(2.0 * math.pi) * sigma * math.sqrt(2.0))
         for first, last in _row_blocks(batch, size):
-            z, keep = _pair_block(s, m, first, last, scale)
+            z, keep = pair_block(s, m, sigma, first, last)
             # d(sum)/d(pi_mn) = G_by_grade[l_m, n] + G_above[n]
             weight = torch.bmm(onehot[:, first:last], grad_by_grade) + grad_above[:, None, :]
-            flow = weight * torch.exp(-0.5 * z * z) * (density * scale) * keep  # dpi_mn/ds_m = -dpi_mn/ds_n
+            flow = weight * torch.exp(-0.5 * z * z) * density * keep
             grad = grad + torch.nn.functional.pad(flow.sum(2), (first, size - last)) - flow.sum(1)
         return grad, None, None, None
 

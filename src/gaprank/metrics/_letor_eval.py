@@ -136,7 +136,7 @@ def evaluate_letor(
     if scores.ndim != 1 or labels.shape != scores.shape:
         raise GaprankInputError(f"scores and labels must be 1-D of the same length; got {scores.shape} and {labels.shape}")
     sizes = check_group_sizes(group_sizes, scores.size, what="group_sizes")
-    g = whole_set_g(g, labels)
+    g = whole_set_g(g, int(labels.max()))
     measures = user_model_measures()
 
     def evaluate(bucket: Any) -> dict[str, np.ndarray]:
@@ -158,10 +158,9 @@ def evaluate_letor(
     return per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
 
 
-def whole_set_g(g: ArrayLike | None, labels: np.ndarray) -> ArrayLike | None:
+def whole_set_g(g: ArrayLike | None, top: int) -> ArrayLike | None:
     """GAP's user model for a data set evaluated in parts: the given ``g``, or the default (uniform over
-    grades 1..c) with c the largest label of the whole set, not of a part."""
-    if g is not None:
+    grades 1..c) with c = ``top``, the largest label of the whole set, not of a part."""
+    if g is not None or top < 1:
         return g
-    top = int(np.max(labels)) if np.size(labels) else 0
-    return None if top < 1 else [1.0 / top] * top
+    return [1.0 / top] * top
