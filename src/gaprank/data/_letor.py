@@ -118,9 +118,10 @@ class RankingSplit:
         )
 
 
-def finite_score(token: str, where: str) -> float | None:
+def finite_score(token: str, path: Path | str, lineno: int) -> float | None:
     """``token`` as a finite number in ASCII decimals, or None when it is no number at all (``1_000``,
-    other scripts' digits); ``nan``, ``inf`` and a value that overflows are an error naming ``where``."""
+    other scripts' digits); ``nan``, ``inf`` and a value that overflows are an error naming the file and
+    line (the message is only built then: readers call this for every line)."""
     try:  # float() first, the common case, fast; what it takes beyond ASCII decimals is checked below
         value = float(token)
     except ValueError:
@@ -133,7 +134,7 @@ def finite_score(token: str, where: str) -> float | None:
             return value
     elif not _NON_FINITE.fullmatch(token):
         return None
-    raise LetorFormatError(f"{where}: score {token} is not finite")
+    raise LetorFormatError(f"{path}, line {lineno}: score {token} is not finite")
 
 
 def _open_text(path: Path) -> list[str]:
@@ -505,7 +506,7 @@ def read_scores(path: str | Path, expected_lines: int | None = None) -> np.ndarr
     scores = np.empty(len(lines), dtype=np.float64)
     for lineno, line in enumerate(lines, 1):
         token = line.strip().split()
-        value = finite_score(token[0], f"{path}, line {lineno}") if len(token) == 1 else None
+        value = finite_score(token[0], path, lineno) if len(token) == 1 else None
         if value is None:
             raise LetorFormatError(f"{path}, line {lineno}: expected one number (ASCII digits), got {line!r}")
         scores[lineno - 1] = value

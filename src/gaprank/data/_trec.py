@@ -78,7 +78,7 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
             raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); "
                                    f"got {len(tokens)}")
         qid, _, docid, _, score, _ = tokens
-        value = finite_score(score, f"{path}, line {lineno}")
+        value = finite_score(score, path, lineno)
         if value is None:
             raise LetorFormatError(f"{path}, line {lineno}: score {score!r} is not a number")
         ranked = run.setdefault(qid, {})
