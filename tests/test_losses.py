@@ -113,22 +113,25 @@ def test_lambdarank_blocks_give_the_same_numbers(monkeypatch):
 def test_pair_engine_on_packed_blocks_equals_one_batch_at_a_time(norm, truncation, metric):
     """Batches packed as blocks of one slot layout (LightGBM's buckets) give each batch's own numbers,
     whatever the chunking, and again on a second run over the same buffers."""
-    from gaprank._engine.factors import pair_factors, plan_pair_factors, rank_for_metric
+    from gaprank._engine.factors import pair_factors, plan_pair_factors, rank_for_measure
     from gaprank._engine.slots import SlotLayout
+    from gaprank.metrics import objective_measure
+
+    measure = objective_measure(metric or "egap")
 
     parts = []
     for seed, (b, n) in enumerate([(3, 9), (1, 2), (4, 17), (2, 5)]):
         scores, labels, mask = _random_batch(seed, b=b, n=n)
         if seed == 2:
             scores[1] = 0.5  # one query whose scores are all equal (LightGBM's norm rule skips the offset)
-        ranked, g_t = rank_for_metric(scores, labels, metric=metric or "egap", g=G if metric == "egap" else None,
-                                      mask=mask)
+        ranked, params = rank_for_measure(scores, labels, measure, g=G if metric == "egap" else None, mask=mask)
         parts.append((scores.gather(1, ranked.order), ranked))
     options = dict(sigma=1.3, truncation=truncation, norm=norm, with_hessian=True)
-    alone = [pairwise_module.pairwise_logistic(s, r.grades, r.valid, pair_factors(metric, r, g_t, k=truncation) if metric
+    alone = [pairwise_module.pairwise_logistic(s, r.grades, r.valid, pair_factors(measure, r, params, k=truncation) if metric
                                                else None, **options) for s, r in parts]
     layout = SlotLayout([tuple(r.grades.shape) for _, r in parts], torch.cat([r.n_docs for _, r in parts]))
-    plan = plan_pair_factors(metric, [r for _, r in parts], g_t, layout=layout, k=truncation) if metric else None
+    plan = (plan_pair_factors(measure, [r for _, r in parts], params, layout=layout, k=truncation) if metric
+            else None)
     scores = torch.cat([s.reshape(-1) for s, _ in parts])
     grades = torch.cat([r.grades.reshape(-1) for _, r in parts])
     for block_elements in (5, 40, 1 << 22):  # a block per row, a few blocks per chunk, one chunk

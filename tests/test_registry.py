@@ -1,14 +1,15 @@
-"""The measure registry: one entry per measure, read by everything; a new kernel measure is one entry.
+"""The measure registry: every entry against its independent oracle (an entry without one fails), with its
+swap deltas, LambdaRank loss, LambdaMART gradients and smooth forms checked by brute force on the oracle
+(:func:`gaprank.testing.check_measure`); toy measures of each form become metrics, measure strings,
+LambdaRank losses and LambdaMART objectives from one entry; bad entries are refused.
 
-The toy measure is binary AP with grades >= 2 relevant, registered only through its kernel; its oracle is
-``average_precision(threshold=2)``, written independently of the kernel engine's registration.
+The oracles are tests/oracles.py: plain loops from the papers' definitions, sharing no code with gaprank.
 """
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
+import oracles as O
 import pytest
 import torch
 
@@ -16,87 +17,162 @@ import gaprank
 import gaprank.metrics as M
 from gaprank import GaprankInputError
 from gaprank.lightgbm import lambdarank_objective
-from gaprank.losses import lambdarank_loss, soft_metric, swap_deltas
-from gaprank.metrics import MeasureInfo, ParamInfo, kernel_metric, parse_measure, register, unregister
-from gaprank.metrics._kernels import ap_kernel
+from gaprank.losses import LambdaRankLoss, lambdarank_loss, soft_metric
+from gaprank.metrics import (
+    GainDiscountForm,
+    Kernel,
+    KernelForm,
+    ListForm,
+    MeasureInfo,
+    ParamInfo,
+    parse_measure,
+    register,
+    unregister,
+)
+from gaprank.testing import check_measure
+
+# oracle(grades in ranked order, counts R(0..c), k, **the measure's parameters) -> value or None
+ORACLES = {
+    "AP": lambda r, c, k, threshold: O.ap(r, c, threshold, k),
+    "GAP": lambda r, c, k, g: O.gap(r, c, g, k),
+    "xGAP": lambda r, c, k, g: O.xgap(r, c, g, k),
+    "eGAP": lambda r, c, k, g: O.egap(r, c, g, k),
+    "nDCG": lambda r, c, k, gain, discount, short_list: O.ndcg(r, c, k, gain, discount, short_list),
+    "P": lambda r, c, k, threshold, short_list: O.precision(r, k, threshold, short_list),
+    "RBP": lambda r, c, k, persistence, threshold: O.rbp(r, persistence, threshold, k),
+    "ERR": lambda r, c, k, max_grade: O.err(r, max_grade, k),
+    "Q": lambda r, c, k, beta: O.q_measure(r, c, beta),
+    "SR": lambda r, c, k: O.sliding_ratio(r, c, k),
+    "vG": lambda r, c, k: O.kishida_vg(r, c, k),
+    "eRAP": lambda r, c, k, p: O.erap(r, c, p, k),
+    "eRRBP": lambda r, c, k, p, persistence: O.errbp(r, p, persistence, k),
+}
+STRINGS = {
+    "AP": ["AP", "AP(rel=2)", "MAP@5"],
+    "GAP": ["GAP", "GAP(g=[0.3,0.7])@5"],
+    "xGAP": ["xGAP", "xGAP(g=[0.2,0.3,0.5])"],
+    "eGAP": ["eGAP", "eGAP@4"],
+    "nDCG": ["nDCG", "nDCG@5", "nDCG(gain=linear,discount=jk)@6", "nDCG(short_list=zero)@10"],
+    "P": ["P@5", "P(rel=2)@3", "P(short_list=zero)@10"],
+    "RBP": ["RBP", "RBP(p=0.5,rel=2)@6"],
+    "ERR": ["ERR", "ERR(max_grade=4)@5"],
+    "Q": ["Q", "Q(beta=0.5)"],
+    "SR": ["SR", "SR@5"],
+    "vG": ["vG", "vG@5"],
+    "eRAP": ["eRAP(p=[0,0.5,1])", "eRAP(p=[0.1,0.4,0.7,1])@6"],
+    "eRRBP": ["eRRBP(p=[0,0.5,1])", "eRRBP(p=[0,0.3,0.6,1],q=0.5)@5"],
+}
 
 
-def _ap2_kernel(ranked, g):
-    return ap_kernel(ranked, 2)
+@pytest.mark.parametrize("info", M.measures(), ids=lambda info: info.name)
+def test_every_entry_has_an_oracle_and_agrees_with_it(info):
+    assert info.name in ORACLES, f"measure {info.name} has no oracle in tests/test_registry.py"
+    assert STRINGS.get(info.name), f"measure {info.name} has no measure strings to check"
+    for seed, measure in enumerate(STRINGS[info.name]):
+        check_measure(measure, ORACLES[info.name], seed=seed)
 
 
-def _oracle(scores, labels, **kw):
-    return M.average_precision(scores, labels, threshold=2, **kw)
+@pytest.mark.parametrize("measure", ["AP(rel=2)", "nDCG@10", "RBP(p=0.8)", "P@5", "ERR", "Q", "vG",
+                                     "eRAP(p=[0,0.5,1])"])
+def test_the_issue_s_measure_strings_are_objectives_everywhere(measure):
+    """LambdaRankLoss, lambdarank_loss, the LightGBM and the XGBoost objective by measure string."""
+    xgb = pytest.importorskip("xgboost")
+    import gaprank.xgboost as gx
 
-
-@pytest.fixture()
-def toy():
-    info = register(MeasureInfo("AP2", kernel_metric(_ap2_kernel, "ap2"), kernel=_ap2_kernel, aliases=("MAP2",),
-                                swap_deltas=True, soft=True, exact=True, reference="binary AP at grade 2 (a test)"))
-    yield info
-    unregister("AP2")
-
-
-def _data(seed=0, b=3, n=9):
-    rng = np.random.default_rng(seed)
-    scores = torch.tensor(rng.normal(size=(b, n)))
-    labels = torch.tensor(rng.integers(0, 4, size=(b, n)))
-    labels[:, 0] = 3  # every query has a document of grade >= 2
-    return scores, labels
-
-
-def test_a_new_kernel_measure_is_a_metric_by_name(toy):
-    scores, labels = _data()
-    for name, k in (("AP2", None), ("map2@5", 5)):
-        measure = parse_measure(name)
-        assert measure.function is toy.function
-        got = measure(scores, labels, reduction="none")
-        torch.testing.assert_close(got, _oracle(scores, labels, k=k, reduction="none"), rtol=0, atol=1e-12)
-
-
-def test_a_new_kernel_measure_has_swap_deltas(toy):
-    scores, labels = _data(1)
-    base = _oracle(scores, labels, reduction="none")
-    deltas = swap_deltas(scores, labels, metric="ap2")
-    for i, j in itertools.combinations(range(scores.shape[1]), 2):
-        swapped = scores.clone()
-        swapped[:, [i, j]] = swapped[:, [j, i]]
-        torch.testing.assert_close(deltas[:, i, j], _oracle(swapped, labels, reduction="none") - base,
-                                   rtol=0, atol=1e-12)
-
-
-def test_a_new_kernel_measure_has_soft_and_exact_modes(toy):
-    scores, labels = _data(2)
-    metric = _oracle(scores, labels, reduction="none")
-    for mode in ("paper", "exact"):
-        smooth = soft_metric(scores, labels, metric="ap2", sigma=1e-4, mode=mode)
-        torch.testing.assert_close(smooth, metric, rtol=0, atol=1e-6)
-
-
-def test_a_new_kernel_measure_is_a_lambdarank_and_lambdamart_objective(toy):
-    scores, labels = _data(3)
+    rng = np.random.default_rng(5)
+    scores, labels = torch.tensor(rng.normal(size=(3, 12))), torch.tensor(rng.integers(0, 3, size=(3, 12)))
     leaf = scores.clone().requires_grad_(True)
-    lambdarank_loss(leaf, labels, metric="ap2", reduction="sum").backward()
+    LambdaRankLoss(measure, reduction="sum")(leaf, labels).backward()
+    functional = scores.clone().requires_grad_(True)
+    lambdarank_loss(functional, labels, metric=measure, reduction="sum").backward()
+    torch.testing.assert_close(leaf.grad, functional.grad, rtol=0, atol=0)
+    assert leaf.grad.abs().max() > 1e-3
     flat_scores, flat_labels = scores.reshape(-1).numpy(), labels.reshape(-1).numpy().astype(float)
-    grad, _ = lambdarank_objective("ap2", precision="float64").gradients(flat_scores, flat_labels, [9, 9, 9])
+    grad, hess = lambdarank_objective(measure, precision="float64").gradients(flat_scores, flat_labels, [12] * 3)
     np.testing.assert_allclose(grad, leaf.grad.reshape(-1).numpy(), rtol=0, atol=1e-12)
+    dtrain = xgb.DMatrix(np.zeros((36, 1)), label=flat_labels, qid=np.repeat([1, 2, 3], 12))
+    xgb_grad, xgb_hess = gx.objective(measure, precision="float64")(flat_scores, dtrain)
+    np.testing.assert_allclose(xgb_grad, grad, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(xgb_hess, 2 * hess, rtol=0, atol=1e-12)
 
 
-def test_a_new_kernel_measure_is_a_training_objective(toy):
+# Toy measures, one per form. Their oracles are written independently of the entries below.
+
+
+def _ap2_kernel(ranked):
+    """Binary AP with grades >= 2 relevant, as a kernel: K[t, u] = 1[t >= 2] 1[u >= 2] / RB(2)."""
+    relevant = (torch.arange(ranked.num_grades + 1) >= 2).to(torch.float64)
+    rb = ranked.recall_base[:, 2] if ranked.num_grades >= 2 else ranked.counts.new_zeros(ranked.batch)
+    matrix = torch.outer(relevant, relevant)[None] / torch.clamp(rb, min=1)[:, None, None]
+    return Kernel.with_diagonal(matrix, rb > 0)
+
+
+def _linear_value(ranked, k, params):
+    """sum_n w r_n / n: a linear-gain DCG with discount 1/n, weight w."""
+    terms = params["weight"] * ranked.grades * ranked.valid / ranked.positions()
+    return (terms if k is None else terms[:, :k]).sum(-1), None
+
+
+def _linear_factors(ranked, k, params):
+    """(y - x)(1/a - 1/b) w = w [y/a - y/b - x/a + x/b]."""
+    inv = 1.0 / ranked.positions().expand(ranked.batch, -1)
+    if k is not None:
+        inv = inv.masked_fill(ranked.positions() > k, 0.0)
+    x = params["weight"] * ranked.grades.to(torch.float64)
+    one = torch.ones_like(inv)
+    return torch.stack([inv, -one, -x * inv, x]), torch.stack([x, x * inv, one, inv])
+
+
+def _linear_oracle(r, c, k, weight):
+    return weight * sum(grade / n for n, grade in enumerate(r, 1) if k is None or n <= k)
+
+
+_WEIGHT = ParamInfo("w", "weight", float, 1.0, "a weight")
+TOYS = {
+    "AP2": (lambda: MeasureInfo("AP2", KernelForm(_ap2_kernel), aliases=("MAP2",), reference="AP at grade 2 (a test)"),
+            lambda r, c, k: O.ap(r, c, 2, k)),
+    "LDCG": (lambda: MeasureInfo("LDCG", GainDiscountForm(lambda c, params: torch.arange(c + 1) * params["weight"],
+                                                          lambda positions, params: 1.0 / positions), (_WEIGHT,)),
+             _linear_oracle),
+    "LinearList": (lambda: MeasureInfo("LinearList", ListForm(_linear_value, _linear_factors), (_WEIGHT,)),
+                   _linear_oracle),
+}
+
+
+@pytest.fixture(params=list(TOYS))
+def toy(request):
+    build, oracle = TOYS[request.param]
+    info = register(build())
+    yield info, oracle
+    unregister(info.name)
+
+
+def test_a_toy_of_each_form_is_a_metric_an_objective_and_a_training_setting(toy):
     from training.cv import LossConfig
     from training.lambdamart import ObjectiveConfig
 
-    for kind in ("soft", "exact", "lambdarank"):
-        LossConfig(kind=kind, metric="ap2").validate()
-    ObjectiveConfig(metric="ap2").validate()
+    info, oracle = toy
+    params = "(w=0.5)" if info.parameters else ""
+    for measure in (info.name + params, info.name.lower() + params + "@5"):
+        check_measure(measure, oracle)
+    assert parse_measure(info.name).function is info.function
+    kinds = ["lambdarank"] + (["soft"] if info.soft else []) + (["exact"] if info.exact else [])
+    for kind in kinds:
+        LossConfig(kind=kind, metric=info.name + params).validate()
+    ObjectiveConfig(metric=info.name + params).validate()
     with pytest.raises(GaprankInputError, match="loss.g is only for gap, xgap, egap"):
-        LossConfig(kind="lambdarank", metric="ap2", g=[0.5, 0.5]).validate()
+        LossConfig(kind="lambdarank", metric=info.name, g=[0.5, 0.5]).validate()
+    if not info.soft:
+        with pytest.raises(GaprankInputError, match="has no smooth"):
+            soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric=info.name, sigma=1.0)
 
 
 def test_the_registry_is_the_one_list_of_measures():
-    assert M.objective_names() == ("ap", "gap", "xgap", "egap", "ndcg")
-    assert M.objective_names(mode="exact") == ("ap", "gap", "xgap", "egap")
-    assert [i.name for i in M.measures() if i.uses_g] == ["GAP", "xGAP", "eGAP"]
+    assert M.objective_names() == ("ap", "gap", "xgap", "egap", "ndcg", "p", "rbp", "err", "q", "sr", "vg", "erap",
+                                   "errbp")
+    assert M.objective_names(mode="soft") == ("ap", "gap", "xgap", "egap", "ndcg", "p", "rbp", "sr", "vg", "erap",
+                                              "errbp")
+    assert M.objective_names(mode="exact") == ("ap", "gap", "xgap", "egap", "vg", "erap")
     assert [i.name for i in M.user_model_measures()] == ["GAP", "xGAP", "eGAP"]
     assert str(M.g_not_taken("ndcg")) == "g applies to gap, xgap, egap, not 'ndcg'"
     for refuse in (lambda: gaprank.lambdarank_objective("ndcg", g=[0.5, 0.5]),
@@ -108,16 +184,62 @@ def test_the_registry_is_the_one_list_of_measures():
         required = ",".join(f"{p.name}={p.example}" for p in info.params if p.required)
         name = info.name + (f"({required})" if required else "") + ("@10" if info.needs_cutoff else "")
         assert parse_measure(name).function is info.function and info.reference
-        for param in info.params:
-            assert isinstance(param, ParamInfo) and param.desc
+        assert info.function.__module__ == "gaprank.metrics" and "Parameters\n" in info.function.__doc__
     with pytest.raises(GaprankInputError, match="unknown measure 'AP2'"):
         parse_measure("AP2")  # the toy is registered only inside its tests
-    with pytest.raises(GaprankInputError, match="already registered"):
-        register(MeasureInfo("map", M.average_precision))
-    with pytest.raises(GaprankInputError, match="metric must be one of 'ap', 'gap', 'xgap', 'egap', 'ndcg'; got 'err'"):
-        gaprank.lambdarank_objective("err")
-    with pytest.raises(GaprankInputError, match="an exact mode needs a kernel"):
-        MeasureInfo("x", M.ndcg, exact=True)
+    with pytest.raises(GaprankInputError, match="metric: unknown measure 'dcg'"):
+        gaprank.lambdarank_objective("dcg")
+    with pytest.raises(GaprankInputError, match=r"nDCG has no exact expectation \(mode='exact', the AP family\)"):
+        gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric="ndcg", sigma=1.0, mode="exact")
+    with pytest.raises(GaprankInputError, match="take no cutoff"):
+        gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric="GAP@2", sigma=1.0)
+
+
+def _kernel(ranked):
+    return Kernel.with_diagonal(ranked.counts.new_zeros(ranked.batch, 2, 2), ranked.counts[:, 0] > 0)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: MeasureInfo("map", KernelForm(_kernel)), "measure name 'map' is already registered"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), aliases=("gap",)), "measure name 'gap' is already registered"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), aliases=("x",)), "a name appears twice"),
+    (lambda: MeasureInfo("X", None), "form must be a KernelForm, GainDiscountForm or ListForm"),
+    (lambda: MeasureInfo("X", M.ndcg), "form must be"),
+    (lambda: MeasureInfo("X", KernelForm(None)), r"KernelForm.kernel must be a function"),
+    (lambda: MeasureInfo("X", GainDiscountForm(lambda c, p: None, None)), r"GainDiscountForm.discount must be"),
+    (lambda: MeasureInfo("X", ListForm(None)), r"ListForm.value_of must be a function"),
+    (lambda: MeasureInfo("X", ListForm(_linear_value, swap_factors="yes")), r"ListForm.swap_factors must be"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), (ParamInfo("w", "weight", None, 1.0, "a weight"),)),
+     "parameter 'w': dtype must be one of int, float, str, list"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), (ParamInfo("w", "weight", dict, 1.0, "a weight"),)),
+     "dtype must be"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), (ParamInfo("w", "weight", float, 1.0, ""),)), "desc is empty"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), (ParamInfo("k", "k", int, 1, "a cutoff"),)),
+     "keyword 'k' is one every metric has"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), (_WEIGHT, _WEIGHT)), "a parameter name appears twice"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), ("w",)), "params must be ParamInfo"),
+    (lambda: MeasureInfo("my measure", KernelForm(_kernel)), "must be an identifier"),
+    (lambda: MeasureInfo("X", KernelForm(_kernel), needs_cutoff=True, takes_cutoff=False), "needs_cutoff"),
+])
+def test_bad_registry_entries_are_refused_in_one_line(build, message):
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        register(build())
+    assert "\n" not in str(caught.value)
+    assert "X" not in {info.name for info in M.measures()}
+
+
+def test_the_issue_s_toy_is_no_longer_silently_ndcg():
+    """A measure registered with a relevance rule of its own trains with its own deltas, never nDCG's."""
+    info = register(MeasureInfo("TOYRR", GainDiscountForm(
+        lambda c, params: (torch.arange(c + 1) >= 1).to(torch.float64), lambda positions, params: 1.0 / positions)))
+    try:
+        scores, labels = torch.tensor([[0.3, 0.9, 0.1, 0.5]]), torch.tensor([[2, 0, 1, 0]])
+        toy_loss = lambdarank_loss(scores.clone().requires_grad_(True), labels, metric="toyrr")
+        ndcg_loss = lambdarank_loss(scores.clone().requires_grad_(True), labels, metric="ndcg")
+        assert abs(toy_loss.item() - ndcg_loss.item()) > 1e-3
+        check_measure("TOYRR", lambda r, c, k: sum(1 / n for n, grade in enumerate(r, 1) if grade >= 1))
+    finally:
+        unregister(info.name)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -128,15 +250,11 @@ def test_the_registry_is_the_one_list_of_measures():
     ("nDCG(gain=exp2,gain=linear)@10", "parameter gain given twice"),
 ])
 def test_measure_strings_are_checked_when_parsed(text, message):
-    from gaprank.metrics import parse_measure
-
     with pytest.raises(GaprankInputError, match=message):
         parse_measure(text)
 
 
 def test_required_measure_parameters_fail_before_any_evaluation(capsys):
-    import numpy as np
-
     from gaprank.cli.main import main
     from gaprank.lightgbm import ranking_feval
     from gaprank.metrics import erap

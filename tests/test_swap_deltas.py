@@ -9,10 +9,7 @@ import pytest
 import torch
 
 import gaprank.metrics as M
-from gaprank._engine.factors import kernel_swap_deltas, to_document_space
 from gaprank.losses import swap_deltas
-from gaprank.metrics._kernels import erap_kernel
-from gaprank.metrics._ranking import rank_lists
 
 G = [0.2, 0.3, 0.5]
 EXACT = {
@@ -67,8 +64,7 @@ def test_general_diagonal_kernel_erap():
     scores = torch.tensor(rng.normal(size=(3, 8)))
     labels = torch.tensor(rng.integers(0, 3, size=(3, 8)))
     p = torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)
-    ranked = rank_lists(scores, labels, num_grades=2)
-    ours = to_document_space(kernel_swap_deltas(ranked, erap_kernel(ranked, p)), ranked.order)
+    ours = swap_deltas(scores, labels, metric="eRAP(p=[0.1,0.5,0.9])")
     base = M.erap(scores, labels, p=p, reduction="none")
     for i, j in itertools.combinations(range(8), 2):
         swapped = scores.clone()
@@ -80,18 +76,21 @@ def test_general_diagonal_kernel_erap():
 def test_one_query_input_and_errors():
     d = swap_deltas(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0, 1, 0]), metric="ap")
     assert d.shape == (3, 3) and d[0, 1].item() == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="metric"):
-        swap_deltas(torch.zeros(3), torch.zeros(3), metric="err")
+    with pytest.raises(ValueError, match="metric: unknown measure 'dcg'"):
+        swap_deltas(torch.zeros(3), torch.zeros(3), metric="dcg")
+    with pytest.raises(ValueError, match="sets cutoff 5; k=3 disagrees"):
+        swap_deltas(torch.zeros(3), torch.zeros(3), metric="nDCG@5", k=3)
     with pytest.raises(ValueError, match="g applies"):
         swap_deltas(torch.zeros(3), torch.zeros(3), metric="ndcg", g=[1.0])
     with pytest.raises(ValueError, match="NaN"):
         swap_deltas(torch.tensor([0.0, float("nan")]), torch.tensor([0, 1]), metric="gap")
 
 
-@pytest.mark.parametrize("metric", ["gap", "xgap", "egap", "ap", "ndcg"])
+@pytest.mark.parametrize("metric", ["gap", "xgap", "egap", "ap", "ndcg", "ERR", "Q", "RBP(p=0.5)", "vG"])
 def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
     """LambdaMART builds a plan once and re-ranks every round: its kept tables must not go stale."""
-    from gaprank._engine.factors import pair_factors, plan_pair_factors, rank_for_metric
+    from gaprank._engine.factors import pair_factors, plan_pair_factors, rank_for_measure
+    from gaprank.metrics import objective_measure
 
     rng = np.random.default_rng(4)
     labels = torch.tensor(rng.integers(0, 3, size=(3, 12)))
@@ -99,11 +98,12 @@ def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
     mask[:, :2] = True
     labels[:, :2] = torch.tensor([0, 2])
     g = (0.5, 0.5) if metric in ("gap", "xgap", "egap") else None
-    first, g_t = rank_for_metric(torch.zeros(3, 12), labels, metric=metric, g=g, mask=mask)
-    plan = plan_pair_factors(metric, first, g_t, k=5)
+    measure = objective_measure(metric)
+    first, params = rank_for_measure(torch.zeros(3, 12), labels, measure, g=g, mask=mask)
+    plan = plan_pair_factors(measure, first, params, k=5)
     for _ in range(3):
-        ranked, _ = rank_for_metric(torch.tensor(rng.normal(size=(3, 12))), labels, metric=metric, g=g, mask=mask)
-        fresh = pair_factors(metric, ranked, g_t, k=5)
+        ranked, _ = rank_for_measure(torch.tensor(rng.normal(size=(3, 12))), labels, measure, g=g, mask=mask)
+        fresh = pair_factors(measure, ranked, params, k=5)
         kept = plan.factors(ranked.grades.reshape(-1))
         torch.testing.assert_close(kept.block(0, 12), fresh.block(0, 12), rtol=0, atol=1e-15)
         assert fresh.block(0, 12).abs().max() > 1e-3

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gaprank import GaprankInputError
-from gaprank.metrics import objective_info
+from gaprank.metrics import objective_measure
 
 from . import cv, lambdamart
 from ._runner import REPO
@@ -48,7 +48,7 @@ class RunEntry:
     def validate(self) -> None:
         if self.optimises is not None:
             try:
-                objective_info(self.optimises, mode="soft")
+                objective_measure(self.optimises, mode="swap_deltas")
             except GaprankInputError as exc:
                 raise GaprankInputError(f"optimises: {exc}") from None
         if self.seeds is not None:

@@ -47,7 +47,7 @@ from scipy import stats
 import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, load_fold, write_atomic, write_json_atomic
-from gaprank.metrics import get_conventions, objective_info
+from gaprank.metrics import get_conventions, objective_measure
 
 from . import tune as tuning
 from ._baselines import find_baselines, letor_baselines
@@ -282,7 +282,7 @@ def paired_tests(a: np.ndarray, b: np.ndarray, *, resamples: int, seed: int) -> 
 
 def _uses_g(optimises: str | None) -> bool:
     """Whether a run optimises a GAP-family measure (one with GAP's user model g)."""
-    return optimises is not None and objective_info(optimises, mode="soft").uses_g
+    return optimises is not None and objective_measure(optimises).uses_g
 
 
 def significance(config: CompareConfig, per_query: dict[str, Any], loaded: list[_Loaded]) -> list[dict[str, Any]]:

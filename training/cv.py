@@ -38,7 +38,7 @@ from tqdm import tqdm
 import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold, load_split
-from gaprank.metrics import objective_info, objective_names, user_model_measures
+from gaprank.metrics import objective_measure, objective_names, user_model_measures
 
 from ._distributed import ALONE, Ranks, balanced_shares, broadcast, global_sum, join, lost, peer_gone
 from ._runner import fold_script_main, quick_variant, run_folds, show_progress
@@ -81,7 +81,7 @@ class ModelConfig:
 @dataclass
 class LossConfig:
     kind: Literal["soft", "exact", "lambdarank", "ranknet", "listnet"]
-    metric: str | None = None  # a measure of gaprank's registry with the loss kind's mode (gap, ndcg, ...)
+    metric: str | None = None  # a measure string with the loss kind's form (gap, ndcg, nDCG@10, AP(rel=2), ...)
     g: list[float] | None = None  # GAP/xGAP/eGAP user model; default: uniform over the grades
     sigma: float = 1.0  # score noise (soft, exact) or logistic steepness (lambdarank, ranknet)
     k: int | None = None  # lambdarank: only pairs whose upper document is in the current top k
@@ -94,14 +94,11 @@ class LossConfig:
         if mode is None and self.metric is not None:
             raise GaprankInputError(f"loss.kind {self.kind!r} takes no metric; got metric {self.metric!r}")
         if mode is not None:
-            if self.kind == "exact" and self.metric not in objective_names(mode="exact"):
-                raise GaprankInputError(f"loss.kind 'exact' is for the AP family {objective_names(mode='exact')}; "
-                                        f"got {self.metric!r}")
             try:
-                info = objective_info(self.metric, mode=mode)
+                measure = objective_measure(self.metric, mode=mode)
             except GaprankInputError as exc:
                 raise GaprankInputError(f"loss.{exc}") from None
-            if self.g is not None and not info.uses_g:
+            if self.g is not None and not measure.uses_g:
                 takes_g = [i.key for i in user_model_measures()]
                 raise GaprankInputError(f"loss.g is only for {', '.join(takes_g)}; got metric {self.metric!r}")
         if self.k is not None and self.kind != "lambdarank":
@@ -119,9 +116,7 @@ class LossConfig:
         metric, g, sigma = self.metric, self.g, self.sigma
         if self.kind in ("soft", "exact"):
             mode = "paper" if self.kind == "soft" else "exact"
-            options = {"g": g} if objective_info(metric, mode="soft").uses_g else {}
-            return lambda s, y, m: gaprank.soft_metric_loss(s, y, metric=metric, sigma=sigma, mode=mode, mask=m,
-                                                            **options)
+            return lambda s, y, m: gaprank.soft_metric_loss(s, y, metric=metric, g=g, sigma=sigma, mode=mode, mask=m)
         if self.kind == "lambdarank":
             return lambda s, y, m: gaprank.lambdarank_loss(s, y, metric=metric, g=g, sigma=sigma, k=self.k, mask=m)
         if self.kind == "ranknet":

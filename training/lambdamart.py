@@ -50,7 +50,7 @@ from ._sections import DataConfig, EvaluationConfig
 @dataclass
 class ObjectiveConfig:
     kind: Literal["gaprank", "native"] = "gaprank"
-    metric: str = "gap"  # a measure of gaprank's registry with swap deltas (gap, egap, xgap, ap, ndcg, ...)
+    metric: str = "gap"  # a measure string with swap deltas (gap, egap, ap, ndcg, nDCG@10, ERR, RBP(p=0.8), ...)
     g: list[float] | None = None
     sigma: float = 1.0
     truncation_level: int | None = None

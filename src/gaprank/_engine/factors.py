@@ -21,16 +21,14 @@ operation for all blocks; a :class:`FactorPlan` keeps what does not depend on th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from ..metrics._functional import gain_table, ideal_dcg, rank_discount
-from ..metrics._kernels import Kernel, safe_divide
-from ..metrics._ranking import RankedLists, default_g, rank_lists, resolve_g
-from ..metrics._registry import g_not_taken, objective_info
+from ..metrics import GainDiscountForm, Kernel, KernelForm, ListForm, Measure, RankedLists, rank_lists
 from .slots import SlotLayout
 
 
@@ -123,13 +121,14 @@ def kernel_product_matrix(kernel: Kernel) -> torch.Tensor:
 
 class FactorPlan:
     """What the swap-delta factors of lists laid out as ``layout`` need besides the ranking: the
-    kernel of an AP-family measure, or nDCG's gains and 1/IDCG. Both depend only on each list's
-    grade counts, so a plan built once serves every later ranking of the same lists (LambdaMART's
-    rounds). It keeps its buffers: the factors :meth:`factors` returns are valid until its next call.
+    kernel of an AP-family measure, the gains, discounts and 1/Z of a discounted-gain measure, or the
+    lists' grade counts for a measure with factors of its own. They depend only on each list's grade
+    counts, so a plan built once serves every later ranking of the same lists (LambdaMART's rounds).
+    It keeps its buffers: the factors :meth:`factors` returns are valid until its next call.
     """
 
-    def __init__(self, metric: str, layout: SlotLayout, k: int | None) -> None:
-        self.metric, self.layout, self.k = metric, layout, k
+    def __init__(self, layout: SlotLayout, k: int | None) -> None:
+        self.layout, self.k = layout, k
 
     def factors(self, grades: torch.Tensor) -> PairFactors:
         """Factors for ranked ``grades`` ``[S]`` (int64, any values at padding): the same lists
@@ -155,8 +154,8 @@ class KernelFactorPlan(FactorPlan):
     valid.col (names as in :meth:`factors`).
     """
 
-    def __init__(self, metric: str, layout: SlotLayout, kernel: Kernel, k: int | None = None) -> None:
-        super().__init__(metric, layout, k)
+    def __init__(self, layout: SlotLayout, kernel: Kernel, k: int | None = None) -> None:
+        super().__init__(layout, k)
         self.kernel = kernel
         self.product = kernel_product_matrix(kernel)  # [Q, 3C+2, 3C+1]
         c1 = kernel.matrix.shape[-1]
@@ -225,24 +224,20 @@ class KernelFactorPlan(FactorPlan):
         return self.result
 
 
-class NdcgFactorPlan(FactorPlan):
-    """nDCG (discount 1/log2(n+1)): ``(gain(y) - gain(x)) (D(a) - D(b)) / IDCG``, rank 4.
+class GainDiscountFactorPlan(FactorPlan):
+    """The discounted-gain family: ``(gain(y) - gain(x)) (disc(a) - disc(b)) / Z``, rank 4.
 
-    ``inv_idcg`` ``[Q]`` is 1 / IDCG (0 where IDCG is 0), from :func:`ndcg_inverse_ideal`;
-    ``discount_cutoff`` zeroes discounts beyond that rank (the delta of nDCG@k)."""
+    ``gains`` ``[c+1]`` per grade, ``discounts`` ``[S]`` per slot (0 beyond the measure's cutoff),
+    ``inverse_norm`` ``[Q]`` 1/Z per list (0 where no swap changes the measure)."""
 
-    def __init__(self, layout: SlotLayout, gains: torch.Tensor, inv_idcg: torch.Tensor,
-                 discount_cutoff: int | None = None) -> None:
-        super().__init__("ndcg", layout, discount_cutoff)
-        self.gains = gains
-        disc = rank_discount((layout.position + 1).to(torch.float64), "log2p1")
-        if discount_cutoff is not None:
-            disc.masked_fill_(layout.position >= discount_cutoff, 0.0)
-        self.disc = disc
-        self.scale = inv_idcg[layout.query] * layout.valid  # 1/IDCG, 0 at padding
-        # left = [disc, gain, -gain disc, 1], right = [gain, disc, 1, -gain disc] / IDCG
-        self.left = torch.stack([disc, disc, disc, torch.ones_like(disc)])
-        self.right = torch.stack([disc, disc * self.scale, self.scale, disc])
+    def __init__(self, layout: SlotLayout, gains: torch.Tensor, discounts: torch.Tensor,
+                 inverse_norm: torch.Tensor, k: int | None = None) -> None:
+        super().__init__(layout, k)
+        self.gains, self.disc = gains, discounts
+        self.scale = inverse_norm[layout.query] * layout.valid  # 1/Z, 0 at padding
+        # left = [disc, gain, -gain disc, 1], right = [gain, disc, 1, -gain disc] / Z
+        self.left = torch.stack([discounts, discounts, discounts, torch.ones_like(discounts)])
+        self.right = torch.stack([discounts, discounts * self.scale, self.scale, discounts])
         self.result = PairFactors(self.left, self.right, torch.empty(0), layout)
 
     def factors(self, grades: torch.Tensor) -> PairFactors:
@@ -254,84 +249,92 @@ class NdcgFactorPlan(FactorPlan):
         return self.result
 
 
-def ndcg_inverse_ideal(ranked: RankedLists, gains: torch.Tensor, ideal_cutoff: int | None) -> torch.Tensor:
-    """1 / IDCG@``ideal_cutoff`` per list, 0 where no document has a gain (LightGBM's LambdaRank
-    takes the ideal DCG at its truncation level, with full discounts)."""
-    idcg = ideal_dcg(ranked, gains, "log2p1", ideal_cutoff)
-    return safe_divide(torch.ones_like(idcg), idcg)
+class ListFactorPlan(FactorPlan):
+    """A measure with swap-delta factors of its own (:class:`~gaprank.metrics.ListForm`: ERR, Q), computed
+    block by block from each ranking."""
+
+    def __init__(self, layout: SlotLayout, form: ListForm, lists: Sequence[RankedLists], params: dict[str, Any],
+                 k: int | None = None) -> None:
+        super().__init__(layout, k)
+        self.form, self.lists, self.params = form, list(lists), params
+        self.result: PairFactors | None = None
+
+    def factors(self, grades: torch.Tensor) -> PairFactors:
+        layout = self.layout
+        assert self.form.swap_factors is not None, "a list plan is built for a form with swap factors"
+        grades = grades.masked_fill(~layout.valid, 0)  # whatever padding holds is never read as a grade
+        for block, ranked in zip(layout.blocks, self.lists, strict=True):
+            valid = layout.view(layout.valid, block)
+            current = dataclasses.replace(ranked, grades=layout.view(grades, block), valid=valid)
+            left, right = self.form.swap_factors(current, self.k, self.params)
+            if self.result is None:
+                shape = (left.shape[0], layout.num_slots)
+                self.result = PairFactors(torch.zeros(shape, dtype=torch.float64, device=grades.device),
+                                          torch.zeros(shape, dtype=torch.float64, device=grades.device), grades, layout)
+            layout.view(self.result.left, block).copy_(left)
+            layout.view(self.result.right, block).copy_(right * valid)
+        assert self.result is not None, "a layout has at least one block"
+        self.result.grades = grades
+        return self.result
 
 
-def metric_kernel(metric: str, ranked: RankedLists, g: torch.Tensor | None) -> Kernel | None:
-    """The kernel of an AP-family ``metric`` for these lists (None when the scale has no grades)."""
-    if not ranked.num_grades:
-        return None
-    info = objective_info(metric, mode="soft")
-    assert info.kernel is not None, f"{metric} has no kernel"
-    g_t = default_g(ranked.num_grades, ranked.grades.device) if g is None else g
-    return info.kernel(ranked, g_t)
+def rank_for_measure(scores, labels, measure: Measure, *, g=None, mask=None,
+                     grade_counts=None) -> tuple[RankedLists, dict[str, Any]]:
+    """Check a measure's settings (with GAP's ``g`` when given), rank the lists (ties stable) on the grade
+    scale they fix, and fill the settings that depend on the data (a uniform ``g`` over the lists' grades).
+
+    Returns the ranked lists and the measure's parameters, by keyword."""
+    values, scale, source = measure.settings(g)
+    ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties="stable", num_grades=scale,
+                        scale_source=source)
+    return ranked, measure.info.fill(values, ranked.num_grades, ranked.grades.device)
 
 
-def rank_for_metric(scores, labels, *, metric: str, g=None, mask=None, grade_counts=None,
-                    mode: str = "swap_deltas") -> tuple[RankedLists, torch.Tensor | None]:
-    """Validate the inputs of a metric-driven objective (``metric`` must have ``mode``: "swap_deltas",
-    "soft" or "exact") and rank the lists (ties stable).
-
-    Returns the ranked lists and the validated g (None unless the metric takes g and g is given)."""
-    info = objective_info(metric, mode=mode)
-    device = scores.device if isinstance(scores, torch.Tensor) else torch.device("cpu")
-    g_t = resolve_g(g, device) if info.uses_g else None
-    if g is not None and g_t is None:
-        raise g_not_taken(metric)
-    ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties="stable",
-                        num_grades=None if g_t is None else g_t.numel(),
-                        scale_source=f"g (c = {0 if g_t is None else g_t.numel()} grades)")
-    return ranked, g_t
-
-
-def plan_pair_factors(metric: str, lists: RankedLists | Sequence[RankedLists], g: torch.Tensor | None, *,
+def plan_pair_factors(measure: Measure, lists: RankedLists | Sequence[RankedLists], params: dict[str, Any], *,
                       layout: SlotLayout | None = None, k: int | None = None, ideal_cutoff: int | None = None,
                       gains: torch.Tensor | None = None) -> FactorPlan | None:
-    """The :class:`FactorPlan` of ``metric`` (at cutoff ``k``) for these lists; None when no pair can
-    change the metric (no grades above 0).
+    """The :class:`FactorPlan` of ``measure`` (with its ``params``, filled) for these lists; None when no
+    pair can change it (a kernel measure on a scale without grades above 0).
 
-    ``lists``: one :class:`RankedLists` per block of ``layout`` (their grade counts are what the
-    plan uses), or one batch, whose layout is then the one block ``[B, N]``. ``gains``: nDCG's gain
-    of each grade (float64, indexed by grade); default 2^l - 1. nDCG's ideal DCG is taken at
-    ``ideal_cutoff``, default ``k``."""
+    ``lists``: one :class:`RankedLists` per block of ``layout`` (their grade counts are what the plan uses),
+    or one batch, whose layout is then the one block ``[B, N]``. ``k``: the cutoff whose measure's deltas
+    these are (default the measure string's ``@k``). ``ideal_cutoff``: where a normaliser built from the
+    ideal ranking (nDCG's ideal DCG) is taken when the measure has no cutoff (LightGBM takes it at its
+    truncation level). ``gains``: a gain per grade replacing the measure's own (LightGBM's ``label_gain``)."""
     parts = [lists] if isinstance(lists, RankedLists) else list(lists)
     if layout is None:
         (ranked,) = parts
         layout = SlotLayout.single(ranked.n_docs, ranked.list_size)
-    if objective_info(metric).kernel is None:  # nDCG: gain times discount difference, no kernel
+    k = measure.k if k is None else k
+    form = measure.info.form
+    if isinstance(form, GainDiscountForm):
+        device = layout.valid.device
         if gains is None:
-            gains = gain_table(parts[0].num_grades, "exp2", layout.valid.device)
-        cutoff = k if ideal_cutoff is None else ideal_cutoff
-        inv_idcg = torch.cat([ndcg_inverse_ideal(ranked, gains, cutoff) for ranked in parts])
-        return NdcgFactorPlan(layout, gains, inv_idcg, discount_cutoff=k)
+            gains = form.gains(parts[0].num_grades, params, device)
+        cutoff = k if k is not None else ideal_cutoff
+        inverse_norm = torch.cat([form.inverse_norm(ranked, gains, k, params, cutoff) for ranked in parts])
+        discounts = form.discounts((layout.position + 1).to(torch.float64), params, k)
+        return GainDiscountFactorPlan(layout, gains, discounts, inverse_norm, k)
+    if isinstance(form, ListForm):
+        return ListFactorPlan(layout, form, parts, params, k)
+    assert isinstance(form, KernelForm), f"{measure.name} has no swap deltas"
     kernels = []
     for ranked in parts:
-        kernel_of_part = metric_kernel(metric, ranked, g)
+        kernel_of_part = form.build(ranked, params)
         if kernel_of_part is None:
             return None
         kernels.append(kernel_of_part)
     kernel = Kernel(torch.cat([kr.matrix for kr in kernels]), torch.cat([kr.diag for kr in kernels]),
                     torch.cat([kr.defined for kr in kernels]))
-    return KernelFactorPlan(metric, layout, kernel, k)
+    return KernelFactorPlan(layout, kernel, k)
 
 
-def pair_factors(metric: str, ranked: RankedLists, g: torch.Tensor | None, *, k: int | None = None,
-                 ideal_cutoff: int | None = None, gains: torch.Tensor | None = None) -> PairFactors | None:
-    """Swap-delta factors of ``metric`` (at cutoff ``k``) for one batch of ranked lists (a one-block
-    layout); None when no pair can change it. Options as in :func:`plan_pair_factors`."""
-    plan = plan_pair_factors(metric, ranked, g, k=k, ideal_cutoff=ideal_cutoff, gains=gains)
+def pair_factors(measure: Measure, ranked: RankedLists, params: dict[str, Any], *, k: int | None = None,
+                 ideal_cutoff: int | None = None) -> PairFactors | None:
+    """Swap-delta factors of ``measure`` for one batch of ranked lists (a one-block layout); None when no
+    pair can change it. Options as in :func:`plan_pair_factors`."""
+    plan = plan_pair_factors(measure, ranked, params, k=k, ideal_cutoff=ideal_cutoff)
     return None if plan is None else plan.factors(ranked.grades.reshape(-1))
-
-
-def kernel_swap_deltas(ranked: RankedLists, kernel: Kernel, k: int | None = None) -> torch.Tensor:
-    """Signed change of a kernel measure for every swap, in rank space: ``[B, N, N]``, symmetric,
-    zero on the diagonal and for pairs involving padding or equal grades."""
-    plan = KernelFactorPlan("kernel", SlotLayout.single(ranked.n_docs, ranked.list_size), kernel, k)
-    return symmetric_deltas(plan.factors(ranked.grades.reshape(-1)), ranked.list_size)
 
 
 def symmetric_deltas(factors: PairFactors, size: int) -> torch.Tensor:

@@ -32,8 +32,7 @@ from ..data import (
     to_json,
     write_atomic,
 )
-from ..metrics import Conventions, evaluate_letor, parse_measure
-from ..metrics._names import Measure
+from ..metrics import Conventions, Measure, evaluate_letor, parse_measure
 
 # How TREC mode's measures read when their string leaves a setting open: as trec_eval and ir_measures
 # (whose measure syntax gaprank's strings copy) read them.
@@ -149,15 +148,8 @@ def _eval_trec(args: argparse.Namespace) -> None:
 
 def _grade_scale(measure: Measure, g: list[float] | None) -> int:
     """The largest grade ``measure``'s own parameters set (0 when they set none)."""
-    scales = [0]
-    if measure.kwargs.get("max_grade") is not None:
-        scales.append(int(measure.kwargs["max_grade"]))
-    thresholds = measure.kwargs.get("g", g if measure.uses_g else None)
-    if thresholds is not None:
-        scales.append(len(thresholds))
-    if isinstance(measure.kwargs.get("p"), list):  # eRAP, eRRBP: p_0..p_c
-        scales.append(len(measure.kwargs["p"]) - 1)
-    return max(scales)
+    _, scale, _ = measure.settings(g if measure.uses_g and "g" not in measure.kwargs else None)
+    return scale or 0
 
 
 def _trec_rows(qids: list[str], qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], tie_rule: str,

@@ -12,10 +12,7 @@ import torch
 from .._inputs import GaprankInputError
 from .._padding import LengthBucket, check_group_sizes, length_buckets, per_query_by_bucket
 from .._typing import ArrayLike
-from ..metrics._functional import err
-from ..metrics._letor_eval import Conventions, get_conventions, whole_set_g
-from ..metrics._names import Measure, parse_measure
-from ..metrics._ranking import resolve_g
+from ..metrics import Conventions, Measure, get_conventions, parse_measure, resolve_g
 from ._folds import check_whole_queries
 from ._layout import LayoutCache, check_flat_labels, check_flat_scores
 
@@ -62,14 +59,12 @@ class RankingEval:
         scores = check_flat_scores(preds, layout.labels.size)
         # a measure whose scale defaults to the largest label takes the whole set's, not a bucket's
         top = int(layout.labels.max())
-        g = whole_set_g(self.g, top)
-        options = {m.name: {**self.conventions.keywords(m.function),
-                            **({"max_grade": max(top, 1)} if m.function is err and "max_grade" not in m.kwargs else {})}
+        options = {m.name: {**self.conventions.keywords(m.function), **m.whole_set_keywords(top, self.g)}
                    for m in self.measures}
 
         def evaluate(bucket: LengthBucket) -> dict[str, Any]:
             s, y = bucket.take(scores), bucket.take(layout.labels)
-            return {m.name: m(s, y, g=g, mask=bucket.mask, reduction="none", **options[m.name]) for m in self.measures}
+            return {m.name: m(s, y, mask=bucket.mask, reduction="none", **options[m.name]) for m in self.measures}
 
         return per_query_by_bucket(layout.buckets, layout.group_sizes.size, evaluate)
 

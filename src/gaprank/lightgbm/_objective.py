@@ -34,8 +34,7 @@ from .._engine.factors import FactorPlan, plan_pair_factors
 from .._engine.pairs import PairwiseEngine
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
 from .._typing import ArrayLike
-from ..metrics import g_not_taken, objective_info
-from ..metrics._ranking import default_g, rank_lists, resolve_g
+from ..metrics import GainDiscountForm, Measure, objective_measure, rank_lists
 from ._folds import check_whole_queries
 from ._layout import LayoutCache, QueryLayout, check_flat_scores
 
@@ -46,11 +45,12 @@ PRECISIONS = ("float32", "float64")
 CACHE_BLOCK_ELEMENTS = 1 << 18
 
 
-def _check_label_gain(label_gain: ArrayLike | None, metric: str) -> torch.Tensor | None:
+def _check_label_gain(label_gain: ArrayLike | None, measure: Measure) -> torch.Tensor | None:
     if label_gain is None:
         return None
-    if objective_info(metric).kernel is not None:  # a gain per label belongs to nDCG, not to a kernel measure
-        raise GaprankInputError(f"label_gain applies to metric='ndcg' only, not {metric!r} (the AP family uses g)")
+    if not (isinstance(measure.info.form, GainDiscountForm) and "gain" in measure.info.parameters):
+        # a gain per label replaces the gain table of nDCG (and DCG), not a kernel's or a relevance rule
+        raise GaprankInputError(f"label_gain applies to metric='ndcg' only, not {measure.name!r} (the AP family uses g)")
     gains = np.asarray(label_gain, dtype=np.float64)
     if gains.ndim != 1 or gains.size == 0 or not np.isfinite(gains).all():
         raise GaprankInputError(f"label_gain must be a non-empty 1-D list of finite gains, one per label; got {label_gain!r}")
@@ -108,18 +108,17 @@ class LambdaRankObjective:
         precision: str = "float32",
         block_elements: int = CACHE_BLOCK_ELEMENTS,
     ) -> None:
-        info = objective_info(metric)
-        self.metric = metric
-        self.uses_g = info.uses_g
+        self.measure = objective_measure(metric)
+        self.metric = self.measure.name
         self.sigma = check_sigma(sigma)
         self.truncation_level = check_positive_int(truncation_level)
         if not isinstance(norm, (bool, np.bool_)):
             raise GaprankInputError(f"norm must be True or False; got {norm!r}")
         self.norm = bool(norm)
-        if g is not None and not info.uses_g:
-            raise g_not_taken(metric)
-        self.g = None if g is None else resolve_g(g, torch.device("cpu"))
-        self.label_gain = _check_label_gain(label_gain, metric)
+        # the measure's settings, checked once; the grade scale they fix, if any
+        self._settings, self._scale, self._scale_source = self.measure.settings(g)
+        self.g = self._settings.get("g")
+        self.label_gain = _check_label_gain(label_gain, self.measure)
         self.block_elements = check_positive_int(block_elements)
         check_choice(precision, "precision", PRECISIONS)
         self.precision = precision
@@ -130,32 +129,25 @@ class LambdaRankObjective:
         return (f"{type(self).__name__}(metric={self.metric!r}, g={g}, sigma={self.sigma}, "
                 f"truncation_level={self.truncation_level}, norm={self.norm}, precision={self.precision!r})")
 
-    def _scale_g(self, layout: QueryLayout) -> torch.Tensor | None:
-        """g for the whole data set: the user's, or uniform over grades 1..(largest label)."""
-        if not self.uses_g:
-            return None
-        if self.g is None:
-            return default_g(layout.max_label, torch.device("cpu"))
-        if layout.max_label > self.g.numel():
-            raise GaprankInputError(f"label {layout.max_label} is above the grade scale 0..{self.g.numel()} "
-                                    f"set by g (c = {self.g.numel()} grades)")
-        return self.g
-
     def _prepare(self, labels: ArrayLike, group: ArrayLike | None) -> _PreparedData:
         """Lay out the rankable queries and build their factor plan and pair engine (once per data set)."""
         layout = QueryLayout.build(labels, group, only_rankable=True, rows=self.truncation_level)
         if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
             raise GaprankInputError(f"label {layout.max_label} has no gain: label_gain has {self.label_gain.numel()} "
                                     f"entries (labels 0..{self.label_gain.numel() - 1})")
-        g = self._scale_g(layout)
-        num_grades = layout.max_label if g is None else g.numel()
+        if self._scale is not None and layout.max_label > self._scale:
+            raise GaprankInputError(f"label {layout.max_label} is above the grade scale 0..{self._scale} "
+                                    f"set by {self._scale_source}")
+        # unset settings that depend on the data (a uniform g) take the whole data set's grade scale
+        num_grades = layout.max_label if self._scale is None else self._scale
+        params = self.measure.info.fill(self._settings, num_grades, torch.device("cpu"))
         dtype = getattr(torch, self.precision)
         plan = engine = None
         if layout.slots.num_slots:
             lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
                                 num_grades=num_grades) for b in layout.buckets]
-            plan = plan_pair_factors(self.metric, lists, g, layout=layout.slots, ideal_cutoff=self.truncation_level,
-                                     gains=self.label_gain)
+            plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
+                                     ideal_cutoff=self.truncation_level, gains=self.label_gain)
             engine = PairwiseEngine(layout.slots, sigma=self.sigma, truncation=self.truncation_level, norm=self.norm,
                                     with_hessian=True, with_cost=False, dtype=dtype, block_elements=self.block_elements)
         return _PreparedData.build(layout, plan, engine, dtype)
@@ -234,9 +226,11 @@ def lambdarank_objective(
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
-    ``metric``: "gap", "egap", "xgap" (with threshold probabilities ``g``, default uniform over the
-    data set's grades), "ap" (relevant = label >= 1) or "ndcg" (gain ``label_gain``, default
-    :math:`2^l - 1`; ideal DCG at ``truncation_level``, discounts :math:`1/\log_2(1 + n)` at every rank).
+    ``metric``: any measure string with swap deltas: "gap", "egap", "xgap" (with threshold probabilities
+    ``g``, default uniform over the data set's grades), "ap" (relevant = label >= 1), "AP(rel=2)", "ndcg"
+    (gain ``label_gain``, default :math:`2^l - 1`; without a cutoff of its own, ideal DCG at
+    ``truncation_level`` and discounts :math:`1/\log_2(1 + n)` at every rank), "nDCG@10", "P@5",
+    "RBP(p=0.8)", "ERR", "Q", "vG", "eRAP(p=[0,0.5,1])", ...
     :math:`\Delta M_{ij}` is the exact change of the metric when documents i and j swap places in the
     ranking the current scores induce (ties in row order), in O(c) per pair (docs: The maths, "Swap deltas in O(c) per pair").
 
@@ -260,8 +254,8 @@ def lambdarank_objective(
     Parameters
     ----------
     metric : str
-        The measure whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg' (or any measure
-        registered with swap deltas).
+        The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg', 'nDCG@10',
+        'AP(rel=2)', 'RBP(p=0.8)', 'ERR', ... (any registered measure with swap deltas).
     g : array-like, optional
         GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's grades.
     sigma : float

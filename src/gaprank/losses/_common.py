@@ -7,7 +7,7 @@ import torch
 
 from .._autograd import first_derivatives_only
 from .._inputs import REDUCTIONS, GaprankInputError, batch_mask, check_choice
-from ..metrics._ranking import RankedLists
+from ..metrics import RankedLists
 
 
 def check_scores_tensor(scores) -> None:

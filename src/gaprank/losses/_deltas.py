@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from .._engine.factors import pair_factors, rank_for_metric, symmetric_deltas, to_document_space
-from .._inputs import check_positive_int
+from .._engine.factors import pair_factors, rank_for_measure, symmetric_deltas, to_document_space
+from .._inputs import GaprankInputError, check_positive_int
 from .._typing import ArrayLike
+from ..metrics import objective_measure
 
 
 def swap_deltas(
@@ -23,10 +24,12 @@ def swap_deltas(
 
     The ranking is the one the scores induce (higher first, ties in input order). The result is in
     document-index space (entry [b, i, j] is about documents i and j of query b), symmetric, and zero
-    for equal labels and for padding. ``metric`` is one of "gap", "xgap", "egap", "ap" (threshold 1),
-    "ndcg" (gain 2^l - 1, discount 1/log2(n+1)); ``k`` gives the delta of the measure at cutoff k.
-    AP-family deltas use the swap deltas of the docs' page The maths (O(c) per pair); nDCG uses
-    :math:`\Delta = (\mathrm{gain}(y) - \mathrm{gain}(x)) (D(a) - D(b)) / \mathrm{IDCG}`.
+    for equal labels and for padding. ``metric`` is any measure string with swap deltas ("gap", "AP(rel=2)",
+    "nDCG@10", "P@5", "RBP(p=0.8)", "ERR", "Q", "vG", "eRAP(p=[0,0.5,1])", ...); ``k`` (or the string's
+    ``@k``) gives the delta of the measure at cutoff k. AP-family deltas use the swap deltas of the docs'
+    page The maths (O(c) per pair); the discounted-gain family (nDCG, P@k, RBP, ...)
+    :math:`\Delta = (\mathrm{gain}(y) - \mathrm{gain}(x)) (D(a) - D(b)) / Z`; ERR and Q their own
+    forms, constant per pair.
 
     Examples
     --------
@@ -37,8 +40,11 @@ def swap_deltas(
     0.5
     """
     k = check_positive_int(k)
-    ranked, g_t = rank_for_metric(scores, labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts)
-    factors = pair_factors(metric, ranked, g_t, k=k)
+    measure = objective_measure(metric)
+    if k is not None and measure.k is not None and k != measure.k:
+        raise GaprankInputError(f"metric {measure.name!r} sets cutoff {measure.k}; k={k} disagrees")
+    ranked, params = rank_for_measure(scores, labels, measure, g=g, mask=mask, grade_counts=grade_counts)
+    factors = pair_factors(measure, ranked, params, k=k)
     if factors is None:
         rank_space = ranked.counts.new_zeros(ranked.batch, ranked.list_size, ranked.list_size)
     else:

@@ -38,7 +38,7 @@ import torch
 
 from .._autograd import first_derivatives_only
 from .._inputs import GaprankInputError
-from ..metrics._kernels import Kernel
+from ..metrics import Kernel
 
 GRID_STEP = 0.25  # t-grid step, in units of sigma (0.5 leaves ~1e-9 error, 0.25 none in float64)
 GRID_HALF_WIDTH = 8.0  # the grid reaches this many sigmas beyond the extreme scores

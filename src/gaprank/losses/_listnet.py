@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..metrics._ranking import rank_lists
+from ..metrics import rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import torch
 
-from .._engine.factors import pair_factors, rank_for_metric
+from .._engine.factors import pair_factors, rank_for_measure
 from .._engine.pairs import PairwiseTerms, pairwise_logistic
 from .._inputs import check_positive_int, check_sigma
-from ..metrics._ranking import rank_lists
+from ..metrics import objective_measure, rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
 
 
@@ -58,11 +58,14 @@ def lambdarank_loss(
         \quad \lambda_{ij} = \frac{\sigma |\Delta M_{ij}|}{1 + e^{\sigma (s_i - s_j)}}
 
     summed per query (then reduced over queries by ``reduction``). :math:`\Delta M_{ij}` is the change
-    of ``metric`` ("gap", "xgap", "egap", "ap", "ndcg") when documents i and j swap places in the ranking
-    the scores induce (docs: The maths, swap deltas: O(c) per pair; held fixed, as in LambdaRank). Ties in the
+    of ``metric`` when documents i and j swap places in the ranking the scores induce (held fixed, as in
+    LambdaRank). ``metric`` is any measure string with swap deltas: "gap", "eGAP(g=[0.2,0.8])", "AP(rel=2)",
+    "nDCG@10", "P@5", "RBP(p=0.8)", "ERR", "Q", "vG", "eRAP(p=[0,0.5,1])", ... (an ``@k`` gives the
+    deltas of the measure at cutoff k; docs: The maths, swap deltas in O(c) per pair). Ties in the
     scores are ranked in input order for Delta M and give :math:`\rho = 1/2`. ``k``: only pairs whose
-    higher-ranked document is in the current top k (LightGBM's truncation rule); for "ndcg", as in
-    LightGBM, the ideal DCG is then taken at depth k. Queries without two different labels give 0 loss
+    higher-ranked document is in the current top k (LightGBM's truncation rule); for a measure normalised
+    by the ideal ranking without a cutoff of its own ("ndcg"), as in LightGBM, the ideal is then taken
+    at depth k. Queries without two different labels give 0 loss
     and 0 gradient; padding gets exactly 0 gradient. Robertson et al. (2010), sec. 5; Burges et al. (2006).
 
     Examples
@@ -78,8 +81,9 @@ def lambdarank_loss(
     refuse_function_transforms(scores, "lambdarank_loss")
     sigma = check_sigma(sigma)
     k = check_positive_int(k)
-    ranked, g_t = rank_for_metric(scores.detach(), labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts)
-    factors = pair_factors(metric, ranked, g_t, ideal_cutoff=k)
+    measure = objective_measure(metric)
+    ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts)
+    factors = pair_factors(measure, ranked, params, ideal_cutoff=k)
     s, _ = as_batch(scores.detach(), mask)
     terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, factors,
                               sigma=sigma, truncation=k)

@@ -20,12 +20,10 @@ import math
 
 import torch
 
-from .._engine.factors import metric_kernel, rank_for_metric
-from .._inputs import GaprankInputError, check_choice, check_sigma
+from .._engine.factors import rank_for_measure
+from .._inputs import check_choice, check_sigma
 from ..distributions import pair_block, pairwise_matrix, rank_recursion
-from ..metrics import objective_info, objective_names
-from ..metrics._functional import gain_table, ideal_dcg, rank_discount
-from ..metrics._kernels import pivot_sum, safe_divide
+from ..metrics import GainDiscountForm, objective_measure, pivot_sum
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
 
@@ -94,11 +92,10 @@ def _paper_kernel_metric(s, m, labels, kernel, sigma):
     return (num / den * m).sum(-1)
 
 
-def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
-    """``[B, N]``: :math:`\\sum_r p_n(r) / \\log_2(r + 2)` over 0-based ranks r (SoftRank's rank laws)."""
-    size = s.shape[1]
-    discounts = rank_discount(torch.arange(1, size + 1, dtype=s.dtype, device=s.device), "log2p1")
-    return (rank_recursion(pairwise_matrix(s, m, sigma)) @ discounts) * m
+def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts: torch.Tensor) -> torch.Tensor:
+    """``[B, N]``: :math:`\\sum_r p_n(r)\\, \\mathrm{disc}(r)` over ranks r (SoftRank's rank laws), ``discounts``
+    ``[N]`` the discount at each rank."""
+    return (rank_recursion(pairwise_matrix(s, m, sigma)) @ discounts.to(s.dtype)) * m
 
 
 def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
@@ -106,29 +103,23 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
     check_choice(mode, "mode", MODES)
-    info = objective_info(metric, mode="soft")
-    if mode == "exact" and not info.exact:
-        raise GaprankInputError(
-            f"mode='exact' is available for the AP family ({', '.join(objective_names(mode='exact'))}); "
-            f"Soft{info.name} uses SoftRank's rank distributions (mode='paper')"
-        )
-    ranked, g_t = rank_for_metric(scores.detach(), labels, metric=metric, g=g, mask=mask, grade_counts=grade_counts,
-                                  mode="soft")
+    measure = objective_measure(metric, mode="exact" if mode == "exact" else "soft")
+    ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts)
     s, m = as_batch(scores, mask)
     doc_labels = ranked.document_grades()
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
     ideal_valid, ideal_grades = ideal_order >= 0, ideal_order.clamp_min(0)
-    if info.kernel is None:  # SoftNDCG: SoftRank's expected discounts
-        gains = gain_table(ranked.num_grades, "exp2", doc_labels.device)
-        idcg = ideal_dcg(ranked, gains, "log2p1", None)
-        defined = idcg > 0
-        inv_idcg = safe_divide(torch.ones_like(idcg), idcg)
-        dcg = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma)).sum(-1)
-        values = dcg * inv_idcg.to(s.dtype)
-        best_disc = rank_discount(ranked.positions(), "log2p1")
-        best = (gains[ideal_grades] * best_disc * ideal_valid).sum(-1) * inv_idcg
-        return values, best, defined, ranked
-    kernel = metric_kernel(metric, ranked, g_t)
+    form = measure.info.form
+    if isinstance(form, GainDiscountForm):  # SoftRank's expected discounts (SoftNDCG and its siblings)
+        gains = form.gains(ranked.num_grades, params, doc_labels.device)
+        _, defined, _ = form.normalise(ranked, gains, measure.k, params)
+        inverse = form.inverse_norm(ranked, gains, measure.k, params)
+        discounts = form.discounts(ranked.positions(), params, measure.k)
+        values = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma, discounts)).sum(-1)
+        values = values * inverse.to(s.dtype)
+        best = (gains[ideal_grades] * discounts * ideal_valid).sum(-1) * inverse
+        return values, best, torch.ones_like(inverse, dtype=torch.bool) if defined is None else defined, ranked
+    kernel = form.build(ranked, params)
     if kernel is None:  # no grade above 0 on the scale: every query is undefined
         zeros = s.new_zeros(s.shape[0])
         return zeros + 0.0 * s.sum(-1), zeros.to(torch.float64), zeros.bool(), ranked
@@ -153,13 +144,16 @@ def soft_metric(
 ) -> torch.Tensor:
     r"""The smooth value of ``metric`` under SoftRank's Gaussian score model, per query.
 
-    ``metric``: "gap", "xgap", "egap", "ap" (the AP family, through its kernel) or "ndcg" (SoftNDCG).
+    ``metric``: a measure string of the AP family (through its kernel: "gap", "xgap", "egap", "ap",
+    "AP(rel=2)", "vG", "eRAP(p=[0,0.5,1])", ...) or of the discounted-gain family (SoftRank's expected
+    discounts: "ndcg" is SoftNDCG, "nDCG@10", "P@5", "RBP(p=0.8)", ...).
     ``sigma`` is the standard deviation of every document's score, so
     :math:`\pi_{mn} = \Phi((s_m - s_n)/(\sigma\sqrt 2))`. ``mode="paper"``: the GAP paper's SoftGAP,
     :math:`\sum_n (K_{nn} + \sum_m \pi_{mn} K_{mn}) / (1 + \sum_m \pi_{mn})` (Robertson et al. 2010,
     sec. 5; a ratio of expectations). ``mode="exact"``: :math:`E[M]` exactly under the model
     (Poisson-binomial count above each pivot, Gauss-Legendre in x, a shared trapezoid grid in the
-    pivot's score; computed in float64; cost O(T N^2 c) per query, T ~ 4 range/sigma + 64).
+    pivot's score; computed in float64; cost O(T N^2 c) per query, T ~ 4 range/sigma + 64), for the AP
+    family.
     Returns ``[B]`` (a scalar for a 1-D query) in the scores' dtype; 0 where the metric is undefined
     (no relevant document). Equal scores give :math:`\pi = 1/2`.
 

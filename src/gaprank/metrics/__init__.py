@@ -1,6 +1,10 @@
-"""Exact ranking metrics: the graded-AP family, nDCG, P@k, Q-measure, RBP, ERR, eRAP/eRRBP."""
+"""Exact ranking metrics: the graded-AP family, nDCG, P@k, Q-measure, RBP, ERR, eRAP/eRRBP; the measure
+registry and measure strings."""
 
-from ._functional import (
+from ._forms import GainDiscountForm, KernelForm, ListForm, ideal_sum
+from ._kernels import Kernel, pivot_sum
+from ._letor_eval import CONVENTIONS, Conventions, evaluate_letor, get_conventions, letor_measure_names
+from ._measures import (
     average_precision,
     egap,
     erap,
@@ -8,7 +12,6 @@ from ._functional import (
     errbp,
     gap,
     generalized_ap,
-    kernel_metric,
     ndcg,
     precision,
     q_measure,
@@ -16,15 +19,14 @@ from ._functional import (
     sliding_ratio,
     xgap,
 )
-from ._letor_eval import CONVENTIONS, Conventions, evaluate_letor, get_conventions, letor_measure_names
-from ._names import Measure, parse_measure
+from ._names import Measure, objective_measure, parse_measure
+from ._ranking import RankedLists, rank_lists, resolve_g
 from ._registry import (
     MeasureInfo,
     ParamInfo,
     find_measure,
     g_not_taken,
     measures,
-    objective_info,
     objective_names,
     register,
     unregister,
@@ -52,13 +54,21 @@ __all__ = [
     "get_conventions",
     "letor_measure_names",
     "parse_measure",
+    "objective_measure",
     "MeasureInfo",
     "ParamInfo",
+    "KernelForm",
+    "GainDiscountForm",
+    "ListForm",
+    "Kernel",
+    "RankedLists",
+    "rank_lists",
+    "resolve_g",
+    "pivot_sum",
+    "ideal_sum",
     "find_measure",
     "g_not_taken",
-    "kernel_metric",
     "measures",
-    "objective_info",
     "objective_names",
     "register",
     "unregister",

@@ -24,9 +24,26 @@ from ._ranking import RankedLists
 
 @dataclass
 class Kernel:
-    matrix: torch.Tensor  # [B, c+1, c+1]: K[t, u], t = grade above, u = pivot grade
-    diag: torch.Tensor  # [B, c+1]: D[u], the pivot's own term
-    defined: torch.Tensor  # [B] bool: the normaliser is non-zero
+    """The kernel of an AP-family measure for a batch of queries.
+
+    Parameters
+    ----------
+    matrix : torch.Tensor
+        ``[B, c+1, c+1]`` float64: K[t, u], t = the grade above, u = the pivot's grade.
+    diag : torch.Tensor
+        ``[B, c+1]`` float64: D[u], the pivot's own term (``K[u, u]`` for every member but eRAP).
+    defined : torch.Tensor
+        ``[B]`` bool: the measure's normaliser is non-zero.
+    """
+
+    matrix: torch.Tensor
+    diag: torch.Tensor
+    defined: torch.Tensor
+
+    @classmethod
+    def with_diagonal(cls, matrix: torch.Tensor, defined: torch.Tensor) -> Kernel:
+        """The kernel whose pivot term is its own diagonal, ``D[u] = K[u, u]``."""
+        return cls(matrix, torch.diagonal(matrix, dim1=-2, dim2=-1).contiguous(), defined)
 
 
 def pivot_sum(grades: torch.Tensor, valid: torch.Tensor, kernel: Kernel, k: int | None = None) -> torch.Tensor:
@@ -60,10 +77,6 @@ def _cumulative_g(g: torch.Tensor) -> torch.Tensor:
     return torch.cat([g.new_zeros(1), torch.cumsum(g, 0)])
 
 
-def _with_diag(matrix: torch.Tensor, defined: torch.Tensor) -> Kernel:
-    return Kernel(matrix, torch.diagonal(matrix, dim1=-2, dim2=-1).contiguous(), defined)
-
-
 def ap_kernel(ranked: RankedLists, threshold: int) -> Kernel:
     """Binary AP at ``threshold``: ``K[t,u] = 1[t>=th] 1[u>=th] / RB(th)``."""
     c1 = ranked.num_grades + 1
@@ -71,7 +84,7 @@ def ap_kernel(ranked: RankedLists, threshold: int) -> Kernel:
     rel = (grades >= threshold).to(torch.float64)
     rb = ranked.recall_base[:, threshold] if threshold < c1 else ranked.counts.new_zeros(ranked.batch)
     matrix = safe_divide(torch.outer(rel, rel)[None], rb[:, None, None])
-    return _with_diag(matrix, rb > 0)
+    return Kernel.with_diagonal(matrix, rb > 0)
 
 
 def gap_kernel(ranked: RankedLists, g: torch.Tensor) -> Kernel:
@@ -79,7 +92,7 @@ def gap_kernel(ranked: RankedLists, g: torch.Tensor) -> Kernel:
     big_g = _cumulative_g(g)
     norm = ranked.counts @ big_g  # [B]
     matrix = safe_divide(big_g[_min_index(big_g.numel(), g.device)][None], norm[:, None, None])
-    return _with_diag(matrix, norm > 0)
+    return Kernel.with_diagonal(matrix, norm > 0)
 
 
 def _inverse_recall_terms(ranked: RankedLists, g: torch.Tensor) -> torch.Tensor:
@@ -95,7 +108,7 @@ def egap_kernel(ranked: RankedLists, g: torch.Tensor) -> Kernel:
     e = _inverse_recall_terms(ranked, g)  # [B, c+1]
     idx = _min_index(e.shape[1], g.device)
     matrix = e[:, idx]
-    return _with_diag(matrix, ranked.recall_base[:, 1] > 0 if ranked.num_grades else e.new_zeros(ranked.batch).bool())
+    return Kernel.with_diagonal(matrix, ranked.recall_base[:, 1] > 0 if ranked.num_grades else e.new_zeros(ranked.batch).bool())
 
 
 def xgap_kernel(ranked: RankedLists, g: torch.Tensor) -> Kernel:
@@ -104,7 +117,7 @@ def xgap_kernel(ranked: RankedLists, g: torch.Tensor) -> Kernel:
     big_g = _cumulative_g(g)
     w = safe_divide(_inverse_recall_terms(ranked, g), big_g[None, :].expand(ranked.batch, -1))  # [B, c+1]
     matrix = w[:, None, :] * big_g[_min_index(big_g.numel(), g.device)][None]
-    return _with_diag(matrix, ranked.recall_base[:, 1] > 0 if ranked.num_grades else w.new_zeros(ranked.batch).bool())
+    return Kernel.with_diagonal(matrix, ranked.recall_base[:, 1] > 0 if ranked.num_grades else w.new_zeros(ranked.batch).bool())
 
 
 def kishida_kernel(ranked: RankedLists) -> Kernel:
@@ -113,8 +126,8 @@ def kishida_kernel(ranked: RankedLists) -> Kernel:
     grades = torch.arange(c1, dtype=torch.float64, device=ranked.grades.device)
     raw = (grades[:, None] * (grades[None, :] > 0))[None].expand(ranked.batch, -1, -1).contiguous()
     ideal = ranked.ideal_grades()
-    norm = pivot_sum(ideal, ideal > 0, _with_diag(raw, torch.ones(ranked.batch, dtype=torch.bool)))
-    return _with_diag(safe_divide(raw, norm[:, None, None]), norm > 0)
+    norm = pivot_sum(ideal, ideal > 0, Kernel.with_diagonal(raw, torch.ones(ranked.batch, dtype=torch.bool)))
+    return Kernel.with_diagonal(safe_divide(raw, norm[:, None, None]), norm > 0)
 
 
 def erap_kernel(ranked: RankedLists, p: torch.Tensor) -> Kernel:

@@ -19,7 +19,8 @@ import numpy as np
 from .._inputs import GaprankInputError
 from .._padding import check_group_sizes, length_buckets, per_query_by_bucket
 from .._typing import ArrayLike
-from . import _functional as F
+from . import _measures as F
+from ._names import parse_measure
 from ._registry import user_model_measures
 
 
@@ -136,8 +137,9 @@ def evaluate_letor(
     if scores.ndim != 1 or labels.shape != scores.shape:
         raise GaprankInputError(f"scores and labels must be 1-D of the same length; got {scores.shape} and {labels.shape}")
     sizes = check_group_sizes(group_sizes, scores.size, what="group_sizes")
-    g = whole_set_g(g, int(labels.max()))
-    measures = user_model_measures()
+    # GAP's default g is uniform over the whole set's grades, not a bucket's
+    top = int(labels.max())
+    measures = [(info, parse_measure(info.name).whole_set_keywords(top, g)) for info in user_model_measures()]
 
     def evaluate(bucket: Any) -> dict[str, np.ndarray]:
         s, y, mask = bucket.take(scores), bucket.take(labels), bucket.mask
@@ -149,18 +151,10 @@ def evaluate_letor(
                                                    **conv.keywords(F.precision)))
         out["MAP"] = np.asarray(F.average_precision(s, y, mask=mask, reduction="none",
                                                     **conv.keywords(F.average_precision)))
-        for info in measures:  # GAP, xGAP, eGAP beside LETOR's own measures
-            out[info.name] = np.asarray(info.function(s, y, g=g, mask=mask, reduction="none",
+        for info, own in measures:  # GAP, xGAP, eGAP beside LETOR's own measures
+            out[info.name] = np.asarray(info.function(s, y, mask=mask, reduction="none", **own,
                                                       **conv.keywords(info.function)))
         return out
 
     # queries in buckets of similar length, each padded to its own longest: memory follows the data
     return per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
-
-
-def whole_set_g(g: ArrayLike | None, top: int) -> ArrayLike | None:
-    """GAP's user model for a data set evaluated in parts: the given ``g``, or the default (uniform over
-    grades 1..c) with c = ``top``, the largest label of the whole set, not of a part."""
-    if g is not None or top < 1:
-        return g
-    return [1.0 / top] * top

@@ -10,19 +10,70 @@ from typing import Any
 
 from .._inputs import GaprankInputError
 from .._typing import ArrayLike
-from ._registry import find_measure, known_names
+from ._registry import MeasureInfo, find_measure, g_not_taken, known_names, objective_names
 
 _NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
 
 
 @dataclass(frozen=True)
 class Measure:
-    """A parsed measure: ``measure(scores, labels, **common_keywords)`` evaluates it."""
+    """A parsed measure: ``measure(scores, labels, **common_keywords)`` evaluates it.
+
+    ``info`` is its registry entry; ``kwargs`` the keywords its string sets (``k`` for ``@k``)."""
 
     name: str
-    function: Callable[..., Any]
+    info: MeasureInfo
     kwargs: dict[str, Any] = field(default_factory=dict)
-    uses_g: bool = False
+
+    def serves(self, mode: str) -> bool:
+        """Whether it is an objective of this kind ("swap_deltas", "soft", "exact"), cutoff included."""
+        if not getattr(self.info, mode):
+            return False
+        return mode == "swap_deltas" or self.k is None or self.info.form.smooth_takes_cutoff
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled as its string: the entry is the registry's (a process that registered it has it)
+        return (parse_measure, (self.name,))
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The metric function of its entry."""
+        return self.info.function
+
+    @property
+    def uses_g(self) -> bool:
+        return self.info.uses_g
+
+    @property
+    def k(self) -> int | None:
+        """The cutoff ``@k`` (None: the whole list)."""
+        return self.kwargs.get("k")
+
+    def settings(self, g: ArrayLike | None = None) -> tuple[dict[str, Any], int | None, str]:
+        """Its own parameters, checked (unset ones at their defaults; GAP's ``g`` from the string or, when
+        the string sets none, the given ``g``), the grade scale they fix (None when none does) and what fixes
+        it. Defaults that depend on the data (a uniform ``g``) stay None until
+        :meth:`MeasureInfo.fill`."""
+        given = {key: value for key, value in self.kwargs.items() if key != "k"}
+        if g is not None:
+            if not self.uses_g:
+                raise g_not_taken(self.name)
+            if "g" in given:
+                raise GaprankInputError(f"measure {self.name!r} sets g; do not pass g as well")
+            given["g"] = g
+        return self.info.resolve(given)
+
+    def whole_set_keywords(self, top: int, g: ArrayLike | None = None) -> dict[str, Any]:
+        """Keywords for evaluating one part of a data set (a length bucket, a batch) as the whole: GAP's
+        ``g`` when given (and the string sets none), and every setting that defaults from the data (a
+        uniform ``g``, ERR's ``max_grade``) fixed at the whole set's grade scale 0..``top``."""
+        given_g = g if self.uses_g and "g" not in self.kwargs else None
+        values, _, _ = self.settings(given_g)
+        out: dict[str, Any] = {} if given_g is None else {"g": given_g}
+        for param in self.info.params:
+            if values[param.keyword] is None and param.fill is not None:
+                out[param.keyword] = param.fill(max(top, 1))
+        return out
 
     def __call__(self, scores: ArrayLike, labels: ArrayLike, *, g: ArrayLike | None = None, **common: Any) -> Any:
         """Evaluate; keywords in ``common`` that the measure's own name already set (``nDCG(gain=linear)``)
@@ -121,4 +172,51 @@ def parse_measure(name: str) -> Measure:
         kwargs["k"] = int(cutoff)
     elif entry.needs_cutoff:
         raise GaprankInputError(f"measure {name!r}: {base} needs a cutoff, e.g. {base}@10")
-    return Measure(name.strip(), entry.function, kwargs, entry.uses_g)
+    return Measure(name.strip(), entry, kwargs)
+
+
+CAPABILITIES = {"swap_deltas": "swap deltas (LambdaRank, LambdaMART)", "soft": "smooth (SoftRank) form",
+                "exact": "exact expectation (mode='exact', the AP family)"}
+
+
+def objective_measure(metric: str | Measure, *, mode: str = "swap_deltas") -> Measure:
+    """A measure string as an objective of one kind, checked: ``"gap"``, ``"nDCG@10"``, ``"AP(rel=2)"``,
+    ``"eRAP(p=[0,0.5,1])"``.
+
+    Parameters
+    ----------
+    metric : str or Measure
+        A measure string (:func:`parse_measure`).
+    mode : {"swap_deltas", "soft", "exact"}
+        LambdaRank / LambdaMART, SoftRank's smooth value, or the exact expectation.
+
+    Returns
+    -------
+    Measure
+
+    Raises
+    ------
+    GaprankInputError
+        When the measure has no such form; the message lists those that do.
+
+    Examples
+    --------
+    >>> from gaprank.metrics import objective_measure
+    >>> objective_measure("nDCG@10").k
+    10
+    """
+    if mode not in CAPABILITIES:
+        raise GaprankInputError(f"mode must be one of {', '.join(map(repr, CAPABILITIES))}; got {mode!r}")
+    if not isinstance(metric, (str, Measure)):
+        raise GaprankInputError(f"metric must be a measure string such as 'gap' or 'nDCG@10'; got {metric!r}")
+    try:
+        measure = parse_measure(metric) if isinstance(metric, str) else metric
+    except GaprankInputError as exc:
+        raise GaprankInputError(f"metric: {exc}") from None
+    if not getattr(measure.info, mode):
+        names = ", ".join(objective_names(mode=mode))
+        raise GaprankInputError(f"metric {measure.name!r}: {measure.info.name} has no {CAPABILITIES[mode]}; "
+                                f"measures with one: {names}")
+    if not measure.serves(mode):
+        raise GaprankInputError(f"metric {measure.name!r}: the smooth forms of {measure.info.name} take no cutoff @k")
+    return measure

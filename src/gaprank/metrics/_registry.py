@@ -1,49 +1,92 @@
-"""One registry of measures: each is said once, with everything that reads it.
+"""One registry of measures: each is said once, with its implementation, and everything reads it.
 
-An entry (:class:`MeasureInfo`) holds a measure's canonical name and aliases, its exact function, its
-parameters (:class:`ParamInfo`, as ir_measures names them: the name in a measure string, the function's
-keyword, type, default, description), its reference, and what the library can do with it: an AP-family
-kernel (``kernel``: ``(ranked, g) -> Kernel``), whether it takes GAP's user model ``g``, whether it is an
-objective with swap deltas (LambdaRank, LambdaMART), a smooth SoftRank mode and an exact E[M] mode.
-Measure strings (:func:`~gaprank.metrics.parse_measure`), swap deltas, the soft and exact losses, the
-LightGBM objective, LETOR evaluation, training configs and the comparison all read it; nothing else
-lists measures.
+An entry (:class:`MeasureInfo`) holds a measure's canonical name and aliases, its parameters
+(:class:`ParamInfo`, as ir_measures names them: the name in a measure string, the keyword, type, default,
+description, how a value is checked), its reference, its docstring, and its *form*: the implementation
+the library computes it with (:mod:`gaprank.metrics._forms`). What a measure can do follows from its form,
+never from a flag:
 
-Adding an AP-family measure as a metric *and* an objective is one kernel and one entry::
+* :class:`~gaprank.metrics.KernelForm` (the AP family): the metric, swap deltas (LambdaRank, LambdaMART),
+  SoftRank's smooth value and the exact expectation;
+* :class:`~gaprank.metrics.GainDiscountForm` (nDCG, DCG, P@k, RBP, eRRBP, sliding ratio): the metric, swap
+  deltas and the smooth value;
+* :class:`~gaprank.metrics.ListForm` (ERR, Q): its own value and, when given, its own swap-delta factors.
 
-    register(MeasureInfo("myAP", kernel_metric(my_kernel, "my_ap"), kernel=my_kernel,
-                         swap_deltas=True, soft=True, exact=True, reference="..."))
+The metric function (``gaprank.metrics.gap``, ...) is built from the entry at registration; measure
+strings, the losses, the LightGBM and XGBoost objectives, LETOR evaluation and the training configs all
+read the registry; nothing else lists measures. A bad entry (no form, a form missing a part, a parameter
+without a type, a name already taken) is refused when it is built or registered.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError
-from . import _functional as F
+from .._inputs import GaprankInputError, check_positive_int, finalize
+from .._typing import MetricValue
 from ._docs import document_metric
-from ._kernels import Kernel, ap_kernel, egap_kernel, gap_kernel, xgap_kernel
-from ._ranking import RankedLists
+from ._forms import Form
+from ._ranking import rank_lists
 
-KernelBuilder = Callable[[RankedLists, torch.Tensor], Kernel]
+PARAM_TYPES = (int, float, str, list)
+# Keywords every metric function has; a measure's own parameter may not take one of them.
+COMMON_KEYWORDS = ("scores", "labels", "k", "mask", "grade_counts", "ties", "empty_value", "reduction")
 
 
 @dataclass(frozen=True)
 class ParamInfo:
-    """A parameter of a measure: ``name`` in measure strings (``nDCG(gain=linear)``), the ``keyword``
-    of the measure's function, its type, its default and what it means."""
+    """A parameter of a measure.
+
+    Parameters
+    ----------
+    name : str
+        Its name in measure strings (``nDCG(gain=linear)``).
+    keyword : str
+        The keyword of the metric function.
+    dtype : {int, float, str, list}
+        Its type (``list``: a sequence of numbers, e.g. GAP's ``g``).
+    default : object
+        The value when none is given (None: unset, or filled from the data by ``fill``).
+    desc : str
+        What it means, for docs and messages.
+    required : bool
+        A measure string without it is refused when parsed.
+    example : str
+        A value to show in messages, e.g. ``"[0,0.5,1]"``.
+    check : callable, optional
+        ``check(value) -> value``: validates a given value (raising :class:`~gaprank.GaprankInputError`)
+        and returns it normalised (a list as a float64 tensor, say). Default: kept as given.
+    grade_scale : callable, optional
+        ``grade_scale(checked value) -> c``: the top grade a value fixes (GAP's ``g`` has c entries).
+    fill : callable, optional
+        ``fill(c) -> value``: the value of an unset parameter once the data's grade scale 0..c is known
+        (GAP's uniform ``g``, ERR's ``max_grade``).
+    """
 
     name: str
     keyword: str
     dtype: type
     default: Any
     desc: str
-    required: bool = False  # a measure string without it is refused when parsed
-    example: str = ""  # a value to show in messages, e.g. "[0,0.5,1]"
+    required: bool = False
+    example: str = ""
+    check: Callable[[Any], Any] | None = None
+    grade_scale: Callable[[Any], int] | None = None
+    fill: Callable[[int], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.dtype not in PARAM_TYPES:
+            raise GaprankInputError(f"parameter {self.name!r}: dtype must be one of int, float, str, list; "
+                                    f"got {self.dtype!r}")
+        if not self.name.isidentifier() or not self.keyword.isidentifier():
+            raise GaprankInputError(f"parameter {self.name!r}: name and keyword must be identifiers")
+        if not self.desc:
+            raise GaprankInputError(f"parameter {self.name!r}: desc is empty (docs and messages show it)")
 
     @property
     def type_text(self) -> str:
@@ -54,76 +97,189 @@ class ParamInfo:
             return kind
         return f"{kind}, optional" if self.default is None else f"{kind}, default {self.default!r}"
 
+    def checked(self, value: Any) -> Any:
+        """``value`` validated and normalised (None stays None)."""
+        if value is None or self.check is None:
+            return value
+        return self.check(value)
+
 
 @dataclass(frozen=True)
 class MeasureInfo:
-    """Everything the library knows of one measure; see the module doc."""
+    """Everything the library knows of one measure; see the module doc.
 
-    name: str  # canonical spelling in measure strings and tables, e.g. "GAP"
-    function: Callable[..., Any]  # the exact metric
+    Parameters
+    ----------
+    name : str
+        Canonical spelling in measure strings and tables, e.g. "GAP".
+    form : KernelForm, GainDiscountForm or ListForm
+        The implementation.
+    params : tuple of ParamInfo
+        Its own parameters, in the order of the metric function's keywords.
+    aliases : tuple of str
+        Other names (case-insensitive), e.g. "MAP" for AP.
+    reference : str
+        The paper and equation.
+    doc : str
+        The metric function's docstring: the definition in math, its reference, an example.
+    function_name : str
+        The metric function's ``__name__`` (default: the name in lower case).
+    needs_cutoff : bool
+        Defined at a cutoff only (P@k).
+    takes_cutoff : bool
+        Accepts ``@k``.
+    example : tuple of str
+        The docstring's example: scores, labels, other arguments (Python text) and the value rounded to
+        four digits, which the doctests check.
+    """
+
+    name: str
+    form: Form
     params: tuple[ParamInfo, ...] = ()
     aliases: tuple[str, ...] = ()
     reference: str = ""
-    kernel: KernelBuilder | None = None  # AP family: (ranked lists, g) -> Kernel
-    uses_g: bool = False  # takes GAP's user model g_1..g_c
-    swap_deltas: bool = False  # an objective: swap deltas, LambdaRank, LambdaMART
-    soft: bool = False  # SoftRank's smooth value (soft_metric mode="paper")
-    exact: bool = False  # exact E[M] under the Gaussian score model (mode="exact")
-    needs_cutoff: bool = False  # only defined at a cutoff (P@k)
+    doc: str = ""
+    function_name: str = ""
+    needs_cutoff: bool = False
     takes_cutoff: bool = True
+    example: tuple[str, ...] = ()
     parameters: dict[str, ParamInfo] = field(init=False, repr=False, compare=False)
+    function: Callable[..., MetricValue] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise GaprankInputError(f"measure name must be an identifier (letters, digits, _); got {self.name!r}")
+        if not isinstance(self.form, Form):
+            raise GaprankInputError(f"measure {self.name}: form must be a KernelForm, GainDiscountForm or ListForm "
+                                    f"(its implementation); got {type(self.form).__name__}")
+        self.form.check(self.name)
+        for param in self.params:
+            if not isinstance(param, ParamInfo):
+                raise GaprankInputError(f"measure {self.name}: params must be ParamInfo; got {type(param).__name__}")
+            if param.keyword in COMMON_KEYWORDS:
+                raise GaprankInputError(f"measure {self.name}: parameter keyword {param.keyword!r} is one every "
+                                        "metric has")
+        for attribute in ("name", "keyword"):
+            names = [getattr(p, attribute) for p in self.params]
+            if len(set(names)) != len(names):
+                raise GaprankInputError(f"measure {self.name}: a parameter {attribute} appears twice in {names}")
+        if self.needs_cutoff and not self.takes_cutoff:
+            raise GaprankInputError(f"measure {self.name}: needs_cutoff without takes_cutoff")
         object.__setattr__(self, "parameters", {p.name: p for p in self.params})
-        if self.exact and self.kernel is None:
-            raise GaprankInputError(f"measure {self.name}: an exact mode needs a kernel")
+        object.__setattr__(self, "function", _metric_function(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled by name: the entry is the registry's (a process that registered it has it)
+        return (registered, (self.name,))
 
     @property
     def key(self) -> str:
-        """The objective name of the measure: its canonical name in lower case ("gap", "ndcg")."""
+        """Its canonical name in lower case ("gap", "ndcg")."""
         return self.name.lower()
 
+    @property
+    def uses_g(self) -> bool:
+        """It takes GAP's user model ``g``."""
+        return "g" in self.parameters
 
-_G = ParamInfo("g", "g", list, None, "user threshold probabilities g_1..g_c (default uniform over grades 1..c)")
-_REL = ParamInfo("rel", "threshold", int, 1, "smallest grade counted as relevant")
-_RELEVANCE_P = ParamInfo("p", "p", list, None, "probability of relevance of each grade 0..c", required=True,
-                         example="[0,0.5,1]")
-_SHORT = ParamInfo("short_list", "short_list", str, "pad", "a list shorter than k: 'pad' (missing ranks count as "
-                   "non-relevant) or 'zero' (the query scores 0, as LETOR 3.0's tool)")
+    @property
+    def swap_deltas(self) -> bool:
+        """It has swap deltas: a LambdaRank loss and a LambdaMART objective."""
+        return self.form.has_swap_deltas
+
+    @property
+    def soft(self) -> bool:
+        """It has SoftRank's smooth value (``soft_metric``, ``mode="paper"``)."""
+        return self.form.has_smooth
+
+    @property
+    def exact(self) -> bool:
+        """It has the exact expectation under the Gaussian score model (``mode="exact"``)."""
+        return self.form.has_exact
+
+    def resolve(self, given: dict[str, Any]) -> tuple[dict[str, Any], int | None, str]:
+        """Check the given keyword values; returns them (unset ones at their defaults), the grade scale
+        they fix (None when none does) and what fixes it, for messages."""
+        unknown = set(given) - {p.keyword for p in self.params}
+        if unknown:
+            raise GaprankInputError(f"{self.name} has no parameter {sorted(unknown)[0]!r}")
+        values, scale, source = {}, None, ""
+        for param in self.params:
+            value = param.checked(given.get(param.keyword, param.default))
+            if value is None and param.required:
+                raise GaprankInputError(f"{self.name} needs {param.keyword} ({param.desc})")
+            values[param.keyword] = value
+            if value is not None and param.grade_scale is not None:
+                scale = param.grade_scale(value)
+                shown = value.tolist() if isinstance(value, torch.Tensor) else value
+                source = (f"{param.keyword} (c = {scale} grades)" if param.keyword == "g"
+                          else f"{param.keyword} (grades 0..{scale})" if param.dtype is list
+                          else f"{param.keyword}={shown}")
+        return values, scale, source
+
+    def fill(self, values: dict[str, Any], num_grades: int, device: torch.device) -> dict[str, Any]:
+        """The values with unset data-dependent ones filled for the grade scale 0..``num_grades``, tensors
+        on ``device``."""
+        out = {}
+        for param in self.params:
+            value = values[param.keyword]
+            if value is None and param.fill is not None:
+                value = param.fill(num_grades)
+            out[param.keyword] = value.to(device) if isinstance(value, torch.Tensor) else value
+        return out
 
 
-def _ap(ranked: RankedLists, g: torch.Tensor) -> Kernel:
-    return ap_kernel(ranked, 1)
+def _metric_function(info: MeasureInfo) -> Callable[..., MetricValue]:
+    """The exact metric of an entry, with the signature every metric has."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    arrays = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="ArrayLike")
+              for n in ("scores", "labels")]
+    cutoff = [inspect.Parameter("k", keyword, default=inspect.Parameter.empty if info.needs_cutoff else None,
+                                annotation="int" if info.needs_cutoff else "int | None")] if info.takes_cutoff else []
+    own = [inspect.Parameter(p.keyword, keyword, default=inspect.Parameter.empty if p.required else p.default,
+                             annotation="ArrayLike" if p.dtype is list else p.dtype.__name__) for p in info.params]
+    common = [inspect.Parameter("mask", keyword, default=None, annotation="ArrayLike | None"),
+              inspect.Parameter("grade_counts", keyword, default=None, annotation="ArrayLike | None"),
+              inspect.Parameter("ties", keyword, default="stable", annotation="str"),
+              inspect.Parameter("empty_value", keyword, default=0.0, annotation="float"),
+              inspect.Parameter("reduction", keyword, default="mean", annotation="str")]
+    # P@k lists k first, then its own parameters; other measures list their parameters, then k
+    ordered = cutoff + own if info.needs_cutoff else own + cutoff
+    signature = inspect.Signature(arrays + ordered + common, return_annotation="MetricValue")
+    form = info.form
+
+    def metric(*args: Any, **kwargs: Any) -> MetricValue:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = bound.arguments
+        k = check_positive_int(arguments.get("k"), allow_none=not info.needs_cutoff)
+        values, scale, source = info.resolve({p.keyword: arguments[p.keyword] for p in info.params})
+        ranked = rank_lists(arguments["scores"], arguments["labels"], mask=arguments["mask"],
+                            grade_counts=arguments["grade_counts"], ties=arguments["ties"], num_grades=scale,
+                            scale_source=source)
+        params = info.fill(values, ranked.num_grades, ranked.grades.device)
+        result, defined = form.value(ranked, k, params)
+        return finalize(result, defined, ranked.spec, empty_value=arguments["empty_value"],
+                        reduction=arguments["reduction"])
+
+    name = info.function_name or info.key
+    metric.__name__ = metric.__qualname__ = name
+    metric.__module__ = "gaprank.metrics"
+    metric.__signature__ = signature  # type: ignore[attr-defined]
+    metric.__doc__ = (info.doc or f"{info.name}: {info.reference}") + _example(name, info.example)
+    document_metric(metric, {p.keyword: (p.type_text, p.desc) for p in info.params})
+    return metric
 
 
-_ENTRIES = [
-    MeasureInfo("AP", F.average_precision, (_REL,), aliases=("MAP",), kernel=_ap, swap_deltas=True, soft=True,
-                exact=True, reference="binary average precision; Robertson, Kanoulas and Yilmaz 2010, sec. 2.1"),
-    MeasureInfo("GAP", F.gap, (_G,), kernel=gap_kernel, uses_g=True, swap_deltas=True, soft=True, exact=True,
-                reference="Robertson, Kanoulas and Yilmaz, SIGIR 2010, sec. 2.2; Ferrante, Ferro et al., eq. 4"),
-    MeasureInfo("xGAP", F.xgap, (_G,), kernel=xgap_kernel, uses_g=True, swap_deltas=True, soft=True, exact=True,
-                reference="Ferrante, Ferro et al., eq. 5"),
-    MeasureInfo("eGAP", F.egap, (_G,), kernel=egap_kernel, uses_g=True, swap_deltas=True, soft=True, exact=True,
-                reference="Ferrante, Ferro et al., eq. 6"),
-    MeasureInfo("nDCG", F.ndcg, (
-        ParamInfo("gain", "gain", str, "exp2", "'exp2' (2^l - 1) or 'linear' (the grade)"),
-        ParamInfo("discount", "discount", str, "log2p1", "'log2p1' (1/log2(r+1)) or 'jk' (1/max(1, log2 r), LETOR)"),
-        _SHORT), swap_deltas=True, soft=True, reference="Järvelin and Kekäläinen 2002; SoftNDCG: Taylor et al., WSDM 2008"),
-    MeasureInfo("P", F.precision, (_REL, _SHORT), needs_cutoff=True, reference="precision at k"),
-    MeasureInfo("RBP", F.rbp, (ParamInfo("p", "persistence", float, 0.8, "persistence"), _REL),
-                reference="Moffat and Zobel 2008"),
-    MeasureInfo("ERR", F.err, (ParamInfo("max_grade", "max_grade", int, None, "g_max (default: the largest label)"),),
-                reference="Chapelle, Metzler, Zhang and Grinspan, CIKM 2009"),
-    MeasureInfo("Q", F.q_measure, (ParamInfo("beta", "beta", float, 1.0, "Sakai's beta"),), takes_cutoff=False,
-                reference="Sakai; Kishida 2005, eq. 35"),
-    MeasureInfo("SR", F.sliding_ratio, reference="Sagara's modified sliding ratio; Kishida 2005, eq. 27"),
-    MeasureInfo("vG", F.generalized_ap, reference="Kishida's generalized average precision; Kishida 2005, eq. 42"),
-    MeasureInfo("eRAP", F.erap, (_RELEVANCE_P,),
-                reference="Ferrante, Ferro, Pontarollo, eq. 2"),
-    MeasureInfo("eRRBP", F.errbp, (_RELEVANCE_P,
-                                   ParamInfo("q", "persistence", float, 0.8, "persistence")),
-                reference="Ferrante, Ferro, Pontarollo, eq. 1"),
-]
+def _example(name: str, example: tuple[str, ...]) -> str:
+    """The Examples section of a metric's docstring."""
+    if not example:
+        return ""
+    scores, labels, options, value = example
+    call = f"{name}(np.array({scores}), np.array({labels}){', ' + options if options else ''})"
+    return ("\n\n    Examples\n    --------\n    >>> import numpy as np\n"
+            f"    >>> from gaprank.metrics import {name}\n    >>> round(float({call}), 4)\n    {value}\n    ")
+
 
 _REGISTRY: dict[str, MeasureInfo] = {}
 _LOOKUP: dict[str, MeasureInfo] = {}
@@ -131,6 +287,10 @@ _LOOKUP: dict[str, MeasureInfo] = {}
 
 def register(info: MeasureInfo) -> MeasureInfo:
     """Add a measure; its name and aliases (case-insensitive) must be new.
+
+    Its metric function is ``info.function``; its name becomes a measure string (``parse_measure``), and,
+    as its form allows, a LambdaRank loss, a LambdaMART objective and a smooth loss. See the docs' page
+    "Adding a measure".
 
     Parameters
     ----------
@@ -141,8 +301,26 @@ def register(info: MeasureInfo) -> MeasureInfo:
     -------
     MeasureInfo
         ``info``.
+
+    Examples
+    --------
+    >>> from gaprank.metrics import GainDiscountForm, MeasureInfo, register, unregister
+    >>> import numpy as np, torch
+    >>> toy = register(MeasureInfo("TopGrade", GainDiscountForm(
+    ...     gain=lambda c, params: torch.arange(c + 1, dtype=torch.float64),
+    ...     discount=lambda positions, params: (positions == 1).to(torch.float64))))
+    >>> float(toy.function(np.array([0.2, 0.9]), np.array([3, 1])))   # the grade ranked first
+    1.0
+    >>> unregister("TopGrade")
     """
+    if not isinstance(info, MeasureInfo):
+        raise GaprankInputError(f"register takes a MeasureInfo; got {type(info).__name__}")
     names = [info.name, *info.aliases]
+    for alias in info.aliases:
+        if not isinstance(alias, str) or not alias.isidentifier():
+            raise GaprankInputError(f"measure {info.name}: alias {alias!r} is not an identifier")
+    if len({n.lower() for n in names}) != len(names):
+        raise GaprankInputError(f"measure {info.name}: a name appears twice in {names}")
     taken = [n for n in names if n.lower() in _LOOKUP]
     if taken:
         raise GaprankInputError(f"measure name {taken[0]!r} is already registered")
@@ -165,9 +343,11 @@ def unregister(name: str) -> None:
         _LOOKUP.pop(n.lower(), None)
 
 
-for _entry in _ENTRIES:
-    register(_entry)
-    document_metric(_entry.function, {p.keyword: (p.type_text, p.desc) for p in _entry.params})
+def registered(name: str) -> MeasureInfo:
+    """The entry registered under canonical ``name`` (how an entry is unpickled)."""
+    if name not in _REGISTRY:
+        raise GaprankInputError(f"measure {name!r} is not registered in this process; register it before unpickling")
+    return _REGISTRY[name]
 
 
 def measures() -> list[MeasureInfo]:
@@ -229,8 +409,12 @@ def find_measure(name: str) -> MeasureInfo | None:
     return _LOOKUP.get(name.lower())
 
 
+MODES = ("swap_deltas", "soft", "exact")
+
+
 def objective_names(*, mode: str = "swap_deltas") -> tuple[str, ...]:
-    """The objective names of the measures that can serve as objectives of one kind.
+    """The measures that can serve as objectives of one kind (each with its parameters and ``@k`` as a
+    measure string: ``"nDCG@10"``, ``"AP(rel=2)"``).
 
     Parameters
     ----------
@@ -242,30 +426,6 @@ def objective_names(*, mode: str = "swap_deltas") -> tuple[str, ...]:
     tuple of str
         Lower-case canonical names, in registration order.
     """
+    if mode not in MODES:
+        raise GaprankInputError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
     return tuple(info.key for info in _REGISTRY.values() if getattr(info, mode))
-
-
-def objective_info(metric: str, *, mode: str = "swap_deltas") -> MeasureInfo:
-    """The entry of an objective, checked.
-
-    Parameters
-    ----------
-    metric : str
-        An objective name (a lower-case canonical name, e.g. "gap").
-    mode : {"swap_deltas", "soft", "exact"}
-        The kind of objective it must serve as.
-
-    Returns
-    -------
-    MeasureInfo
-
-    Raises
-    ------
-    GaprankInputError
-        When no measure of that name has ``mode``; the message lists those that do.
-    """
-    info = find_measure(metric) if isinstance(metric, str) else None
-    if info is None or metric != info.key or not getattr(info, mode):
-        names = objective_names(mode=mode)
-        raise GaprankInputError(f"metric must be one of {', '.join(map(repr, names))}; got {metric!r}")
-    return info

@@ -103,7 +103,8 @@ def objective(
     Parameters
     ----------
     metric : str
-        'gap', 'egap', 'xgap' (with ``g``), 'ap' or 'ndcg'.
+        A measure string with swap deltas: 'gap', 'egap', 'xgap' (with ``g``), 'ap', 'ndcg', 'nDCG@10',
+        'AP(rel=2)', 'RBP(p=0.8)', 'ERR', 'eRAP(p=[0,0.5,1])', ... (as :func:`gaprank.lightgbm.lambdarank_objective`).
     g : array-like, optional
         GAP's user model g_1..g_c; default uniform over the data set's grades.
     sigma : float
