@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gaprank import GaprankInputError
-from gaprank.lightgbm import ranking_feval
+from gaprank.boosting import RankingEval
 from gaprank.metrics import parse_measure
 
 DEFAULT_MEASURES = ["NDCG@10", "MAP", "P@10", "GAP"]
@@ -34,8 +34,9 @@ class EvaluationConfig:
     def validate(self) -> None:
         for name in [self.selection, *self.measures]:
             parse_measure(name)
-        ranking_feval(self.measures, g=self.g, conventions=self.conventions)
+        self.scorer()
 
-    def scorer(self, measures: list[str] | None = None):
-        """A :func:`gaprank.ranking_feval` for ``measures`` (default: all of ``self.measures``)."""
-        return ranking_feval(measures or self.measures, g=self.g, conventions=self.conventions)
+    def scorer(self, measures: list[str] | None = None) -> RankingEval:
+        """The engine-neutral :class:`gaprank.boosting.RankingEval` of ``measures`` (default: all of
+        ``self.measures``)."""
+        return RankingEval(measures or self.measures, g=self.g, conventions=self.conventions)

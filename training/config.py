@@ -136,7 +136,10 @@ def _build(cls: type[T], data: Any, where: str) -> T:
             values[name] = _convert(data[name], hints[name], key)
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{key} is required ({_describe(hints[name])})")
-    obj = cls(**values)
+    try:
+        obj = cls(**values)  # a section that checks itself when built (gaprank.boosting.LambdaMARTSettings)
+    except GaprankInputError as exc:
+        raise ConfigError(f"{where or 'config'}: {exc}") from None
     if isinstance(values.get("output_dir"), str):
         try:
             output_path(values["output_dir"], f"{where}.output_dir" if where else "output_dir")

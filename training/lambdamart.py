@@ -40,28 +40,24 @@ import lightgbm as lgb
 import numpy as np
 
 from gaprank import GaprankInputError
+from gaprank.boosting import LambdaMARTObjective, LambdaMARTSettings
 from gaprank.data import load_fold
-from gaprank.lightgbm import lambdarank_objective
+from gaprank.lightgbm import LambdaRankObjective, ranking_feval
 
 from ._runner import fold_script_main, quick_variant, run_folds
 from ._sections import DataConfig, EvaluationConfig
 
 
-@dataclass
-class ObjectiveConfig:
+@dataclass(frozen=True)
+class ObjectiveConfig(LambdaMARTSettings):
+    """gaprank's objective settings (:class:`gaprank.boosting.LambdaMARTSettings`: the measure string, g, sigma,
+    truncation_level, norm, label_gain, precision), or LightGBM's native lambdarank with the same ones."""
+
     kind: Literal["gaprank", "native"] = "gaprank"
-    metric: str = "gap"  # a measure string with swap deltas (gap, egap, ap, ndcg, nDCG@10, ERR, RBP(p=0.8), ...)
-    g: list[float] | None = None
-    sigma: float = 1.0
-    truncation_level: int | None = None
-    norm: bool = False
-    label_gain: list[float] | None = None
-    precision: Literal["float32", "float64"] = "float32"  # gaprank's pair arithmetic (LightGBM keeps float32)
 
     def validate(self) -> None:
         if self.kind == "native" and (self.metric != "ndcg" or self.g is not None):
             raise GaprankInputError("objective.kind 'native' is LightGBM's lambdarank: metric must be 'ndcg' and g unset")
-        self.build()  # gaprank's own checks: g sums to 1, sigma > 0, ...
 
     def build(self) -> Any:
         """The ``objective`` LightGBM parameter (and native lambdarank's own parameters)."""
@@ -72,9 +68,7 @@ class ObjectiveConfig:
             if self.label_gain is not None:
                 params["label_gain"] = self.label_gain
             return params
-        return {"objective": lambdarank_objective(self.metric, g=self.g, sigma=self.sigma,
-                                                  truncation_level=self.truncation_level, norm=self.norm,
-                                                  label_gain=self.label_gain, precision=self.precision)}
+        return {"objective": LambdaRankObjective(self)}
 
 
 # LightGBM parameters the config sets through its own keys (canonical names), and where.
@@ -265,7 +259,7 @@ def _train_lightgbm(config: LambdaMARTConfig, fold: Any) -> _Trained:
     start = time.perf_counter()
     booster = lgb.train(
         _lightgbm_params(config), train, num_boost_round=config.booster.num_boost_round, valid_sets=[vali],
-        valid_names=["vali"], feval=ev.scorer([ev.selection]),
+        valid_names=["vali"], feval=ranking_feval([ev.selection], g=ev.g, conventions=ev.conventions),
         callbacks=[lgb.early_stopping(config.booster.early_stopping_rounds, verbose=False),
                    lgb.record_evaluation(history)],
     )
@@ -297,8 +291,7 @@ def _train_xgboost(config: LambdaMARTConfig, fold: Any) -> _Trained:
             params["lambdarank_num_pair_per_sample"] = o.truncation_level
         params["lambdarank_normalization"] = params["lambdarank_score_normalization"] = o.norm
     else:
-        obj = gx.objective(o.metric, g=o.g, sigma=o.sigma, truncation_level=o.truncation_level, norm=o.norm,
-                           precision=o.precision)
+        obj = gx.XGBoostObjective(LambdaMARTObjective(o))
     history: dict[str, dict[str, list[float]]] = {}
     start = time.perf_counter()
     booster = xgb.train(params, train, num_boost_round=b.num_boost_round, obj=obj, evals=[(vali, "vali")],
@@ -340,16 +333,14 @@ def select_like_early_stopping(curve: list[float], patience: int) -> int:
 
 def _train_lightgbm_dask(config: LambdaMARTConfig, fold: Any) -> _Trained:
     from gaprank.dask import partition_by_query
-    from gaprank.lightgbm import sklearn_objective
+    from gaprank.lightgbm import SklearnObjective
 
     ev, b, o, settings = config.evaluation, config.booster, config.objective, config.dask
     X, y, group = fold.train.to_flat()
     Xv, yv, gv = fold.vali.to_flat()
     # native lambdarank's own parameters stay in params; the objective itself goes to DaskLGBMRanker
     params = {k: v for k, v in _lightgbm_params(config).items() if k not in ("objective", "num_threads", "metric")}
-    objective = "lambdarank" if o.kind == "native" else sklearn_objective(
-        o.metric, g=o.g, sigma=o.sigma, truncation_level=o.truncation_level, norm=o.norm, label_gain=o.label_gain,
-        precision=o.precision)
+    objective = "lambdarank" if o.kind == "native" else SklearnObjective(LambdaRankObjective(o))
     start = time.perf_counter()
     with _dask_client(settings) as client:
         workers = len(client.scheduler_info()["workers"])

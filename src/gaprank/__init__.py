@@ -2,12 +2,13 @@
 
 The public API is flat: every metric of :mod:`gaprank.metrics` and every objective of
 :mod:`gaprank.losses` and the LightGBM objectives of :mod:`gaprank.lightgbm` are re-exported here
-(``gaprank.gap``, ``gaprank.SoftGAPLoss``, ...), next to the
-sub-namespaces ``gaprank.metrics``, ``gaprank.losses``, ``gaprank.distributions``, ``gaprank.lightgbm`` and
-``gaprank.data``.
+(``gaprank.gap``, ``gaprank.SoftGAPLoss``, ...), next to the sub-namespaces ``gaprank.metrics``,
+``gaprank.losses``, ``gaprank.distributions``, ``gaprank.boosting`` (engine-neutral LambdaMART),
+``gaprank.lightgbm``, ``gaprank.data`` and, imported when needed, ``gaprank.xgboost``, ``gaprank.dask`` and
+``gaprank.testing``.
 """
 
-from . import data, distributions, lightgbm, losses, metrics
+from . import boosting, data, distributions, lightgbm, losses, metrics
 from ._autograd import FirstDerivativesOnly
 from ._inputs import MAX_GRADE, GaprankInputError
 from .lightgbm import lambdarank_objective, ranking_feval, sklearn_objective
@@ -19,6 +20,7 @@ from .metrics import __all__ as _metric_names
 __version__ = "0.1.0"
 
 __all__ = [
-    "GaprankInputError", "FirstDerivativesOnly", "MAX_GRADE", "data", "distributions", "lightgbm", "losses", "metrics",
+    "GaprankInputError", "FirstDerivativesOnly", "MAX_GRADE", "boosting", "data", "distributions", "lightgbm", "losses",
+    "metrics",
     "lambdarank_objective", "sklearn_objective", "ranking_feval", *_metric_names, *_loss_names,
 ]

@@ -1,6 +1,6 @@
-r"""XGBoost adapters: the LambdaRank gradients of :mod:`gaprank.lightgbm` in XGBoost's conventions.
+r"""XGBoost adapters: the engine-neutral LambdaMART of :mod:`gaprank.boosting` in XGBoost's conventions.
 
-The pair arithmetic is :class:`gaprank.lightgbm.LambdaRankObjective` (one engine for both boosters).
+The pair arithmetic is :class:`gaprank.boosting.LambdaMARTObjective` (one engine for both boosters).
 What differs is XGBoost's side: the query groups come from the DMatrix (``group_ptr``, set by ``qid=``
 or ``group=``), sample weights are one per query, and XGBoost's own lambdarank objectives report a
 hessian of :math:`2\,\sigma^2 |\Delta M_{ij}| \rho_{ij}(1 - \rho_{ij})` per pair, twice LightGBM's; the
@@ -16,7 +16,7 @@ import numpy as np
 
 from .._inputs import GaprankInputError
 from .._typing import ArrayLike
-from ..lightgbm import LambdaRankObjective, RankingEval
+from ..boosting import LambdaMARTObjective, LambdaMARTSettings, RankingEval, takes_settings
 from ..metrics import Conventions
 
 # XGBoost's lambdarank hessian per pair is 2 rho (1 - rho) |dM| (LightGBM's: rho (1 - rho) |dM|).
@@ -53,7 +53,7 @@ def _query_weights(dmatrix: Any, sizes: np.ndarray) -> np.ndarray | None:
 class XGBoostObjective:
     """``obj`` for ``xgboost.train``: ``(predt, dtrain) -> (grad, hess)``; see :func:`objective`."""
 
-    def __init__(self, objective: LambdaRankObjective) -> None:
+    def __init__(self, objective: LambdaMARTObjective) -> None:
         self.objective = objective
 
     def __call__(self, predt: np.ndarray, dtrain: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -76,15 +76,8 @@ class XGBoostMetric:
         return list(values.items())
 
 
-def objective(
-    metric: str = "gap",
-    *,
-    g: ArrayLike | None = None,
-    sigma: float = 1.0,
-    truncation_level: int | None = None,
-    norm: bool = False,
-    precision: str = "float32",
-) -> XGBoostObjective:
+@takes_settings(returns=("XGBoostObjective", "A callable ``(predt, dtrain) -> (grad, hess)``."))
+def objective(metric: str = "gap", **settings: Any) -> XGBoostObjective:
     r"""LambdaMART objective for ``xgboost.train(params, dtrain, obj=...)``: LambdaRank gradients weighted
     by :math:`|\Delta M|`, the exact swap delta of ``metric`` in the ranking the current scores induce.
 
@@ -100,27 +93,6 @@ def objective(
     Groups come from the DMatrix (``qid=`` or ``set_group``); labels must be integer grades
     0..30; weights, when set, are one per query (normalised to mean 1, as XGBoost does).
 
-    Parameters
-    ----------
-    metric : str
-        A measure string with swap deltas: 'gap', 'egap', 'xgap' (with ``g``), 'ap', 'ndcg', 'nDCG@10',
-        'AP(rel=2)', 'RBP(p=0.8)', 'ERR', 'eRAP(p=[0,0.5,1])', ... (as :func:`gaprank.lightgbm.lambdarank_objective`).
-    g : array-like, optional
-        GAP's user model g_1..g_c; default uniform over the data set's grades.
-    sigma : float
-        The logistic's steepness (XGBoost's own objectives use 1).
-    truncation_level : int, optional
-        Only pairs whose higher-ranked document is in the current top k; default every pair.
-    norm : bool
-        Divide by the score gap and normalise each query's lambdas (XGBoost's ``lambdarank_normalization``).
-    precision : {"float32", "float64"}
-        The type of the per-pair arithmetic.
-
-    Returns
-    -------
-    XGBoostObjective
-        A callable ``(predt, dtrain) -> (grad, hess)``.
-
     Examples
     --------
     >>> import numpy as np, xgboost as xgb
@@ -133,8 +105,7 @@ def objective(
     >>> booster.predict(dtrain).shape
     (60,)
     """
-    return XGBoostObjective(LambdaRankObjective(metric, g=g, sigma=sigma, truncation_level=truncation_level,
-                                                norm=norm, precision=precision))
+    return XGBoostObjective(LambdaMARTObjective(LambdaMARTSettings(metric, **settings)))
 
 
 def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,

@@ -1,0 +1,169 @@
+r"""LambdaMART, engine-neutral: the gradients and hessians of any measure's LambdaRank cost for flat rows
+grouped by query, on gaprank's swap-delta engine (LightGBM and XGBoost adapt it to their conventions).
+
+Per query and per pair with :math:`l_i > l_j`, :math:`\rho_{ij} = 1 / (1 + e^{\sigma (s_i - s_j)})` and
+
+.. math::
+
+    g_i = \frac{\partial C}{\partial s_i} = -\sum_{j: l_i > l_j} \lambda_{ij} + \sum_{j: l_j > l_i} \lambda_{ji},
+    \qquad \lambda_{ij} = \sigma |\Delta M_{ij}| \rho_{ij}, \qquad
+    h_i = \sum_{j \ne i} \sigma^2 |\Delta M_{ij}| \rho_{ij} (1 - \rho_{ij})
+
+the gradient and (diagonal) hessian of :math:`C = \sum |\Delta M_{ij}| \log(1 + e^{-\sigma (s_i - s_j)})`
+with :math:`\Delta M` held fixed (Burges 2010, "From RankNet to LambdaRank to LambdaMART", sec. 7;
+docs: The maths, "LambdaRank and LambdaMART"). Boosters minimise, so these are handed over as they are. The arithmetic is
+:class:`gaprank._engine.pairs.PairwiseEngine`, the engine of :func:`gaprank.lambdarank_loss`.
+
+Per data set (cached, so once per training run): the rankable queries are cut into length buckets by
+a cost model (:func:`gaprank._engine.buckets.bucket_bounds`) and laid end to end on one axis of
+slots (:class:`gaprank._engine.slots.SlotLayout`); the factor plan (the kernels or IDCGs, which
+depend only on grade counts) and the pair engine, with every buffer and view they use, are built
+once. Per round: one sort per bucket, then the swap-delta factors and the pair blocks, where each
+elementwise step is one tensor operation for all buckets (per cache-sized chunk of pairs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from .._engine.factors import FactorPlan, plan_pair_factors
+from .._engine.pairs import PairwiseEngine
+from .._inputs import GaprankInputError, check_positive_int
+from .._typing import ArrayLike
+from ..metrics import rank_lists
+from ._layout import LayoutCache, QueryLayout, check_flat_scores
+from ._settings import LambdaMARTSettings
+
+# Pairs per chunk: small enough that a chunk's scratch buffers (about 28 bytes per pair in float32)
+# stay near the cores' caches across the dozen elementwise passes, large enough that the fixed
+# operations per chunk stay few (the measurements behind the choice: docs/benchmarks.md).
+CACHE_BLOCK_ELEMENTS = 1 << 18
+
+
+@dataclass
+class _PreparedData:
+    """What stays fixed across rounds for one data set, and the buffers every round refills."""
+
+    layout: QueryLayout
+    plan: FactorPlan | None  # the swap-delta factors of all rankable queries (None: there are none)
+    engine: PairwiseEngine | None
+    scores: torch.Tensor  # [rows + 1] float64: this round's scores, -inf in the sentinel row
+    row_scores: torch.Tensor  # [S]: the scores of each slot's row (padding: the sentinel)
+    order: torch.Tensor  # [S] int64: rank slot -> row slot (within its list, then in the whole layout)
+    grades: torch.Tensor  # [S] int64: ranked
+    destination: torch.Tensor  # [S] int64: the row ranked at each slot
+    sorts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]  # per bucket: row scores, ranked scores, order
+    derivatives: torch.Tensor  # [2, rows]: grad and hess; 0 at the rows of unrankable queries
+    real_rows: torch.Tensor  # [m] int64: the rows ranked at the real slots
+    real_sums: torch.Tensor  # [2, m]: their grad and hess
+
+    @classmethod
+    def build(cls, layout: QueryLayout, plan: FactorPlan | None, engine: PairwiseEngine | None,
+              dtype: torch.dtype) -> _PreparedData:
+        slots = layout.slots
+        row_scores = torch.empty(slots.num_slots, dtype=torch.float64)
+        order = torch.empty(slots.num_slots, dtype=torch.int64)
+        # sorting writes straight into the engine's score buffer
+        ranked = engine.scores if engine is not None else torch.empty(0, dtype=torch.float64)
+        sorts = [(slots.view(row_scores, b), slots.view(ranked, b), slots.view(order, b)) for b in slots.blocks]
+        return cls(layout, plan, engine, torch.full((layout.num_rows + 1,), -math.inf, dtype=torch.float64),
+                   row_scores, order, torch.empty_like(order), torch.empty_like(order), sorts,
+                   torch.zeros(2, layout.num_rows, dtype=dtype), torch.empty(slots.real.numel(), dtype=torch.int64),
+                   torch.empty(2, slots.real.numel(), dtype=dtype))
+
+
+class LambdaMARTObjective:
+    """The LambdaRank gradients and hessians of a measure for flat rows grouped by query, engine-neutral.
+
+    ``settings``: a :class:`LambdaMARTSettings`, or its fields as a metric and keywords
+    (``LambdaMARTObjective("nDCG@10", truncation_level=30)``). :meth:`gradients` is what every booster's
+    adapter calls (:mod:`gaprank.lightgbm`, :mod:`gaprank.xgboost`). Per data set (cached, so once per
+    training run) the rankable queries are laid out and their factor plan and pair engine built; per call,
+    one sort per length bucket and the pair arithmetic.
+    """
+
+    def __init__(self, settings: LambdaMARTSettings | str = "gap", *, block_elements: int = CACHE_BLOCK_ELEMENTS,
+                 **fields: Any) -> None:
+        self.settings = settings if isinstance(settings, LambdaMARTSettings) else LambdaMARTSettings(settings, **fields)
+        if fields and isinstance(settings, LambdaMARTSettings):
+            raise GaprankInputError("give either a LambdaMARTSettings or its fields, not both")
+        self.measure = self.settings.measure
+        # the measure's own settings, checked once, and the grade scale they fix, if any
+        self._values, self._scale, self._scale_source = self.measure.settings(self.settings.g)
+        self.label_gain = (None if self.settings.label_gain is None else
+                           torch.tensor(self.settings.label_gain, dtype=torch.float64))
+        self.block_elements = check_positive_int(block_elements, "block_elements")
+        self._prepared = LayoutCache(self._prepare)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self.settings, f.name)!r}" for f in dataclasses.fields(self.settings))
+        return f"{type(self).__name__}({shown})"
+
+    def _prepare(self, labels: ArrayLike, group: ArrayLike | None) -> _PreparedData:
+        """Lay out the rankable queries and build their factor plan and pair engine (once per data set)."""
+        layout = QueryLayout.build(labels, group, only_rankable=True, rows=self.settings.truncation_level)
+        if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
+            raise GaprankInputError(f"label {layout.max_label} has no gain: label_gain has {self.label_gain.numel()} "
+                                    f"entries (labels 0..{self.label_gain.numel() - 1})")
+        if self._scale is not None and layout.max_label > self._scale:
+            raise GaprankInputError(f"label {layout.max_label} is above the grade scale 0..{self._scale} "
+                                    f"set by {self._scale_source}")
+        # unset settings that depend on the data (a uniform g) take the whole data set's grade scale
+        num_grades = layout.max_label if self._scale is None else self._scale
+        params = self.measure.info.fill(self._values, num_grades, torch.device("cpu"))
+        dtype = getattr(torch, self.settings.precision)
+        plan = engine = None
+        if layout.slots.num_slots:
+            lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
+                                num_grades=num_grades) for b in layout.buckets]
+            plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
+                                     ideal_cutoff=self.settings.truncation_level, gains=self.label_gain)
+            settings = self.settings
+            engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
+                                    norm=settings.norm, with_hessian=True, with_cost=False, dtype=dtype,
+                                    block_elements=self.block_elements)
+        return _PreparedData.build(layout, plan, engine, dtype)
+
+    def gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
+                  weight: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
+
+        Queries with fewer than two different labels get 0 and 0. ``weight`` (one per row), when
+        given, multiplies both, as LightGBM's own lambdarank does.
+        """
+        # No autograd here: inference mode spares every tensor operation its autograd bookkeeping.
+        with torch.inference_mode():
+            data = self._prepared.get(labels, group)
+            layout = data.layout
+            scores = check_flat_scores(preds, layout.num_rows)
+            if data.plan is not None:
+                data.scores[:-1] = torch.from_numpy(scores)
+                torch.index_select(data.scores, 0, layout.slot_rows, out=data.row_scores)
+                for row_scores, ranked_scores, order in data.sorts:
+                    # Rank each query: scores descending, ties in row order, padding (-inf) last.
+                    torch.sort(row_scores, dim=-1, descending=True, stable=True, out=(ranked_scores, order))
+                order = data.order.add_(layout.slots.list_start)  # within its list -> in the whole layout
+                torch.index_select(layout.slot_labels, 0, order, out=data.grades)
+                torch.index_select(layout.slot_rows, 0, order, out=data.destination)
+                factors = data.plan.factors(data.grades)
+                assert data.engine is not None, "a data set with a factor plan has a pair engine"
+                _, sums = data.engine.run(data.engine.scores, data.grades, factors)
+                real = layout.slots.real
+                data.derivatives.index_copy_(1, torch.index_select(data.destination, 0, real, out=data.real_rows),
+                                             torch.index_select(sums, 1, real, out=data.real_sums))
+            grad_np, hess_np = data.derivatives.numpy().astype(np.float64)
+        if weight is not None:
+            w = np.asarray(weight, dtype=np.float64)
+            if w.shape != grad_np.shape or not np.isfinite(w).all() or (w < 0).any():
+                problem = (f"shape {w.shape}" if w.shape != grad_np.shape else
+                           "a non-finite value" if not np.isfinite(w).all() else f"negative weight {w[w < 0][0]:g}")
+                raise GaprankInputError(f"weight must hold one finite non-negative number per row ({grad_np.size}); "
+                                        f"got {problem}")
+            grad_np, hess_np = grad_np * w, hess_np * w
+        return grad_np, hess_np

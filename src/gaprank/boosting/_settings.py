@@ -1,0 +1,114 @@
+"""The settings of a LambdaMART objective, declared once.
+
+:class:`LambdaMARTSettings` is the one frozen object behind every factory
+(:func:`gaprank.lightgbm.lambdarank_objective`, :func:`gaprank.lightgbm.sklearn_objective`,
+:func:`gaprank.xgboost.objective`) and the ``objective`` section of the training configs; the factories'
+signatures and Parameters sections are made from its fields (:func:`takes_settings`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+
+from .._docstrings import with_parameters
+from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
+from ..metrics import GainDiscountForm, Measure, objective_measure
+
+PRECISIONS = ("float32", "float64")
+
+# (type, description) of each setting, for the factories' docstrings
+SETTING_DOCS: dict[str, tuple[str, str]] = {
+    "metric": ("str, default 'gap'",
+               "The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg', 'nDCG@10', "
+               "'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any registered measure "
+               "with swap deltas). Without a cutoff of its own, a measure normalised by the ideal ranking (nDCG) takes "
+               "the ideal at ``truncation_level``, as LightGBM does."),
+    "g": ("sequence of float, optional",
+          "GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's grades."),
+    "sigma": ("float, default 1.0", "The logistic's steepness (LightGBM's ``sigmoid``)."),
+    "truncation_level": ("int, optional",
+                         "Only pairs whose higher-ranked document is in the current top k; default every pair."),
+    "norm": ("bool, default False",
+             "LightGBM's ``lambdarank_norm``: divide |dM| by 0.01 + |s_i - s_j| and scale each query's lambdas by "
+             "log2(1 + S)/S, S their sum."),
+    "label_gain": ("sequence of float, optional",
+                   "A gain per label replacing nDCG's 2^l - 1 (LightGBM's ``label_gain``); for nDCG only."),
+    "precision": ('{"float32", "float64"}, default "float32"',
+                  "The type of the per-pair arithmetic (swap deltas and score differences are formed in float64 "
+                  "and rounded once)."),
+}
+
+
+@dataclass(frozen=True)
+class LambdaMARTSettings:
+    """What a LambdaMART objective is: the measure whose swap deltas weigh the pairs and how the pairs are
+    weighed. Checked when built; see :data:`SETTING_DOCS` for each field.
+
+    Examples
+    --------
+    >>> from gaprank.boosting import LambdaMARTSettings
+    >>> LambdaMARTSettings("nDCG@10", truncation_level=30).measure.k
+    10
+    """
+
+    metric: str = "gap"
+    g: list[float] | None = None
+    sigma: float = 1.0
+    truncation_level: int | None = None
+    norm: bool = False
+    label_gain: list[float] | None = None
+    precision: Literal["float32", "float64"] = "float32"
+
+    def __post_init__(self) -> None:
+        measure = objective_measure(self.metric)
+        measure.settings(self.g)  # g and the string's own parameters, checked
+        check_sigma(self.sigma)
+        check_positive_int(self.truncation_level, "truncation_level")
+        if not isinstance(self.norm, (bool, np.bool_)):
+            raise GaprankInputError(f"norm must be True or False; got {self.norm!r}")
+        check_choice(self.precision, "precision", PRECISIONS)
+        if self.label_gain is not None:
+            if not (isinstance(measure.info.form, GainDiscountForm) and "gain" in measure.info.parameters):
+                # a gain per label replaces nDCG's gain table, not a kernel's or a relevance rule
+                raise GaprankInputError(f"label_gain applies to metric='ndcg' only, not {self.metric!r} "
+                                        "(the AP family uses g)")
+            gains = np.asarray(self.label_gain, dtype=np.float64)
+            if gains.ndim != 1 or gains.size == 0 or not np.isfinite(gains).all():
+                raise GaprankInputError("label_gain must be a non-empty 1-D list of finite gains, one per label; "
+                                        f"got {self.label_gain!r}")
+
+    @property
+    def measure(self) -> Measure:
+        """The parsed measure string."""
+        return objective_measure(self.metric)
+
+    def replace(self, **changes: Any) -> LambdaMARTSettings:
+        """A copy with some settings changed (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def takes_settings(returns: tuple[str, str]) -> Callable[[F], F]:
+    """Give a factory ``f(metric="gap", **settings)`` the signature ``f(metric="gap", *, g=None, sigma=1.0,
+    ...)`` of :class:`LambdaMARTSettings`' fields, and Parameters and Returns (``returns``: type and
+    description) sections before its Examples."""
+
+    def decorate(factory: F) -> F:
+        fields = dataclasses.fields(LambdaMARTSettings)
+        kinds = [inspect.Parameter.POSITIONAL_OR_KEYWORD] + [inspect.Parameter.KEYWORD_ONLY] * (len(fields) - 1)
+        parameters = [inspect.Parameter(field.name, kind, default=field.default)
+                      for field, kind in zip(fields, kinds, strict=True)]
+        factory.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            parameters, return_annotation=inspect.signature(factory).return_annotation)
+        with_parameters(factory, SETTING_DOCS, shared={}, returns=returns)
+        return factory
+
+    return decorate
