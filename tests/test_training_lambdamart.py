@@ -207,7 +207,7 @@ def test_lightgbm_dask_engine_selects_as_early_stopping_does(tmp_path):
 
 
 def test_select_like_early_stopping():
-    from training.lambdamart import select_like_early_stopping
+    from training.engines import select_like_early_stopping
 
     assert select_like_early_stopping([0.1, 0.3, 0.2, 0.3, 0.25, 0.5], patience=3) == 2
     assert select_like_early_stopping([0.1, 0.3, 0.2, 0.3, 0.25, 0.5], patience=4) == 6
@@ -243,3 +243,22 @@ def test_engine_settings_errors(tmp_path, changes, message):
         data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
     with pytest.raises(ConfigError, match=message):
         load_config(_write(tmp_path, data), LambdaMARTConfig)
+
+
+@pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
+def test_loading_a_config_trains_nothing(tmp_path, monkeypatch, engine):
+    """The engines' checks read their parameter tables and parsers; no boosting round runs at load time."""
+    xgb = pytest.importorskip("xgboost")
+    import lightgbm as lgb
+
+    def trained(*args, **kwargs):
+        raise AssertionError("a boosting round ran while a config was loaded")
+
+    monkeypatch.setattr(xgb, "train", trained)
+    monkeypatch.setattr(xgb.Booster, "update", trained)
+    monkeypatch.setattr(lgb, "train", trained)
+    monkeypatch.setattr(lgb.Booster, "update", trained)
+    data = {**_quick(tmp_path), "engine": engine}
+    data["booster"] = {**data.get("booster", {}), "params": {"max_depth": 4} if engine == "xgboost" else {"max_bin": 63}}
+    config = load_config(_write(tmp_path, data), LambdaMARTConfig)
+    assert config.engine == engine

@@ -49,12 +49,8 @@ def ranking_feval(
 
     Parameters
     ----------
-    measures : sequence of str
-        Measure strings (:func:`gaprank.metrics.parse_measure`), e.g. ``["GAP", "nDCG@10", "P(rel=2)@5"]``.
-    g : array-like, optional
-        GAP's user model for GAP, xGAP and eGAP.
-    conventions : {"letor3", "letor4"} or Conventions
-        How nDCG, P@k and short lists are scored (LETOR 3.0's or 4.0's evaluation tool).
+    measures, g, conventions
+        As in :class:`gaprank.boosting.RankingEval`.
 
     Returns
     -------

@@ -158,8 +158,10 @@ class GainDiscountForm(Form):
 
     def value(self, ranked: RankedLists, k: int | None, params: Params) -> Values:
         gains = self.gains(ranked.num_grades, params, ranked.grades.device)
-        discounts = self.discounts(ranked.positions(), params, k)
-        total = (gains[ranked.grades] * discounts * ranked.valid).sum(-1)
+        ranks = ranked.list_size if k is None else min(k, ranked.list_size)  # the ranks that count
+        positions = ranked.positions(ranks)
+        discounts = torch.as_tensor(self.discount(positions, params), dtype=torch.float64).expand_as(positions)
+        total = (gains[ranked.grades[:, :ranks]] * discounts * ranked.valid[:, :ranks]).sum(-1)
         norm, defined, short = self.normalise(ranked, gains, k, params)
         values = total if self.normaliser is None else total / torch.where(norm > 0, norm, torch.ones_like(norm))
         return (values if short is None else values.masked_fill(short, 0.0)), defined

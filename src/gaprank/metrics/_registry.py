@@ -248,15 +248,25 @@ def _metric_function(info: MeasureInfo) -> Callable[..., MetricValue]:
     signature = inspect.Signature(arrays + ordered + common, return_annotation="MetricValue")
     form = info.form
 
+    defaults = {p.name: p.default for p in ordered + common if p.default is not inspect.Parameter.empty}
+    required = [p.name for p in ordered if p.default is inspect.Parameter.empty]
+    own_keywords = [p.keyword for p in info.params]
+
     def metric(*args: Any, **kwargs: Any) -> MetricValue:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        arguments = bound.arguments
+        # the signature's binding, written out for the common call (scores and labels by position): the
+        # metric functions are called per bucket and per measure
+        if len(args) == 2 and kwargs.keys() <= defaults.keys() | set(required) and all(n in kwargs for n in required):
+            arguments = {**defaults, **kwargs}
+            scores, labels = args
+        else:
+            bound = signature.bind(*args, **kwargs)  # the TypeError Python would give, or the arguments
+            bound.apply_defaults()
+            arguments = bound.arguments
+            scores, labels = arguments["scores"], arguments["labels"]
         k = check_positive_int(arguments.get("k"), allow_none=not info.needs_cutoff)
-        values, scale, source = info.resolve({p.keyword: arguments[p.keyword] for p in info.params})
-        ranked = rank_lists(arguments["scores"], arguments["labels"], mask=arguments["mask"],
-                            grade_counts=arguments["grade_counts"], ties=arguments["ties"], num_grades=scale,
-                            scale_source=source)
+        values, scale, source = info.resolve({keyword: arguments[keyword] for keyword in own_keywords})
+        ranked = rank_lists(scores, labels, mask=arguments["mask"], grade_counts=arguments["grade_counts"],
+                            ties=arguments["ties"], num_grades=scale, scale_source=source)
         params = info.fill(values, ranked.num_grades, ranked.grades.device)
         result, defined = form.value(ranked, k, params)
         return finalize(result, defined, ranked.spec, empty_value=arguments["empty_value"],
