@@ -265,3 +265,22 @@ def test_required_measure_parameters_fail_before_any_evaluation(capsys):
         ranking_feval(["eRAP"])
     with pytest.raises(GaprankInputError, match=r"at least p_0 and p_1 .*got \[0.5\]"):
         erap(np.array([1.0, 2.0]), np.array([0, 1]), p=[0.5])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: M.objective_measure(5), "metric must be a measure string such as 'gap'"),
+    (lambda: M.objective_measure("gap", mode="pairs"), "mode must be one of 'swap_deltas', 'soft', 'exact'"),
+    (lambda: M.objective_names(mode="pairs"), "mode must be one of"),
+    (lambda: M.objective_measure("GAP(g=[0.5,0.5])", mode="exact").settings([0.5, 0.5]), "sets g; do not pass g"),
+    (lambda: check_measure("nope", lambda r, c, k: 0.0), "unknown measure 'nope'"),
+    (lambda: gaprank.boosting.LambdaMARTSettings("gap", sigma=0), "sigma must be a positive finite number"),
+    (lambda: gaprank.boosting.LambdaMARTSettings("gap", truncation_level=0), "truncation_level must be a positive"),
+    (lambda: gaprank.boosting.LambdaMARTObjective(gaprank.boosting.LambdaMARTSettings("gap"), sigma=2.0), "not both"),
+    (lambda: gaprank.boosting.LambdaMARTObjective("ndcg", block_elements=0), "block_elements must be a positive"),
+    (lambda: gaprank.boosting.RankingEval([]), "at least one"),
+    (lambda: gaprank.boosting.RankingEval(["GAP"]).evaluate([0.1, 0.2], [1, 0], [3]), "group"),
+])
+def test_new_public_entry_points_refuse_garbage_in_one_line(call, message):
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        call()
+    assert "\n" not in str(caught.value)

@@ -312,7 +312,7 @@ def plan_pair_factors(measure: Measure, lists: RankedLists | Sequence[RankedList
         if gains is None:
             gains = form.gains(parts[0].num_grades, params, device)
         cutoff = k if k is not None else ideal_cutoff
-        inverse_norm = torch.cat([form.inverse_norm(ranked, gains, k, params, cutoff) for ranked in parts])
+        inverse_norm = torch.cat([form.inverse_norm(ranked, gains, k, params, cutoff)[0] for ranked in parts])
         discounts = form.discounts((layout.position + 1).to(torch.float64), params, k)
         return GainDiscountFactorPlan(layout, gains, discounts, inverse_norm, k)
     if isinstance(form, ListForm):

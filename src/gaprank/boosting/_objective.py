@@ -90,9 +90,9 @@ class LambdaMARTObjective:
 
     def __init__(self, settings: LambdaMARTSettings | str = "gap", *, block_elements: int = CACHE_BLOCK_ELEMENTS,
                  **fields: Any) -> None:
-        self.settings = settings if isinstance(settings, LambdaMARTSettings) else LambdaMARTSettings(settings, **fields)
         if fields and isinstance(settings, LambdaMARTSettings):
             raise GaprankInputError("give either a LambdaMARTSettings or its fields, not both")
+        self.settings = settings if isinstance(settings, LambdaMARTSettings) else LambdaMARTSettings(settings, **fields)
         self.measure = self.settings.measure
         # the measure's own settings, checked once, and the grade scale they fix, if any
         self._values, self._scale, self._scale_source = self.measure.settings(self.settings.g)

@@ -67,6 +67,7 @@ class LambdaMARTSettings:
 
     def __post_init__(self) -> None:
         measure = objective_measure(self.metric)
+        object.__setattr__(self, "_measure", measure)  # parsed once; not a field
         measure.settings(self.g)  # g and the string's own parameters, checked
         check_sigma(self.sigma)
         check_positive_int(self.truncation_level, "truncation_level")
@@ -86,7 +87,7 @@ class LambdaMARTSettings:
     @property
     def measure(self) -> Measure:
         """The parsed measure string."""
-        return objective_measure(self.metric)
+        return self._measure  # type: ignore[attr-defined]
 
     def replace(self, **changes: Any) -> LambdaMARTSettings:
         """A copy with some settings changed (checked again)."""

@@ -112,8 +112,7 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
     form = measure.info.form
     if isinstance(form, GainDiscountForm):  # SoftRank's expected discounts (SoftNDCG and its siblings)
         gains = form.gains(ranked.num_grades, params, doc_labels.device)
-        _, defined, _ = form.normalise(ranked, gains, measure.k, params)
-        inverse = form.inverse_norm(ranked, gains, measure.k, params)
+        inverse, defined = form.inverse_norm(ranked, gains, measure.k, params)
         discounts = form.discounts(ranked.positions(), params, measure.k)
         values = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma, discounts)).sum(-1)
         values = values * inverse.to(s.dtype)

@@ -150,17 +150,18 @@ class GainDiscountForm(Form):
         return norm, defined, short
 
     def inverse_norm(self, ranked: RankedLists, gains: torch.Tensor, k: int | None, params: Params,
-                     cutoff: int | None = None) -> torch.Tensor:
-        """``1/Z`` per query, 0 where the measure is undefined or a short list scores 0 (no swap changes it)."""
-        norm, _, short = self.normalise(ranked, gains, k, params, cutoff)
+                     cutoff: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(1/Z, defined)`` per query: 1/Z is 0 where the measure is undefined or a short list scores 0 (no
+        swap changes it); ``defined`` as :meth:`normalise` gives it."""
+        norm, defined, short = self.normalise(ranked, gains, k, params, cutoff)
         inverse = safe_divide(torch.ones_like(norm), norm)
-        return inverse if short is None else inverse.masked_fill(short, 0.0)
+        return (inverse if short is None else inverse.masked_fill(short, 0.0)), defined
 
     def value(self, ranked: RankedLists, k: int | None, params: Params) -> Values:
         gains = self.gains(ranked.num_grades, params, ranked.grades.device)
         ranks = ranked.list_size if k is None else min(k, ranked.list_size)  # the ranks that count
         positions = ranked.positions(ranks)
-        discounts = torch.as_tensor(self.discount(positions, params), dtype=torch.float64).expand_as(positions)
+        discounts = self.discounts(positions, params, None)  # the positions stop at the cutoff already
         total = (gains[ranked.grades[:, :ranks]] * discounts * ranked.valid[:, :ranks]).sum(-1)
         norm, defined, short = self.normalise(ranked, gains, k, params)
         values = total if self.normaliser is None else total / torch.where(norm > 0, norm, torch.ones_like(norm))

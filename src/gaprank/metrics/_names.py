@@ -8,9 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from .._inputs import GaprankInputError
 from .._typing import ArrayLike
-from ._registry import MeasureInfo, find_measure, g_not_taken, known_names, objective_names
+from ._registry import MODES, MeasureInfo, find_measure, g_not_taken, known_names, objective_names
 
 _NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
 
@@ -69,11 +71,10 @@ class Measure:
         uniform ``g``, ERR's ``max_grade``) fixed at the whole set's grade scale 0..``top``."""
         given_g = g if self.uses_g and "g" not in self.kwargs else None
         values, _, _ = self.settings(given_g)
-        out: dict[str, Any] = {} if given_g is None else {"g": given_g}
-        for param in self.info.params:
-            if values[param.keyword] is None and param.fill is not None:
-                out[param.keyword] = param.fill(max(top, 1))
-        return out
+        filled = self.info.fill(values, max(top, 1), torch.device("cpu"))
+        unset = {keyword: filled[keyword] for keyword, value in values.items()
+                 if value is None and filled[keyword] is not None}
+        return unset if given_g is None else {"g": given_g, **unset}
 
     def __call__(self, scores: ArrayLike, labels: ArrayLike, *, g: ArrayLike | None = None, **common: Any) -> Any:
         """Evaluate; keywords in ``common`` that the measure's own name already set (``nDCG(gain=linear)``)
@@ -175,10 +176,6 @@ def parse_measure(name: str) -> Measure:
     return Measure(name.strip(), entry, kwargs)
 
 
-CAPABILITIES = {"swap_deltas": "swap deltas (LambdaRank, LambdaMART)", "soft": "smooth (SoftRank) form",
-                "exact": "exact expectation (mode='exact', the AP family)"}
-
-
 def objective_measure(metric: str | Measure, *, mode: str = "swap_deltas") -> Measure:
     """A measure string as an objective of one kind, checked: ``"gap"``, ``"nDCG@10"``, ``"AP(rel=2)"``,
     ``"eRAP(p=[0,0.5,1])"``.
@@ -205,8 +202,8 @@ def objective_measure(metric: str | Measure, *, mode: str = "swap_deltas") -> Me
     >>> objective_measure("nDCG@10").k
     10
     """
-    if mode not in CAPABILITIES:
-        raise GaprankInputError(f"mode must be one of {', '.join(map(repr, CAPABILITIES))}; got {mode!r}")
+    if mode not in MODES:
+        raise GaprankInputError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
     if not isinstance(metric, (str, Measure)):
         raise GaprankInputError(f"metric must be a measure string such as 'gap' or 'nDCG@10'; got {metric!r}")
     try:
@@ -215,7 +212,7 @@ def objective_measure(metric: str | Measure, *, mode: str = "swap_deltas") -> Me
         raise GaprankInputError(f"metric: {exc}") from None
     if not getattr(measure.info, mode):
         names = ", ".join(objective_names(mode=mode))
-        raise GaprankInputError(f"metric {measure.name!r}: {measure.info.name} has no {CAPABILITIES[mode]}; "
+        raise GaprankInputError(f"metric {measure.name!r}: {measure.info.name} has no {MODES[mode]}; "
                                 f"measures with one: {names}")
     if not measure.serves(mode):
         raise GaprankInputError(f"metric {measure.name!r}: the smooth forms of {measure.info.name} take no cutoff @k")

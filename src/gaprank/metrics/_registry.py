@@ -250,12 +250,13 @@ def _metric_function(info: MeasureInfo) -> Callable[..., MetricValue]:
 
     defaults = {p.name: p.default for p in ordered + common if p.default is not inspect.Parameter.empty}
     required = [p.name for p in ordered if p.default is inspect.Parameter.empty]
+    accepted = frozenset(defaults) | frozenset(required)
     own_keywords = [p.keyword for p in info.params]
 
     def metric(*args: Any, **kwargs: Any) -> MetricValue:
         # the signature's binding, written out for the common call (scores and labels by position): the
         # metric functions are called per bucket and per measure
-        if len(args) == 2 and kwargs.keys() <= defaults.keys() | set(required) and all(n in kwargs for n in required):
+        if len(args) == 2 and kwargs.keys() <= accepted and all(n in kwargs for n in required):
             arguments = {**defaults, **kwargs}
             scores, labels = args
         else:
@@ -419,7 +420,9 @@ def find_measure(name: str) -> MeasureInfo | None:
     return _LOOKUP.get(name.lower())
 
 
-MODES = ("swap_deltas", "soft", "exact")
+# What an objective of each kind needs of a measure's form, in messages.
+MODES = {"swap_deltas": "swap deltas (LambdaRank, LambdaMART)", "soft": "smooth (SoftRank) form",
+         "exact": "exact expectation (mode='exact', the AP family)"}
 
 
 def objective_names(*, mode: str = "swap_deltas") -> tuple[str, ...]:
