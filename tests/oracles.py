@@ -179,3 +179,36 @@ def sliding_ratio(r, counts, k=None):
     if den == 0:
         return None
     return sum(r[i - 1] / i for i in range(1, n + 1)) / den
+
+
+def reciprocal_rank(r, counts, threshold=1, k=None):
+    if recall_base(counts, threshold) == 0:
+        return None
+    for n, grade in enumerate(r, 1):
+        if k is not None and n > k:
+            break
+        if grade >= threshold:
+            return 1.0 / n
+    return 0.0
+
+
+def recall(r, counts, k, threshold=1):
+    rb = recall_base(counts, threshold)
+    if rb == 0:
+        return None
+    return sum(1 for x in r[:k] if x >= threshold) / rb
+
+
+def r_precision(r, counts, threshold=1):
+    rb = recall_base(counts, threshold)
+    if rb == 0:
+        return None
+    return sum(1 for x in r[:rb] if x >= threshold) / rb
+
+
+def success(r, k, threshold=1):
+    return 1.0 if any(x >= threshold for x in r[:k]) else 0.0
+
+
+def dcg(r, k=None, gain="exp2", discount="log2p1"):
+    return sum(_gain(x, gain) * _disc(n, discount) for n, x in enumerate(r, 1) if k is None or n <= k)

@@ -144,3 +144,61 @@ def test_a_measure_scale_above_the_qrels_top_grade(tmp_path, capsys):
     assert out[measures[0]] == pytest.approx(float(err(s, y, max_grade=4, k=20)), abs=1e-12)
     assert out[measures[1]] == pytest.approx(float(gap(s, y, g=[0.25] * 4)), abs=1e-12)
     assert out[measures[2]] == pytest.approx(float(erap(s, y, p=[0, 0.25, 0.5, 0.75, 1])), abs=1e-12)
+
+
+@pytest.mark.parametrize("rel", [1, 2])
+def test_trec_mode_rr_recall_rprec_success_match_trec_eval(tmp_path, trec_files, capsys, rel):
+    """recip_rank, recall_k, Rprec and success_k on graded qrels (relevance_level = rel), a query without any
+    relevant document included (trec_eval scores it 0)."""
+    qrels_path, run_path, qrels, run = trec_files
+    qrels = {**qrels, "50": {"N1": 0, "N2": 0}}
+    run = {**run, "50": {"N1": 0.5, "N2": 0.7, "N3": 0.1}}
+    (tmp_path / "qrels2").write_text(qrels_path.read_text() + "50 0 N1 0\n50 0 N2 0\n")
+    (tmp_path / "run2").write_text(run_path.read_text() + "50 Q0 N1 1 0.5 t\n50 Q0 N2 2 0.7 t\n50 Q0 N3 3 0.1 t\n")
+    cutoffs = {"recall": (5, 10, 15), "success": (1, 5, 10)}
+    ours = [f"RR(rel={rel})", f"Rprec(rel={rel})"] + [f"R(rel={rel})@{k}" for k in cutoffs["recall"]] + \
+        [f"Success(rel={rel})@{k}" for k in cutoffs["success"]]
+    assert main(["eval", "--qrels", str(tmp_path / "qrels2"), "--run", str(tmp_path / "run2"), "--per-query",
+                 "--format", "json", *[a for m in ours for a in ("-m", m)]]) == 0
+    out = json.loads(capsys.readouterr().out)
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "Rprec", "recall", "success"},
+                                            relevance_level=rel).evaluate(run)
+    names = ["recip_rank", "Rprec"] + [f"recall_{k}" for k in cutoffs["recall"]] + \
+        [f"success_{k}" for k in cutoffs["success"]]
+    assert sorted(out["per_query"], key=int) == sorted(theirs, key=int)
+    for ours_name, their_name in zip(ours, names, strict=True):
+        expected = {q: theirs[q][their_name] for q in theirs}
+        assert {q: out["per_query"][q][ours_name] for q in theirs} == pytest.approx(expected, rel=1e-12, abs=1e-12), \
+            ours_name
+        assert out[ours_name] == pytest.approx(np.mean(list(expected.values())), rel=1e-9)
+    assert len({v for q in theirs for v in [theirs[q]["recip_rank"]]}) > 3  # the test is not vacuous
+
+
+def test_evaluate_trec_is_the_cli_s_path_and_refuses_garbage_in_one_line(trec_files, capsys):
+    from gaprank import GaprankInputError
+    from gaprank.metrics import evaluate_trec
+
+    qrels_path, run_path, qrels, run = trec_files
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "GAP", "-m", "MRR",
+                 "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    result = evaluate_trec(qrels, {**run, "99": {"X": 1.0}}, ["GAP", "MRR"])
+    assert result.means == pytest.approx({"GAP": cli["GAP"], "MRR": cli["MRR"]}, abs=1e-15)
+    assert result.query_ids == [str(q) for q in range(1, 9)]
+    cases = [
+        (lambda: evaluate_trec(qrels, run, []), "non-empty list"),
+        (lambda: evaluate_trec(qrels, run, ["GAP", "GAP"]), "unique"),
+        (lambda: evaluate_trec(qrels, run, [3]), "measure strings"),
+        (lambda: evaluate_trec({"1": {"a": 1.5}}, {"1": {"a": 1.0}}, "GAP"),
+         r"^qrels: query 1, document a: grade 1.5 is not an integer"),
+        (lambda: evaluate_trec({"1": {"a": "x"}}, {"1": {"a": 1.0}}, "GAP"), "grade 'x' is not an integer"),
+        (lambda: evaluate_trec({"1": {"a": 1}}, {"1": {"a": float("nan")}}, "GAP"),
+         r"^run: query 1, document a: score nan is not a finite number"),
+        (lambda: evaluate_trec({"1": {"a": 1}}, {"2": {"a": 1.0}}, "GAP"), "no query of the run has judgments"),
+        (lambda: evaluate_trec([("1", "a", 1)], run, "GAP"), "must be mappings"),
+        (lambda: evaluate_trec(qrels, run, "GAP", ties="random"), "ties"),
+    ]
+    for call, message in cases:
+        with pytest.raises(GaprankInputError, match=message) as caught:
+            call()
+        assert "\n" not in str(caught.value)

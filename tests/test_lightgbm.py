@@ -394,7 +394,7 @@ def test_objective_pickles_and_its_cache_follows_the_data():
 @pytest.mark.parametrize(
     "make, match",
     [
-        (lambda: lambdarank_objective("dcg"), "metric"),
+        (lambda: lambdarank_objective("dcg2"), "metric"),
         (lambda: lambdarank_objective("ndcg", g=G), "g applies"),
         (lambda: lambdarank_objective("gap", label_gain=[0, 1, 3]), "label_gain applies"),
         (lambda: lambdarank_objective("ndcg", label_gain=[0, np.nan]), "label_gain"),

@@ -46,6 +46,11 @@ ORACLES = {
     "vG": lambda r, c, k: O.kishida_vg(r, c, k),
     "eRAP": lambda r, c, k, p: O.erap(r, c, p, k),
     "eRRBP": lambda r, c, k, p, persistence: O.errbp(r, p, persistence, k),
+    "RR": lambda r, c, k, threshold: O.reciprocal_rank(r, c, threshold, k),
+    "R": lambda r, c, k, threshold: O.recall(r, c, k, threshold),
+    "Rprec": lambda r, c, k, threshold: O.r_precision(r, c, threshold),
+    "Success": lambda r, c, k, threshold: O.success(r, k, threshold),
+    "DCG": lambda r, c, k, gain, discount: O.dcg(r, k, gain, discount),
 }
 STRINGS = {
     "AP": ["AP", "AP(rel=2)", "MAP@5"],
@@ -61,6 +66,11 @@ STRINGS = {
     "vG": ["vG", "vG@5"],
     "eRAP": ["eRAP(p=[0,0.5,1])", "eRAP(p=[0.1,0.4,0.7,1])@6"],
     "eRRBP": ["eRRBP(p=[0,0.5,1])", "eRRBP(p=[0,0.3,0.6,1],q=0.5)@5"],
+    "RR": ["RR", "MRR(rel=2)", "RR@3", "RR(rel=2)@5"],
+    "R": ["R@5", "R(rel=2)@3", "R@20"],
+    "Rprec": ["Rprec", "Rprec(rel=2)"],
+    "Success": ["Success@1", "Success@5", "Success(rel=2)@3"],
+    "DCG": ["DCG", "DCG@5", "DCG(gain=linear,discount=jk)@6"],
 }
 
 
@@ -169,9 +179,9 @@ def test_a_toy_of_each_form_is_a_metric_an_objective_and_a_training_setting(toy)
 
 def test_the_registry_is_the_one_list_of_measures():
     assert M.objective_names() == ("ap", "gap", "xgap", "egap", "ndcg", "p", "rbp", "err", "q", "sr", "vg", "erap",
-                                   "errbp")
+                                   "errbp", "rr", "r", "rprec", "success", "dcg")
     assert M.objective_names(mode="soft") == ("ap", "gap", "xgap", "egap", "ndcg", "p", "rbp", "sr", "vg", "erap",
-                                              "errbp")
+                                              "errbp", "r", "dcg")
     assert M.objective_names(mode="exact") == ("ap", "gap", "xgap", "egap", "vg", "erap")
     assert [i.name for i in M.user_model_measures()] == ["GAP", "xGAP", "eGAP"]
     assert str(M.g_not_taken("ndcg")) == "g applies to gap, xgap, egap, not 'ndcg'"
@@ -187,8 +197,8 @@ def test_the_registry_is_the_one_list_of_measures():
         assert info.function.__module__ == "gaprank.metrics" and "Parameters\n" in info.function.__doc__
     with pytest.raises(GaprankInputError, match="unknown measure 'AP2'"):
         parse_measure("AP2")  # the toy is registered only inside its tests
-    with pytest.raises(GaprankInputError, match="metric: unknown measure 'dcg'"):
-        gaprank.lambdarank_objective("dcg")
+    with pytest.raises(GaprankInputError, match="metric: unknown measure 'dcg2'"):
+        gaprank.lambdarank_objective("dcg2")
     with pytest.raises(GaprankInputError, match=r"nDCG has no exact expectation \(mode='exact', the AP family\)"):
         gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric="ndcg", sigma=1.0, mode="exact")
     with pytest.raises(GaprankInputError, match="take no cutoff"):

@@ -76,8 +76,8 @@ def test_general_diagonal_kernel_erap():
 def test_one_query_input_and_errors():
     d = swap_deltas(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0, 1, 0]), metric="ap")
     assert d.shape == (3, 3) and d[0, 1].item() == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="metric: unknown measure 'dcg'"):
-        swap_deltas(torch.zeros(3), torch.zeros(3), metric="dcg")
+    with pytest.raises(ValueError, match="metric: unknown measure 'dcg2'"):
+        swap_deltas(torch.zeros(3), torch.zeros(3), metric="dcg2")
     with pytest.raises(ValueError, match="sets cutoff 5; k=3 disagrees"):
         swap_deltas(torch.zeros(3), torch.zeros(3), metric="nDCG@5", k=3)
     with pytest.raises(ValueError, match="g applies"):

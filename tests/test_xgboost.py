@@ -130,3 +130,29 @@ def test_per_row_weights_and_diverged_scores_are_refused():
         gx.objective("ap")(np.array([0.0, np.nan, 1.0, 2.0]), plain)
     with pytest.raises(GaprankInputError, match="g applies to"):
         gx.objective("ndcg", g=[0.5, 0.5])
+
+
+def test_the_peers_standard_measures_in_evaluation_and_as_objectives():
+    """RR, R@k, Rprec, Success@k and DCG@k in LightGBM's and XGBoost's evaluation equal the metric functions
+    per query; each is an XGBoost objective that trains."""
+    rng = np.random.default_rng(6)
+    sizes = np.array([12, 3, 9, 20])
+    y = np.concatenate([rng.integers(0, 3, n) for n in sizes])
+    y[12:15] = 0  # a query without a relevant document: undefined for RR, R, Rprec, scored 0 as trec_eval does
+    X = rng.normal(size=(y.size, 4)) + y[:, None] * 0.3
+    s = rng.normal(size=y.size)
+    names = ["MRR", "RR(rel=2)@5", "R@5", "Rprec", "Success@1", "DCG@10"]
+    data = xgb.DMatrix(X, label=y, qid=np.repeat(np.arange(sizes.size), sizes))
+    got = dict(gx.metric(names)(s, data))
+    lgb_got = ranking_feval(names).evaluate(s, y, sizes)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    for name, function, kwargs in [("MRR", gaprank.reciprocal_rank, {}), ("RR(rel=2)@5", gaprank.reciprocal_rank,
+                                   {"threshold": 2, "k": 5}), ("R@5", gaprank.recall, {"k": 5}),
+                                   ("Rprec", gaprank.r_precision, {}), ("Success@1", gaprank.success, {"k": 1}),
+                                   ("DCG@10", gaprank.dcg, {"k": 10, "discount": "jk"})]:
+        per_query = [float(function(s[a:b], y[a:b], **kwargs)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        assert got[name] == pytest.approx(np.mean(per_query), rel=1e-12), name
+        assert lgb_got[name] == pytest.approx(np.mean(per_query), rel=1e-12), name
+    for name in ["MRR", "R@5", "Rprec", "DCG@10"]:  # Success@k: its deltas vanish once a relevant document is in
+        booster = xgb.train(BASE, data, 5, obj=gx.objective(name))
+        assert np.isfinite(booster.predict(data)).all() and np.ptp(booster.predict(data)) > 0, name

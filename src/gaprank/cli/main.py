@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from .._inputs import GaprankInputError
-from .._padding import LengthBucket, length_buckets, per_query_by_bucket
 from ..data import (
     CONVENTIONS,
     DATASETS,
@@ -32,15 +31,7 @@ from ..data import (
     to_json,
     write_atomic,
 )
-from ..metrics import Conventions, Measure, evaluate_letor, parse_measure
-
-# How TREC mode's measures read when their string leaves a setting open: as trec_eval and ir_measures
-# (whose measure syntax gaprank's strings copy) read them.
-# trec_eval's: nDCG's gain is the grade itself, discount 1/log2(r+1), a short list is scored over the
-# ranks it has; P@k divides by k.
-TREC_CONVENTIONS = Conventions("trec", ndcg_gain="linear", ndcg_discount="log2p1", ndcg_short_list="pad",
-                               precision_short_list="pad")
-_DISCOUNT_TEXT = {"log2p1": "1/log2(r+1)", "jk": "1/max(1, log2 r)"}
+from ..metrics import evaluate_letor, evaluate_trec, parse_measure
 
 
 def _parse_g(text: str | None) -> list[float] | None:
@@ -99,89 +90,21 @@ def _eval_trec(args: argparse.Namespace) -> None:
     measures = [parse_measure(m) for m in args.measure]
     qrels = read_qrels(args.qrels)
     run = read_run(args.run)
-    qids = [q for q in run if q in qrels]
-    if args.complete:
-        qids += [q for q in qrels if q not in run]
-    if not qids:
+    if not any(q in qrels for q in run) and not args.complete:
         raise GaprankInputError(f"no query of {args.run} has judgments in {args.qrels}")
-    qids.sort(key=lambda q: (len(q), q) if q.isdigit() else (float("inf"), q))
-    num_grades = max(max(j.values(), default=0) for j in qrels.values())
-    flat_scores, flat_labels, flat_mask, sizes, counts = _trec_rows(qids, qrels, run, args.ties, num_grades)
-    ties = "stable" if args.ties == "trec_eval" else args.ties
-    g = _parse_g(args.g)
-    settings = {}
-    defaults = {}
-    for measure in measures:
-        defaults[measure.name] = {key: value for key, value in TREC_CONVENTIONS.keywords(measure.function).items()
-                                  if key not in ("ties", "empty_value")}
-        used = {**defaults[measure.name], **measure.kwargs}
-        if "gain" in used:  # nDCG: say which gain and discount were used
-            settings[measure.name] = {"gain": "grade (linear)" if used["gain"] == "linear" else "2^grade - 1 (exp2)",
-                                      "discount": _DISCOUNT_TEXT[used["discount"]]}
-
-    # a measure whose parameters fix a grade scale above the qrels' top grade (ERR's max_grade, GAP's g,
-    # eRAP's p) counts the judged documents on that scale: the grades above the qrels' have none
-    widths = {m.name: max(num_grades, _grade_scale(m, g)) + 1 for m in measures}
-
-    def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
-        common = dict(mask=bucket.take(flat_mask, False), ties=ties, reduction="none", g=g)
-        s, y, judged = bucket.take(flat_scores), bucket.take(flat_labels), counts[bucket.queries]
-        return {m.name: m(s, y, **defaults[m.name], **common,
-                          grade_counts=np.pad(judged, ((0, 0), (0, widths[m.name] - judged.shape[1]))))
-                for m in measures}
-
-    # queries in buckets of similar length, each padded to its own longest: memory follows the run
-    results = per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
-    per_query = {q: {name: float(v[i]) for name, v in results.items()} for i, q in enumerate(qids)}
-    means = {name: float(np.mean(v)) for name, v in results.items()}
+    result = evaluate_trec(qrels, run, measures, g=_parse_g(args.g), ties=args.ties, complete=args.complete)
+    qids, means = result.query_ids, result.means
     if args.format == "json":
-        _print_table(per_query, means, "json", args.per_query, settings)
+        per_query = {q: {name: float(v[i]) for name, v in result.per_query.items()} for i, q in enumerate(qids)}
+        _print_table(per_query, means, "json", args.per_query, result.settings)
         return
-    for name, used in settings.items():
+    for name, used in result.settings.items():
         print(f"# {name}: gain {used['gain']}, discount {used['discount']}", file=sys.stderr)
-    for name, values in results.items():
+    for name, values in result.per_query.items():
         if args.per_query:
             for q, v in zip(qids, values, strict=True):
                 print(f"{name}\t{q}\t{v:.4f}")
         print(f"{name}\tall\t{means[name]:.4f}")
-
-
-def _grade_scale(measure: Measure, g: list[float] | None) -> int:
-    """The largest grade ``measure``'s own parameters set (0 when they set none)."""
-    _, scale, _ = measure.settings(g if measure.uses_g and "g" not in measure.kwargs else None)
-    return scale or 0
-
-
-def _trec_rows(qids: list[str], qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], tie_rule: str,
-               num_grades: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The run's documents as flat rows, query after query in ``qids``' order and, within a query, in
-    trec_eval's order (score descending, ties by docid descending as strings): scores (with
-    ``--ties trec_eval``, minus the rank, so every tie is broken that way), grades, a mask (a query of
-    the qrels absent from the run holds one masked row), documents per query and each query's judged
-    documents per grade (the recall base)."""
-    empty = {"": 0.0}  # a query of the qrels absent from the run: one masked row
-    ranked = [run.get(q) or empty for q in qids]
-    sizes = np.fromiter(map(len, ranked), dtype=np.int64, count=len(qids))
-    query_of_row = np.repeat(np.arange(len(qids)), sizes)
-    docids = np.array([d for docs in ranked for d in docs], dtype=str)
-    scores = np.fromiter((s for docs in ranked for s in docs.values()), dtype=np.float64, count=docids.size)
-    judgments = [qrels[q] for q in qids]
-    labels = np.fromiter((judged.get(d, 0) for judged, docs in zip(judgments, ranked, strict=True) for d in docs),
-                         dtype=np.int64, count=docids.size)
-    mask = np.repeat(np.array([q in run for q in qids], dtype=bool), sizes)
-    # one sort for every query: ascending by (query descending, score, docid), reversed
-    order = np.lexsort((docids, scores, -query_of_row))[::-1]
-    scores, labels, mask = scores[order], labels[order], mask[order]
-    if tie_rule == "trec_eval":
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        scores = -(np.arange(scores.size) - np.repeat(starts, sizes)).astype(np.float64)
-    judged_sizes = np.fromiter(map(len, judgments), dtype=np.int64, count=len(qids))
-    grades = np.fromiter((v for judged in judgments for v in judged.values()), dtype=np.int64,
-                         count=int(judged_sizes.sum()))
-    owner = np.repeat(np.arange(len(qids)), judged_sizes)
-    counts = np.bincount(owner * (num_grades + 1) + grades, minlength=len(qids) * (num_grades + 1))
-    counts = counts.reshape(len(qids), num_grades + 1)
-    return scores, labels, mask, sizes, counts
 
 
 def _cmd_eval(args: argparse.Namespace) -> None:

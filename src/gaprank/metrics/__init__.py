@@ -1,11 +1,12 @@
-"""Exact ranking metrics: the graded-AP family, nDCG, P@k, Q-measure, RBP, ERR, eRAP/eRRBP; the measure
-registry and measure strings."""
+"""Exact ranking metrics: the graded-AP family, nDCG, DCG, P@k, Q-measure, RBP, ERR, eRAP/eRRBP, RR, R@k,
+R-precision, Success@k; the measure registry and measure strings."""
 
 from ._forms import GainDiscountForm, KernelForm, ListForm, ideal_sum
 from ._kernels import Kernel, pivot_sum
 from ._letor_eval import CONVENTIONS, Conventions, evaluate_letor, get_conventions, letor_measure_names
 from ._measures import (
     average_precision,
+    dcg,
     egap,
     erap,
     err,
@@ -15,8 +16,12 @@ from ._measures import (
     ndcg,
     precision,
     q_measure,
+    r_precision,
     rbp,
+    recall,
+    reciprocal_rank,
     sliding_ratio,
+    success,
     xgap,
 )
 from ._names import Measure, objective_measure, parse_measure
@@ -32,6 +37,7 @@ from ._registry import (
     unregister,
     user_model_measures,
 )
+from ._trec import TrecEvaluation, evaluate_trec
 
 __all__ = [
     "average_precision",
@@ -47,10 +53,17 @@ __all__ = [
     "err",
     "erap",
     "errbp",
+    "dcg",
+    "reciprocal_rank",
+    "recall",
+    "r_precision",
+    "success",
     "CONVENTIONS",
     "Conventions",
     "Measure",
     "evaluate_letor",
+    "evaluate_trec",
+    "TrecEvaluation",
     "get_conventions",
     "letor_measure_names",
     "parse_measure",

@@ -1,8 +1,9 @@
-r"""The formulas the built-in entries are made of: gains, discounts, normalisers, ERR and Q.
+r"""The formulas the built-in entries are made of: gains, discounts, normalisers, ERR, Q, RR, Rprec and Success.
 
 Each is written once here and named by its registry entry (:mod:`._measures`); the forms
 (:mod:`._forms`) evaluate them. ERR and Q have swap deltas of their own, constant per pair from prefix
-sums over the ranking (docs: The maths, "Swap deltas of ERR and Q").
+sums over the ranking (docs: The maths, "Swap deltas of ERR, Q, RR, R-precision and Success"); RR, Rprec and Success@k have
+swap deltas of rank 2 to 4.
 """
 
 from __future__ import annotations
@@ -234,3 +235,103 @@ def q_swap_factors(ranked: RankedLists, k: int | None, params: Params) -> tuple[
                          sigma * w_before - d * h * relevant - d * phi])
     scale = safe_divide(torch.ones_like(num_relevant), num_relevant)[:, None] * ranked.valid
     return left, right * scale
+
+
+# ---------------------------------------------------------------------------------------------
+# Binary measures of the first relevant documents and of the recall base: RR, Rprec, Success, R@k
+
+
+def relevant_at(ranked: RankedLists, params: Params) -> torch.Tensor:
+    """``[B, N]`` float64: 1 at a real document whose grade reaches the threshold."""
+    return ((ranked.grades >= params["threshold"]) & ranked.valid).to(torch.float64)
+
+
+def judged_relevant(ranked: RankedLists, params: Params) -> torch.Tensor:
+    """``[B]`` float64: the judged documents whose grade reaches the threshold (the recall base)."""
+    return ranked.counts[:, params["threshold"]:].sum(-1)
+
+
+def recall_norm(ranked: RankedLists, gains: torch.Tensor, k: int | None, params: Params) -> torch.Tensor:
+    """Recall divides by the judged relevant documents."""
+    return judged_relevant(ranked, params)
+
+
+def _rr_tables(ranked: RankedLists, k: int | None, params: Params) -> tuple[torch.Tensor, ...]:
+    """(relevant [B, N], relevant at or above each rank [B, N], 1/n cut at k [N], 1/f [B], 1/s [B]) with f,
+    s the ranks of the first and second relevant documents (1/f = 0 when there is none or it is below k)."""
+    relevant = relevant_at(ranked, params)
+    above = torch.cumsum(relevant, -1)
+    inv = cut(1.0 / ranked.positions(), ranked.positions(), k)
+    inv_first = (relevant * (above == 1) * inv).sum(-1)
+    inv_second = (relevant * (above == 2) * inv).sum(-1)
+    return relevant, above, inv, inv_first, inv_second
+
+
+def rr_value(ranked: RankedLists, k: int | None, params: Params) -> Values:
+    _, _, _, inv_first, _ = _rr_tables(ranked, k, params)
+    return inv_first, judged_relevant(ranked, params) > 0
+
+
+def rr_swap_factors(ranked: RankedLists, k: int | None, params: Params) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""RR's swap deltas, rank 2. With f and s the ranks of the first and second relevant documents, swapping
+    ranks a < b changes RR only when a relevant document moves above f, or the one at f moves down:
+
+    .. math::
+
+        1[a < f]\,\Big(\frac{1}{a} - \frac{1}{f}\Big)\,\mathrm{rel}_b
+        + 1[a = f]\,(1 - \mathrm{rel}_b)\Big(\frac{1}{\min(b, s)} - \frac{1}{f}\Big)
+
+    (every 1/n is 0 beyond the cutoff)."""
+    relevant, above, inv, inv_first, inv_second = _rr_tables(ranked, k, params)
+    before_first = (above == 0).to(torch.float64)
+    first = relevant * (above == 1)
+    new_first = torch.where(above == 1, inv.expand_as(above), inv_second[:, None])  # 1/min(b, s) for irrelevant b
+    left = torch.stack([before_first * (inv - inv_first[:, None]), first])
+    right = torch.stack([relevant, (1.0 - relevant) * ranked.valid * (new_first - inv_first[:, None])])
+    return left, right
+
+
+def _rprec_tables(ranked: RankedLists, params: Params) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(relevant [B, N], 1[n <= R] / R [B, N], R [B])."""
+    relevant = relevant_at(ranked, params)
+    num_relevant = judged_relevant(ranked, params)
+    within = (ranked.positions()[None, :] <= num_relevant[:, None]).to(torch.float64)
+    return relevant, within * safe_divide(torch.ones_like(num_relevant), num_relevant)[:, None], num_relevant
+
+
+def rprec_value(ranked: RankedLists, k: int | None, params: Params) -> Values:
+    relevant, weight, num_relevant = _rprec_tables(ranked, params)
+    return (relevant * weight).sum(-1), num_relevant > 0
+
+
+def rprec_swap_factors(ranked: RankedLists, k: int | None, params: Params) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""R-precision's swap deltas, rank 4: with :math:`u_n = 1[n \le R] / R`, swapping ranks a < b changes it by
+    :math:`(\mathrm{rel}_b - \mathrm{rel}_a)(u_a - u_b)`."""
+    relevant, u, _ = _rprec_tables(ranked, params)
+    valid = ranked.valid.to(torch.float64)
+    left = torch.stack([u, torch.ones_like(u), -relevant * u, relevant])
+    right = torch.stack([relevant, -relevant * u, valid, u * valid])
+    return left, right
+
+
+def _success_tables(ranked: RankedLists, k: int | None, params: Params) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(relevant [B, N], within the cutoff [N], relevant documents within the cutoff [B])."""
+    assert k is not None, "Success needs a cutoff"
+    relevant = relevant_at(ranked, params)
+    within = (ranked.positions() <= k).to(torch.float64)
+    return relevant, within, (relevant * within).sum(-1)
+
+
+def success_value(ranked: RankedLists, k: int | None, params: Params) -> Values:
+    _, _, hits = _success_tables(ranked, k, params)
+    return (hits > 0).to(torch.float64), None
+
+
+def success_swap_factors(ranked: RankedLists, k: int | None, params: Params) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Success@k's swap deltas, rank 2: a swap across the cutoff (a <= k < b) loses the only relevant document
+    within it (-1) or brings the first one in (+1); every other swap changes nothing."""
+    relevant, within, hits = _success_tables(ranked, k, params)
+    beyond = (1.0 - within) * ranked.valid
+    left = torch.stack([-within * relevant * (hits == 1)[:, None], within * (1.0 - relevant) * (hits == 0)[:, None]])
+    right = torch.stack([beyond * (1.0 - relevant), beyond * relevant])
+    return left, right

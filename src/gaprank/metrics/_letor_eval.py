@@ -44,6 +44,8 @@ class Conventions:
         common: dict[str, Any] = {"ties": self.ties, "empty_value": self.empty_value}
         if function is F.ndcg:
             common.update(gain=self.ndcg_gain, discount=self.ndcg_discount, short_list=self.ndcg_short_list)
+        elif function is F.dcg:  # nDCG's gain and discount
+            common.update(gain=self.ndcg_gain, discount=self.ndcg_discount)
         elif function is F.precision:
             common.update(short_list=self.precision_short_list)
         return common

@@ -31,8 +31,15 @@ from ._formulas import (
     linear_gain,
     q_swap_factors,
     q_value,
+    recall_norm,
     reciprocal_discount,
     relevance_gain,
+    rprec_swap_factors,
+    rprec_value,
+    rr_swap_factors,
+    rr_value,
+    success_swap_factors,
+    success_value,
     uniform_g,
 )
 from ._kernels import ap_kernel, egap_kernel, erap_kernel, gap_kernel, kishida_kernel, xgap_kernel
@@ -198,6 +205,54 @@ _SLIDING_RATIO_DOC = r"""Sagara's modified sliding ratio (Kishida 2005, eq. 27).
     The example is pattern a of Kishida's Table 5.
     """
 
+_RR_DOC = r"""Reciprocal rank of the first document whose grade reaches ``threshold`` (MRR is its mean).
+
+    .. math::
+
+        \mathrm{RR} = \frac{1}{f}, \qquad f = \min\{n : r_n \ge \theta\}
+
+    0 when no such document is ranked (or none within ``k``). Undefined when the query has no judged relevant
+    document (``grade_counts``, default: in the list). trec_eval's ``recip_rank``.
+    """
+
+_RECALL_DOC = r"""Recall at cutoff k: the share of the judged relevant documents ranked within k.
+
+    .. math::
+
+        R@k = \frac{1}{RB} \sum_{n \le k} 1[r_n \ge \theta]
+
+    RB = the number of judged documents of grade >= ``threshold`` (``grade_counts``, default: in the list).
+    Undefined when RB = 0. trec_eval's ``recall_k``.
+    """
+
+_RPREC_DOC = r"""R-precision: precision at rank RB, the number of judged relevant documents.
+
+    .. math::
+
+        \mathrm{Rprec} = \frac{1}{RB} \sum_{n \le RB} 1[r_n \ge \theta]
+
+    A list shorter than RB counts its missing ranks as non-relevant. Undefined when RB = 0. trec_eval's
+    ``Rprec``.
+    """
+
+_SUCCESS_DOC = r"""Success at cutoff k: 1 when a document whose grade reaches ``threshold`` is ranked within k, else 0.
+
+    .. math::
+
+        \mathrm{Success@k} = 1\Big[\sum_{n \le k} 1[r_n \ge \theta] > 0\Big]
+
+    Always defined (0 for a query without relevant documents). trec_eval's ``success_k``.
+    """
+
+_DCG_DOC = r"""Discounted cumulative gain at cutoff k, unnormalised (Järvelin and Kekäläinen 2002).
+
+    .. math::
+
+        \mathrm{DCG@k} = \sum_{n \le k} \mathrm{gain}(r_n) D(n)
+
+    ``gain`` and ``discount`` as :func:`ndcg`'s. Always defined.
+    """
+
 AP = register(MeasureInfo(
     "AP", KernelForm(ap_kernel), (_REL,), aliases=("MAP",), function_name="average_precision",
     reference="binary average precision; Robertson, Kanoulas and Yilmaz 2010, sec. 2.1", doc=_AVERAGE_PRECISION_DOC,
@@ -248,7 +303,24 @@ ERRBP = register(MeasureInfo(
     "eRRBP", GainDiscountForm(relevance_gain, geometric_discount), (_RELEVANCE_P, _persistence("q")), doc=_ERRBP_DOC,
     example=(_S, _Y, "p=[0.0, 0.5, 1.0], persistence=0.5", "0.5"),
     reference="Ferrante, Ferro, Pontarollo, eq. 1"))
+RR = register(MeasureInfo(
+    "RR", ListForm(rr_value, rr_swap_factors), (_REL,), aliases=("MRR",), function_name="reciprocal_rank",
+    doc=_RR_DOC, reference="reciprocal rank; trec_eval recip_rank", example=(_S, "[0, 0, 1]", "", "0.3333")))
+R = register(MeasureInfo(
+    "R", GainDiscountForm(binary_gain, flat_discount, recall_norm), (_REL,), needs_cutoff=True, function_name="recall",
+    doc=_RECALL_DOC, reference="recall at k; trec_eval recall_k", example=(_S, "[1, 0, 2]", "k=2", "0.5")))
+RPREC = register(MeasureInfo(
+    "Rprec", ListForm(rprec_value, rprec_swap_factors), (_REL,), takes_cutoff=False, function_name="r_precision",
+    doc=_RPREC_DOC, reference="R-precision; trec_eval Rprec", example=(_S, "[1, 0, 2]", "", "0.5")))
+SUCCESS = register(MeasureInfo(
+    "Success", ListForm(success_value, success_swap_factors), (_REL,), needs_cutoff=True, function_name="success",
+    doc=_SUCCESS_DOC, reference="success at k; trec_eval success_k", example=(_S, "[0, 0, 1]", "k=2", "0.0")))
+DCG = register(MeasureInfo(
+    "DCG", GainDiscountForm(graded_gain, graded_discount), (_GAIN, _DISCOUNT), doc=_DCG_DOC,
+    example=(_S, _Y, "k=2", "2.8928"), reference="Järvelin and Kekäläinen 2002"))
 
 # the metric functions, named as gaprank.metrics exports them
 (average_precision, gap, xgap, egap, ndcg, precision, rbp, err, q_measure, sliding_ratio, generalized_ap, erap,
- errbp) = (entry.function for entry in (AP, GAP, XGAP, EGAP, NDCG, P, RBP, ERR, Q, SR, VG, ERAP, ERRBP))
+ errbp, reciprocal_rank, recall, r_precision, success, dcg) = (
+    entry.function for entry in (AP, GAP, XGAP, EGAP, NDCG, P, RBP, ERR, Q, SR, VG, ERAP, ERRBP, RR, R, RPREC,
+                                 SUCCESS, DCG))

@@ -123,7 +123,8 @@ def parse_measure(name: str) -> Measure:
     (:mod:`gaprank.metrics._registry`): AP / MAP (``rel``), GAP, xGAP, eGAP (``g``), nDCG (``gain``,
     ``discount``, ``short_list``), P (``rel``, ``short_list``; needs ``@k``), RBP (``p`` = persistence,
     ``rel``), ERR (``max_grade``), Q (``beta``), SR (sliding ratio), vG (Kishida's generalized AP), eRAP
-    (``p`` list), eRRBP (``p`` list, ``q`` persistence). ``@k`` sets the cutoff.
+    (``p`` list), eRRBP (``p`` list, ``q`` persistence), RR / MRR, R (recall; needs ``@k``), Rprec, Success
+    (needs ``@k``), all with ``rel``, and DCG (``gain``, ``discount``). ``@k`` sets the cutoff.
 
     Parameters
     ----------

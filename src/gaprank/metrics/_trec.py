@@ -1,0 +1,216 @@
+"""Evaluation of a TREC run against graded qrels, as trec_eval and ir_measures evaluate it: ``gaprank eval``'s
+TREC mode, the ir_measures and PyTerrier adapters and :func:`evaluate_trec` share this one path.
+
+Documents rank by score, ties by docid descending as strings (trec_eval's order); unjudged documents are
+grade 0; negative grades are judged non-relevant (0); a query's recall base is every judged document of the
+qrels, retrieved or not; queries of the run without judgments are ignored; with ``complete``, queries of the
+qrels absent from the run are scored too (trec_eval ``-c``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._inputs import MAX_GRADE, GaprankInputError, check_choice
+from .._padding import LengthBucket, length_buckets, per_query_by_bucket
+from .._typing import ArrayLike
+from ._letor_eval import Conventions
+from ._names import Measure, parse_measure
+
+# How TREC evaluation reads a measure string that leaves a setting open: as trec_eval and ir_measures (whose
+# measure syntax gaprank's strings copy) read it. trec_eval's nDCG: gain = the grade itself, discount
+# 1/log2(r+1), a short list scored over the ranks it has; P@k divides by k.
+TREC_CONVENTIONS = Conventions("trec", ndcg_gain="linear", ndcg_discount="log2p1", ndcg_short_list="pad",
+                               precision_short_list="pad")
+TREC_TIE_RULES = ("trec_eval", "stable", "pessimistic", "optimistic")
+_DISCOUNT_TEXT = {"log2p1": "1/log2(r+1)", "jk": "1/max(1, log2 r)"}
+
+
+@dataclass(frozen=True)
+class TrecEvaluation:
+    """The result of :func:`evaluate_trec`.
+
+    Attributes
+    ----------
+    query_ids : list of str
+        The evaluated queries, numeric ids in numeric order, then the others.
+    per_query : dict of str to numpy.ndarray
+        Each measure string's value per query, in ``query_ids``' order.
+    settings : dict of str to dict of str to str
+        For nDCG and DCG: the gain and discount used.
+    """
+
+    query_ids: list[str]
+    per_query: dict[str, np.ndarray]
+    settings: dict[str, dict[str, str]]
+
+    @property
+    def means(self) -> dict[str, float]:
+        """Each measure's mean over the queries."""
+        return {name: float(np.mean(values)) for name, values in self.per_query.items()}
+
+
+def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+                  measures: str | Measure | Sequence[str | Measure], *, g: ArrayLike | None = None,
+                  ties: str = "trec_eval", complete: bool = False) -> TrecEvaluation:
+    """Evaluate a run against graded qrels with trec_eval's conventions.
+
+    Parameters
+    ----------
+    qrels : mapping
+        ``{query id: {document id: grade}}``, integer grades (negative: judged non-relevant).
+    run : mapping
+        ``{query id: {document id: score}}``, finite scores.
+    measures : str, Measure or sequence of them
+        Measure strings (:func:`~gaprank.metrics.parse_measure`): ``"GAP"``, ``"nDCG@10"``, ``"RR"``, ...
+        nDCG and DCG read as trec_eval's (gain = the grade, discount 1/log2(r+1)) unless the string sets them.
+    g : array-like, optional
+        GAP's, xGAP's and eGAP's threshold probabilities when their strings set none (default uniform over
+        the qrels' grades 1..c).
+    ties : {"trec_eval", "stable", "pessimistic", "optimistic"}
+        "trec_eval": tied scores ranked by document id descending, as strings; the others as the metric
+        functions' ``ties``, from the run's order.
+    complete : bool
+        Also score the qrels' queries absent from the run (trec_eval ``-c``).
+
+    Returns
+    -------
+    TrecEvaluation
+
+    Examples
+    --------
+    >>> from gaprank.metrics import evaluate_trec
+    >>> qrels = {"1": {"a": 2, "b": 0, "c": 1}}
+    >>> run = {"1": {"a": 0.2, "b": 0.9, "c": 0.5}}
+    >>> evaluate_trec(qrels, run, ["RR", "GAP(g=[0.5,0.5])"]).means
+    {'RR': 0.5, 'GAP(g=[0.5,0.5])': 0.5}
+    """
+    check_choice(ties, "ties", TREC_TIE_RULES)
+    parsed = _measures(measures)
+    if not isinstance(qrels, Mapping) or not isinstance(run, Mapping):
+        raise GaprankInputError("qrels and run must be mappings {query id: {document id: grade or score}}; got "
+                                f"{type(qrels).__name__} and {type(run).__name__}")
+    qids = [q for q in run if q in qrels]
+    if complete:
+        qids += [q for q in qrels if q not in run]
+    if not qids:
+        raise GaprankInputError("no query of the run has judgments in the qrels")
+    qids.sort(key=lambda q: (len(q), q) if q.isdigit() else (math.inf, q))
+    flat_scores, flat_labels, flat_mask, sizes, counts = _trec_rows(qids, qrels, run, ties)
+    num_grades = counts.shape[1] - 1
+    settings: dict[str, dict[str, str]] = {}
+    defaults: dict[str, dict[str, Any]] = {}
+    for measure in parsed:
+        defaults[measure.name] = {key: value for key, value in TREC_CONVENTIONS.keywords(measure.function).items()
+                                  if key not in ("ties", "empty_value")}
+        used = {**defaults[measure.name], **measure.kwargs}
+        if "gain" in used:  # nDCG, DCG: say which gain and discount were used
+            settings[measure.name] = {"gain": "grade (linear)" if used["gain"] == "linear" else "2^grade - 1 (exp2)",
+                                      "discount": _DISCOUNT_TEXT[used["discount"]]}
+    # a measure whose parameters fix a grade scale above the qrels' top grade (ERR's max_grade, GAP's g,
+    # eRAP's p) counts the judged documents on that scale: the grades above the qrels' have none
+    widths = {m.name: max(num_grades, _grade_scale(m, g)) + 1 for m in parsed}
+    rule = "stable" if ties == "trec_eval" else ties
+
+    def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
+        common: dict[str, Any] = dict(mask=bucket.take(flat_mask, False), ties=rule, reduction="none", g=g)
+        s, y, judged = bucket.take(flat_scores), bucket.take(flat_labels), counts[bucket.queries]
+        return {m.name: np.asarray(m(s, y, **defaults[m.name], **common,
+                                     grade_counts=np.pad(judged, ((0, 0), (0, widths[m.name] - judged.shape[1])))))
+                for m in parsed}
+
+    # queries in buckets of similar length, each padded to its own longest: memory follows the run
+    per_query = per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
+    return TrecEvaluation(qids, per_query, settings)
+
+
+def _measures(measures: str | Measure | Sequence[str | Measure]) -> list[Measure]:
+    items = [measures] if isinstance(measures, (str, Measure)) else measures
+    if not isinstance(items, Sequence) or not items:
+        raise GaprankInputError(f"measures must be a measure string or a non-empty list of them; got {measures!r}")
+    parsed = []
+    for item in items:
+        if not isinstance(item, (str, Measure)):
+            raise GaprankInputError(f"measures must be measure strings such as 'GAP' or 'nDCG@10'; got {item!r}")
+        parsed.append(parse_measure(item) if isinstance(item, str) else item)
+    names = [m.name for m in parsed]
+    if len(set(names)) != len(names):
+        raise GaprankInputError(f"measures must be unique; got {names}")
+    return parsed
+
+
+def _grade_scale(measure: Measure, g: ArrayLike | None) -> int:
+    """The largest grade ``measure``'s own parameters set (0 when they set none)."""
+    _, scale, _ = measure.settings(g if measure.uses_g and "g" not in measure.kwargs else None)
+    return scale or 0
+
+
+def _recall_bases(qrels: Mapping[str, Mapping[str, int]], qids: list[str]) -> np.ndarray:
+    """``[queries, c+1]``: each query's judged documents per grade, c the top grade of the whole qrels; grades
+    checked (integers, at most MAX_GRADE), negative ones read as 0."""
+    judgments = list(qrels.values())
+    if not all(isinstance(judged, Mapping) for judged in judgments):
+        raise GaprankInputError("qrels must map each query id to {document id: grade}")
+    sizes = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
+    try:
+        grades = np.fromiter((v for judged in judgments for v in judged.values()), dtype=np.float64,
+                             count=int(sizes.sum()))
+    except (TypeError, ValueError):
+        grades = np.array([v if isinstance(v, (int, float)) else np.nan for j in judgments for v in j.values()],
+                          dtype=np.float64)
+    bad = ~np.isfinite(grades) | (grades != np.round(grades)) | (grades > MAX_GRADE)
+    if bad.any():
+        first = int(np.argmax(bad))
+        query = int(np.searchsorted(np.cumsum(sizes), first, side="right"))
+        q = list(qrels)[query]
+        doc, value = list(qrels[q].items())[first - int(sizes[:query].sum())]
+        raise GaprankInputError(f"qrels: query {q}, document {doc}: grade {value!r} is not an integer <= {MAX_GRADE}")
+    grades = np.maximum(grades, 0).astype(np.int64)
+    num_grades = int(grades.max(initial=0))
+    owner = np.repeat(np.arange(len(judgments)), sizes)
+    counts = np.bincount(owner * (num_grades + 1) + grades, minlength=len(judgments) * (num_grades + 1))
+    position = {q: i for i, q in enumerate(qrels)}
+    return counts.reshape(len(judgments), num_grades + 1)[[position[q] for q in qids]]
+
+
+def _trec_rows(qids: list[str], qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+               tie_rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The run's documents as flat rows, query after query in ``qids``' order and, within a query, in
+    trec_eval's order (score descending, ties by docid descending as strings): scores (with
+    ``tie_rule="trec_eval"``, minus the rank, so every tie is broken that way), grades, a mask (a query of
+    the qrels absent from the run holds one masked row), documents per query and each query's judged
+    documents per grade (the recall base, ``[queries, c+1]``)."""
+    counts = _recall_bases(qrels, qids)
+    empty = {"": 0.0}  # a query of the qrels absent from the run: one masked row
+    ranked = [run.get(q) or empty for q in qids]
+    if not all(isinstance(docs, Mapping) for docs in ranked):
+        raise GaprankInputError("run must map each query id to {document id: score}")
+    sizes = np.fromiter(map(len, ranked), dtype=np.int64, count=len(qids))
+    query_of_row = np.repeat(np.arange(len(qids)), sizes)
+    docids = np.array([d for docs in ranked for d in docs], dtype=str)
+    try:
+        scores = np.fromiter((s for docs in ranked for s in docs.values()), dtype=np.float64, count=docids.size)
+    except (TypeError, ValueError):
+        scores = np.array([s if isinstance(s, (int, float)) else np.nan for docs in ranked for s in docs.values()],
+                          dtype=np.float64)
+    if not np.isfinite(scores).all():
+        row = int(np.argmax(~np.isfinite(scores)))
+        q = qids[int(query_of_row[row])]
+        raise GaprankInputError(f"run: query {q}, document {docids[row]}: score {run[q][docids[row]]!r} "
+                                "is not a finite number")
+    judgments = [qrels[q] for q in qids]
+    labels = np.fromiter((max(judged.get(d, 0), 0) for judged, docs in zip(judgments, ranked, strict=True)
+                          for d in docs), dtype=np.int64, count=docids.size)
+    mask = np.repeat(np.array([q in run for q in qids], dtype=bool), sizes)
+    # one sort for every query: ascending by (query descending, score, docid), reversed
+    order = np.lexsort((docids, scores, -query_of_row))[::-1]
+    scores, labels, mask = scores[order], labels[order], mask[order]
+    if tie_rule == "trec_eval":
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        scores = -(np.arange(scores.size) - np.repeat(starts, sizes)).astype(np.float64)
+    return scores, labels, mask, sizes, counts
