@@ -1,0 +1,166 @@
+"""GAP, xGAP and eGAP as torchmetrics retrieval metrics: ``RetrievalGAP``, ``RetrievalXGAP``, ``RetrievalEGAP``.
+
+They take what torchmetrics' retrieval metrics take (``update(preds, target, indexes)``, flat tensors, one
+query id per document) with graded targets, and keep their state as torchmetrics does (every document,
+synchronised across processes by torchmetrics). ``compute()`` groups the documents by query, pads the
+queries in a few buckets of similar length and evaluates each bucket with one call of gaprank's batched
+metric: no Python loop over queries::
+
+    from gaprank.torchmetrics import RetrievalGAP
+
+    metric = RetrievalGAP(g=[0.5, 0.5], top_k=10)
+    metric.update(preds, target, indexes=indexes)   # per batch
+    metric.compute()
+
+Tied scores keep their order of arrival (gaprank's ``ties="stable"``). A query whose measure is undefined
+(no document of a grade the measure counts) follows ``empty_target_action``, as in torchmetrics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torchmetrics.retrieval.base import RetrievalMetric, _retrieval_aggregate
+from torchmetrics.utilities.data import dim_zero_cat
+
+from ._inputs import MAX_GRADE, GaprankInputError, check_positive_int
+from ._padding import LengthBucket, length_buckets, per_query_by_bucket
+from ._typing import ArrayLike
+from .metrics import parse_measure, resolve_g
+
+__all__ = ["RetrievalGAP", "RetrievalXGAP", "RetrievalEGAP"]
+
+EMPTY_TARGET_ACTIONS = ("error", "skip", "neg", "pos")
+INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+class _GradedRetrievalMetric(RetrievalMetric):
+    """A gaprank measure of the user-model family as a torchmetrics retrieval metric; see the module doc."""
+
+    measure_name = ""
+    higher_is_better = True
+    is_differentiable = False
+    full_state_update = False
+
+    def __init__(self, g: ArrayLike | None = None, top_k: int | None = None, empty_target_action: str = "neg",
+                 ignore_index: int | None = None, aggregation: Any = "mean", **kwargs: Any) -> None:
+        if empty_target_action not in EMPTY_TARGET_ACTIONS:
+            raise GaprankInputError(f"empty_target_action must be one of {', '.join(EMPTY_TARGET_ACTIONS)}; "
+                                    f"got {empty_target_action!r}")
+        super().__init__(empty_target_action=empty_target_action, ignore_index=ignore_index, aggregation=aggregation,
+                         **kwargs)
+        self.allow_non_binary_target = True  # graded targets
+        self.top_k = check_positive_int(top_k, "top_k", allow_none=True)
+        checked = resolve_g(g, torch.device("cpu"))
+        self.g = None if checked is None else checked.tolist()
+        self._measure = parse_measure(self.measure_name if self.top_k is None else f"{self.measure_name}@{self.top_k}")
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor) -> None:
+        """Add a batch of documents: scores, graded targets (integers 0..30, in an integer or a float tensor)
+        and the integer id of each document's query."""
+        for name, value in (("preds", preds), ("target", target), ("indexes", indexes)):
+            if not isinstance(value, torch.Tensor):
+                raise GaprankInputError(f"{name} must be a tensor; got {type(value).__name__}")
+        if indexes.dtype not in INTEGER_DTYPES:
+            raise GaprankInputError(f"indexes must be an integer tensor (the query of each document); got {indexes.dtype}")
+        if not (target.is_floating_point() or target.dtype in INTEGER_DTYPES):
+            raise GaprankInputError(f"target must hold integer grades, in an integer or a float tensor; got {target.dtype}")
+        if not preds.is_floating_point():
+            raise GaprankInputError(f"preds must be a float tensor; got {preds.dtype}")
+        if target.shape != preds.shape or indexes.shape != preds.shape:
+            raise GaprankInputError(f"indexes, preds and target must have the same shape; got "
+                                    f"{tuple(indexes.shape)}, {tuple(preds.shape)}, {tuple(target.shape)}")
+        grades = target if self.ignore_index is None else target[target != self.ignore_index]
+        bad = (grades != torch.round(grades.double())) | (grades < 0) | (grades > MAX_GRADE)
+        if bool(bad.any()):
+            raise GaprankInputError(f"target must hold integer grades 0..{MAX_GRADE}; got {grades[bad][0].item()!r}")
+        if not bool(torch.isfinite(preds).all()):
+            raise GaprankInputError("preds must be finite")
+        super().update(preds, target.long(), indexes.long())
+
+    def compute(self) -> torch.Tensor:
+        """The measure of every query, aggregated; queries padded in buckets, one batched call each."""
+        indexes = dim_zero_cat(self.indexes)
+        preds = dim_zero_cat(self.preds)
+        order = torch.sort(indexes, stable=True).indices  # documents of one query together, in arrival order
+        sizes = torch.unique_consecutive(indexes[order], return_counts=True)[1].cpu().numpy()
+        scores = preds[order].detach().double().cpu().numpy()
+        grades = dim_zero_cat(self.target)[order].cpu().numpy()
+        real = np.ones(scores.size, dtype=bool)
+        # settings that default from the data (a uniform g) from every document, not one bucket's
+        keywords = self._measure.whole_set_keywords(int(grades.max(initial=0)), self.g)
+
+        def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
+            return {"value": np.asarray(self._measure(bucket.take(scores), bucket.take(grades), mask=bucket.take(real, False),
+                                                      reduction="none", empty_value=float("nan"), **keywords))}
+
+        values = torch.as_tensor(per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)["value"])
+        undefined = torch.isnan(values)
+        if bool(undefined.any()):
+            if self.empty_target_action == "error":
+                raise GaprankInputError(f"{type(self).__name__}: a query has no relevant document "
+                                        "(empty_target_action='error')")
+            if self.empty_target_action == "skip":
+                values = values[~undefined]
+            else:
+                values = values.masked_fill(undefined, 1.0 if self.empty_target_action == "pos" else 0.0)
+        if not values.numel():
+            return torch.tensor(0.0, dtype=preds.dtype, device=preds.device)
+        return _retrieval_aggregate(values, self.aggregation).to(dtype=preds.dtype, device=preds.device)
+
+    def _metric(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """One query's value (torchmetrics' per-query hook; :meth:`compute` never calls it)."""
+        keywords = self._measure.whole_set_keywords(int(target.max()), self.g)
+        return self._measure(preds, target, **keywords)
+
+
+def _document(cls: type[_GradedRetrievalMetric], summary: str, value: str) -> None:
+    cls.__doc__ = f"""{summary} (:func:`gaprank.{cls.measure_name.lower()}`) as a torchmetrics retrieval metric.
+
+    Parameters
+    ----------
+    g : sequence of float, optional
+        User threshold probabilities g_1..g_c (default uniform over grades 1..c, c the largest target seen
+        when computing: pass ``g`` to compare values across runs).
+    top_k : int, optional
+        Only ranks 1..k count (the normaliser is kept, as in trec_eval's cut measures).
+    empty_target_action : {{"neg", "pos", "skip", "error"}}
+        A query whose measure is undefined (no relevant document) counts 0 ("neg"), 1 ("pos"), is left out
+        ("skip", 0 when every query is) or raises ("error").
+    ignore_index : int, optional
+        Documents whose target equals it are dropped.
+    aggregation : {{"mean", "median", "min", "max"}} or callable
+        How the per-query values are aggregated.
+    **kwargs
+        torchmetrics' ``Metric`` keywords (``dist_sync_on_step``, ``process_group``, ...).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.torchmetrics import {cls.__name__}
+    >>> metric = {cls.__name__}(g=[0.5, 0.5])
+    >>> metric.update(torch.tensor([0.9, 0.5, 0.1, 0.8, 0.3]), torch.tensor([1, 0, 2, 2, 1]),
+    ...               indexes=torch.tensor([0, 0, 0, 1, 1]))
+    >>> round(float(metric.compute()), 4)
+    {value}
+    """
+
+
+class RetrievalGAP(_GradedRetrievalMetric):
+    measure_name = "GAP"
+
+
+class RetrievalXGAP(_GradedRetrievalMetric):
+    measure_name = "xGAP"
+
+
+class RetrievalEGAP(_GradedRetrievalMetric):
+    measure_name = "eGAP"
+
+
+for _cls, _summary, _value in [(RetrievalGAP, "Graded Average Precision", "0.8333"),
+                               (RetrievalXGAP, "Extended Graded Average Precision", "0.8125"),
+                               (RetrievalEGAP, "Expected Graded Average Precision", "0.7917")]:
+    _document(_cls, _summary, _value)
