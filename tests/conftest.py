@@ -1,7 +1,11 @@
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+# the Hugging Face libraries (sentence-transformers' tests) never reach the network: tiny models are built here
+for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ[_variable] = "1"
 
 import pytest  # noqa: E402
 

@@ -56,3 +56,20 @@ def test_the_torchmetrics_page_runs_as_written():
     namespace: dict = {}
     exec(compile(blocks[0], "docs/torchmetrics.md", "exec"), namespace)
     assert 0.3 < float(namespace["gap"].compute()) < 1.0
+
+
+def test_the_sentence_transformers_page_runs_as_written(tmp_path, monkeypatch):
+    """The page's training example with a tiny cross-encoder built offline in place of MODEL (its first block)."""
+    import pytest
+
+    pytest.importorskip("sentence_transformers")
+    from test_sentence_transformers import _tiny_cross_encoder
+
+    blocks = python_blocks("sentence-transformers.md")
+    assert len(blocks) == 2 and blocks[0].startswith("MODEL = ")
+    monkeypatch.chdir(tmp_path)  # the example's output_dir
+    namespace: dict = {"MODEL": _tiny_cross_encoder(tmp_path, 0.02)}
+    exec(compile(blocks[1], "docs/sentence-transformers.md", "exec"), namespace)
+    results = namespace["results"]
+    assert namespace["evaluator"].primary_metric == "toy_gap" and 0 < results["toy_gap"] <= 1
+    assert set(results) == {"toy_gap", "toy_xgap", "toy_egap", "toy_ndcg@10", "toy_map", "toy_p@10", "toy_err"}

@@ -407,7 +407,7 @@ def test_objective_pickles_and_its_cache_follows_the_data():
         (lambda: ranking_feval([]), "at least one"),
         (lambda: ranking_feval(["GAP", "GAP"]), "unique"),
         (lambda: ranking_feval(["nDCG@x"]), "cannot parse|unknown"),
-        (lambda: ranking_feval(["GAP"], conventions="trec"), "conventions"),
+        (lambda: ranking_feval(["GAP"], conventions="trec_eval"), "conventions"),
     ],
 )
 def test_bad_options_raise(make, match):

@@ -54,16 +54,21 @@ class Conventions:
 CONVENTIONS = {
     "letor3": Conventions("letor3"),
     "letor4": Conventions("letor4", precision_short_list="pad"),
+    # trec_eval's and ir_measures': nDCG's gain is the grade itself, discount 1/log2(r+1), a short list is
+    # scored over the ranks it has; P@k divides by k
+    "trec": Conventions("trec", ndcg_gain="linear", ndcg_discount="log2p1", ndcg_short_list="pad",
+                        precision_short_list="pad"),
 }
 
 
 def get_conventions(name: str | Conventions) -> Conventions:
-    """The named evaluation conventions ("letor3", "letor4"); a :class:`Conventions` passes through.
+    """The named evaluation conventions ("letor3", "letor4", "trec"); a :class:`Conventions` passes through.
 
     Parameters
     ----------
     name : str or Conventions
-        "letor3" or "letor4", or conventions already built.
+        "letor3" or "letor4" (LETOR's tools), "trec" (trec_eval's and ir_measures'), or conventions already
+        built.
 
     Returns
     -------

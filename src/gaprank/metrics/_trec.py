@@ -19,14 +19,12 @@ import numpy as np
 from .._inputs import MAX_GRADE, GaprankInputError, check_choice
 from .._padding import LengthBucket, length_buckets, per_query_by_bucket
 from .._typing import ArrayLike
-from ._letor_eval import Conventions
+from ._letor_eval import CONVENTIONS
 from ._names import Measure, parse_measure
 
 # How TREC evaluation reads a measure string that leaves a setting open: as trec_eval and ir_measures (whose
-# measure syntax gaprank's strings copy) read it. trec_eval's nDCG: gain = the grade itself, discount
-# 1/log2(r+1), a short list scored over the ranks it has; P@k divides by k.
-TREC_CONVENTIONS = Conventions("trec", ndcg_gain="linear", ndcg_discount="log2p1", ndcg_short_list="pad",
-                               precision_short_list="pad")
+# measure syntax gaprank's strings copy) read it
+TREC_CONVENTIONS = CONVENTIONS["trec"]
 TREC_TIE_RULES = ("trec_eval", "stable", "pessimistic", "optimistic")
 _DISCOUNT_TEXT = {"log2p1": "1/log2(r+1)", "jk": "1/max(1, log2 r)"}
 
