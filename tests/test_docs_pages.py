@@ -33,14 +33,21 @@ def test_adding_a_measure_runs_as_written():
     assert [info.name for info in M.measures()] == before
 
 
-def test_the_ir_measures_page_runs_as_written():
+def run_page(page: str, library: str, blocks: int = 1, **given) -> dict:
+    """Run the last of the page's ``blocks`` Python blocks as written (after ``given`` names), skipped without
+    ``library``."""
     import pytest
 
-    pytest.importorskip("pyterrier")
-    blocks = python_blocks("ir-measures.md")
-    assert len(blocks) == 1
-    namespace: dict = {}
-    exec(compile(blocks[0], "docs/ir-measures.md", "exec"), namespace)
+    pytest.importorskip(library)
+    code = python_blocks(page)
+    assert len(code) == blocks, f"docs/{page} has {len(code)} Python blocks"
+    namespace: dict = dict(given)
+    exec(compile(code[-1], f"docs/{page}", "exec"), namespace)
+    return namespace
+
+
+def test_the_ir_measures_page_runs_as_written():
+    namespace = run_page("ir-measures.md", "pyterrier")
     table = namespace["table"].set_index("name")
     gap = "GAP(g={1:0.5,2:0.5})"
     assert table.loc["ideal", gap] == 1.0 and table.loc["run", gap] < 1.0
@@ -48,28 +55,22 @@ def test_the_ir_measures_page_runs_as_written():
 
 
 def test_the_torchmetrics_page_runs_as_written():
-    import pytest
-
-    pytest.importorskip("torchmetrics")
-    blocks = python_blocks("torchmetrics.md")
-    assert len(blocks) == 1
-    namespace: dict = {}
-    exec(compile(blocks[0], "docs/torchmetrics.md", "exec"), namespace)
+    namespace = run_page("torchmetrics.md", "torchmetrics")
     assert 0.3 < float(namespace["gap"].compute()) < 1.0
 
 
 def test_the_sentence_transformers_page_runs_as_written(tmp_path, monkeypatch):
-    """The page's training example with a tiny cross-encoder built offline in place of MODEL (its first block)."""
+    """The page's training example with a tiny cross-encoder built offline as MODEL (the page's first block sets
+    MODEL to a Hugging Face name)."""
     import pytest
 
     pytest.importorskip("sentence_transformers")
     from test_sentence_transformers import _tiny_cross_encoder
 
-    blocks = python_blocks("sentence-transformers.md")
-    assert len(blocks) == 2 and blocks[0].startswith("MODEL = ")
+    assert python_blocks("sentence-transformers.md")[0].startswith("MODEL = ")
     monkeypatch.chdir(tmp_path)  # the example's output_dir
-    namespace: dict = {"MODEL": _tiny_cross_encoder(tmp_path, 0.02)}
-    exec(compile(blocks[1], "docs/sentence-transformers.md", "exec"), namespace)
+    namespace = run_page("sentence-transformers.md", "sentence_transformers", blocks=2,
+                         MODEL=_tiny_cross_encoder(tmp_path, 0.02))
     results = namespace["results"]
     assert namespace["evaluator"].primary_metric == "toy_gap" and 0 < results["toy_gap"] <= 1
     assert set(results) == {"toy_gap", "toy_xgap", "toy_egap", "toy_ndcg@10", "toy_map", "toy_p@10", "toy_err"}

@@ -150,7 +150,7 @@ class GradedRerankingEvaluator(BaseEvaluator):
     show_progress_bar : bool
     write_csv : bool
     prompt_name : str, optional
-        Passed to ``predict``.
+        Passed to ``predict`` (sentence-transformers 5.1 and later).
 
     Examples
     --------
@@ -202,9 +202,9 @@ class GradedRerankingEvaluator(BaseEvaluator):
         where = "" if epoch == -1 else (f" after epoch {epoch}" if steps == -1 else f" in epoch {epoch} after {steps} steps")
         logger.info(f"GradedRerankingEvaluator: evaluating the model on the {self.name} dataset{where}:")
         pairs = [[query, doc] for query, docs in zip(self.queries, self.documents, strict=True) for doc in docs]
-        scores = np.asarray(model.predict(pairs, prompt_name=self.prompt_name, batch_size=self.batch_size,
-                                          convert_to_numpy=True, show_progress_bar=self.show_progress_bar),
-                            dtype=np.float64).reshape(-1)
+        prompt = {} if self.prompt_name is None else {"prompt_name": self.prompt_name}  # version 5.0 has no prompts
+        scores = np.asarray(model.predict(pairs, batch_size=self.batch_size, convert_to_numpy=True,
+                                          show_progress_bar=self.show_progress_bar, **prompt), dtype=np.float64).reshape(-1)
         sizes = np.fromiter(map(len, self.documents), dtype=np.int64, count=len(self.documents))
         values = self.scorer.evaluate(scores, np.concatenate(self.labels), sizes)
         metrics = {key: float(values[measure]) for key, measure in zip(self.keys, self.measures, strict=True)}
