@@ -31,7 +31,7 @@ import xgboost as xgb
 from gaprank.xgboost import objective
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_lightgbm import load  # noqa: E402  (the same data, synthetic set included, for both boosters)
+from bench_lightgbm import load, warm_compiled_kernel  # noqa: E402  (the same data, synthetic set included, for both boosters)
 
 CASES = {
     "native": None,
@@ -50,9 +50,11 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    compile_seconds = warm_compiled_kernel(args.threads)
     params = {"tree_method": "hist", "max_depth": 6, "eta": 0.1, "nthread": args.threads, "base_score": 0.5, "seed": 1}
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, threads {args.threads}; "
           f"xgboost {xgb.__version__}, torch {torch.__version__}, python {sys.version.split()[0]}")
+    print(f"# compiled kernel (numba): first call {compile_seconds:.2f} s, not in any timing below")
     print("| data | queries | docs | case | ms / round | x native |")
     print("|---|---:|---:|---|---:|---:|")
     for name in args.data.split(","):

@@ -6,7 +6,9 @@
 * :mod:`.factors`: the swap-delta factors of a measure on a slot layout (docs: The maths, "Swap deltas
   in O(c) per pair"), and the plans that keep what does not depend on the ranking;
 * :mod:`.pairs`: the pair engine, the |Delta M|-weighted pairwise logistic cost with its gradient and
-  hessian, shared by :mod:`gaprank.losses` and :mod:`gaprank.lightgbm`.
+  hessian, shared by :mod:`gaprank.losses` and :mod:`gaprank.lightgbm`;
+* :mod:`.compiled`: the same gradients and hessians for LambdaMART in one compiled pass per query (numba),
+  for kernel and discounted-gain measures.
 
 Layering: :mod:`gaprank.metrics` (exact metrics, kernels, the registry) <- the engine <- losses, LightGBM.
 """

@@ -14,6 +14,11 @@ with :math:`\Delta M` held fixed (Burges 2010, "From RankNet to LambdaRank to La
 docs: The maths, "LambdaRank and LambdaMART"). Boosters minimise, so these are handed over as they are. The arithmetic is
 :class:`gaprank._engine.pairs.PairwiseEngine`, the engine of :func:`gaprank.lambdarank_loss`.
 
+For the AP family (kernel measures) and the discounted-gain family the arithmetic is the compiled kernel of
+:mod:`gaprank._engine.compiled` (numba; one pass per query: sort, the O(Nc) tables, the pairs), read off the
+same factor plan and equal to the torch engine to float64 rounding; measures with factors of their own
+(ERR, Q, RR, Rprec, Success) keep the torch engine described below.
+
 Per data set (cached, so once per training run): the rankable queries are cut into length buckets by
 a cost model (:func:`gaprank._engine.buckets.bucket_bounds`) and laid end to end on one axis of
 slots (:class:`gaprank._engine.slots.SlotLayout`); the factor plan (the kernels or IDCGs, which
@@ -32,7 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._engine.factors import FactorPlan, plan_pair_factors
+from .._engine import compiled
+from .._engine.factors import FactorPlan, GainDiscountFactorPlan, KernelFactorPlan, plan_pair_factors
 from .._engine.pairs import PairwiseEngine
 from .._inputs import GaprankInputError, check_positive_int
 from .._typing import ArrayLike
@@ -62,6 +68,15 @@ class _PreparedData:
     derivatives: torch.Tensor  # [2, rows]: grad and hess; 0 at the rows of unrankable queries
     real_rows: torch.Tensor  # [m] int64: the rows ranked at the real slots
     real_sums: torch.Tensor  # [2, m]: their grad and hess
+    kernel_plan: compiled.CompiledPlan | None = None  # the compiled kernel's plan (then neither engine nor sorts run)
+
+    @classmethod
+    def for_compiled(cls, layout: QueryLayout, plan: FactorPlan | None,
+                     kernel_plan: compiled.CompiledPlan) -> _PreparedData:
+        """The compiled kernel's data: no torch buffers."""
+        nothing = torch.empty(0)
+        return cls(layout, plan, None, nothing, nothing, nothing, nothing, nothing, [], nothing, nothing, nothing,
+                   kernel_plan=kernel_plan)
 
     @classmethod
     def build(cls, layout: QueryLayout, plan: FactorPlan | None, engine: PairwiseEngine | None,
@@ -99,6 +114,7 @@ class LambdaMARTObjective:
         self.label_gain = (None if self.settings.label_gain is None else
                            torch.tensor(self.settings.label_gain, dtype=torch.float64))
         self.block_elements = check_positive_int(block_elements, "block_elements")
+        self.use_compiled = True  # the compiled kernel where the measure has one (tests compare both paths)
         self._prepared = LayoutCache(self._prepare)
 
     def __repr__(self) -> str:
@@ -125,6 +141,9 @@ class LambdaMARTObjective:
             plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
                                      ideal_cutoff=self.settings.truncation_level, gains=self.label_gain)
             settings = self.settings
+            compiled_plan = _compiled_plan(layout, plan, settings) if self.use_compiled else None
+            if compiled_plan is not None:
+                return _PreparedData.for_compiled(layout, plan, compiled_plan)
             engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
                                     norm=settings.norm, with_hessian=True, with_cost=False, dtype=dtype,
                                     block_elements=self.block_elements)
@@ -138,8 +157,13 @@ class LambdaMARTObjective:
         given, multiplies both, as LightGBM's own lambdarank does.
         """
         # No autograd here: inference mode spares every tensor operation its autograd bookkeeping.
+        data = self._prepared.get(labels, group)
+        if data.kernel_plan is not None:
+            scores = check_flat_scores(preds, data.layout.num_rows)
+            grad_np, hess_np = np.zeros(scores.size), np.zeros(scores.size)
+            compiled.lambdamart_gradients(data.kernel_plan, scores, grad_np, hess_np)
+            return _weighted(grad_np, hess_np, weight)
         with torch.inference_mode():
-            data = self._prepared.get(labels, group)
             layout = data.layout
             scores = check_flat_scores(preds, layout.num_rows)
             if data.plan is not None:
@@ -158,12 +182,53 @@ class LambdaMARTObjective:
                 data.derivatives.index_copy_(1, torch.index_select(data.destination, 0, real, out=data.real_rows),
                                              torch.index_select(sums, 1, real, out=data.real_sums))
             grad_np, hess_np = data.derivatives.numpy().astype(np.float64)
-        if weight is not None:
-            w = np.asarray(weight, dtype=np.float64)
-            if w.shape != grad_np.shape or not np.isfinite(w).all() or (w < 0).any():
-                problem = (f"shape {w.shape}" if w.shape != grad_np.shape else
-                           "a non-finite value" if not np.isfinite(w).all() else f"negative weight {w[w < 0][0]:g}")
-                raise GaprankInputError(f"weight must hold one finite non-negative number per row ({grad_np.size}); "
-                                        f"got {problem}")
-            grad_np, hess_np = grad_np * w, hess_np * w
-        return grad_np, hess_np
+        return _weighted(grad_np, hess_np, weight)
+
+
+def _weighted(grad: np.ndarray, hess: np.ndarray, weight: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
+    """``weight`` (one per row), when given, multiplies both, as LightGBM's own lambdarank does."""
+    if weight is None:
+        return grad, hess
+    w = np.asarray(weight, dtype=np.float64)
+    if w.shape != grad.shape or not np.isfinite(w).all() or (w < 0).any():
+        problem = (f"shape {w.shape}" if w.shape != grad.shape else
+                   "a non-finite value" if not np.isfinite(w).all() else f"negative weight {w[w < 0][0]:g}")
+        raise GaprankInputError(f"weight must hold one finite non-negative number per row ({grad.size}); "
+                                f"got {problem}")
+    return grad * w, hess * w
+
+
+def _compiled_plan(layout: QueryLayout, plan: FactorPlan | None,
+                   settings: LambdaMARTSettings) -> compiled.CompiledPlan | None:
+    """The compiled kernel's plan for a kernel or discounted-gain measure (None for the others: the torch
+    engine serves them), read off the torch plan so both compute the same deltas."""
+    if not compiled.available() or not isinstance(plan, (KernelFactorPlan, GainDiscountFactorPlan)):
+        return None
+    slots = layout.slots
+    real = slots.real
+    sizes = slots.sizes.numpy()
+    longest = int(sizes.max())
+    positions = np.arange(1, longest + 1, dtype=np.float64)
+    inverse_ranks = 1.0 / positions
+    if plan.k is not None:
+        inverse_ranks[plan.k:] = 0.0
+    empty1, empty2, empty3 = np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1))
+    if isinstance(plan, KernelFactorPlan):
+        mode, kernel, diag = compiled.KERNEL, plan.kernel.matrix.numpy(), plan.kernel.diag.numpy()
+        gains = discounts = inverse_norm = empty1
+    else:
+        mode, kernel, diag = compiled.GAIN_DISCOUNT, empty3, empty2
+        gains = plan.gains.numpy()
+        discounts = np.zeros(longest)
+        discounts[slots.position[real].numpy()] = plan.disc[real].numpy()
+        inverse_norm = plan.scale[slots.first_slot].numpy()
+    truncation = longest if settings.truncation_level is None else int(settings.truncation_level)
+    pairs = np.array([sum(n - 1 - a for a in range(min(truncation, n))) for n in sizes.tolist()], dtype=np.float64)
+    lane_queries, lane_starts = compiled.balanced_lanes(pairs, compiled.thread_count())
+    return compiled.CompiledPlan(
+        mode=mode, rows=layout.slot_rows[real].numpy().astype(np.int64), starts=np.concatenate([[0], np.cumsum(sizes)]),
+        labels=layout.slot_labels[real].numpy().astype(np.int64), kernel=np.ascontiguousarray(kernel, dtype=np.float64),
+        diag=np.ascontiguousarray(diag, dtype=np.float64), gains=np.ascontiguousarray(gains, dtype=np.float64),
+        discounts=discounts, inverse_norm=np.ascontiguousarray(inverse_norm, dtype=np.float64),
+        inverse_ranks=inverse_ranks, lane_queries=lane_queries, lane_starts=lane_starts,
+        sigma=float(settings.sigma), truncation=truncation, norm=bool(settings.norm))

@@ -40,8 +40,9 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {
     "label_gain": ("sequence of float, optional",
                    "A gain per label replacing nDCG's 2^l - 1 (LightGBM's ``label_gain``); for nDCG only."),
     "precision": ('{"float32", "float64"}, default "float32"',
-                  "The type of the per-pair arithmetic (swap deltas and score differences are formed in float64 "
-                  "and rounded once)."),
+                  "The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences are "
+                  "formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP family) and "
+                  "discounted-gain measures on the CPU, always computes in float64."),
 }
 
 

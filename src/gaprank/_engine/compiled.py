@@ -1,0 +1,206 @@
+r"""LambdaMART's gradients and hessians in one compiled pass per query (numba), for the AP family (kernel
+measures) and the discounted-gain family; the same arithmetic as :class:`~gaprank._engine.pairs.PairwiseEngine`
+on the same factor plan, in float64.
+
+Per query: sort by score (descending, ties in row order), build O(Nc) tables of the kernel's swap deltas
+(docs: The maths, "Swap deltas in O(c) per pair"): with 1/n zero beyond the cutoff,
+``A[n, u] = sum_{m<n} K[r_m, u]``, ``Q[n, u] = sum_{m<=n} K[u, r_m] / m``,
+``V[n, u] = Q[n-1, u] - (D_u + A[n, u]) / n`` and, per upper rank, ``U_a[u] = (D_u + A[a, u]) / a - Q[a, u]``.
+The three groups of changed pivots (between a and b, at a, at b) then sum to
+
+.. math::
+
+    \Delta = U_a[y] + V[b, y] - U_a[x] - V[b, x] + \tfrac1b (K[y, x] - K[x, x])
+
+for x, y the grades at ranks a < b: five table reads per pair, whatever the number of grades (a
+discounted-gain measure's is :math:`(g_y - g_x)(d_a - d_b)/Z`). Every pair of different grades with its upper
+rank within the truncation level then takes its sigmoid -- :math:`\rho = e_{worse} / (e_a + e_b)` with
+:math:`e_n = e^{\sigma (s_n - s_1)}` computed once per rank -- LightGBM's ``lambdarank_norm`` when asked, and
+its lambda and hessian term, summed into the query's rows. Queries are dealt to the threads in lanes balanced
+by pair count; a query is one thread's, start to end, so the result does not depend on the number of threads.
+Compiled on first use and cached on disk (numba's cache).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - numba is a dependency; without it the torch engine serves
+    numba = None  # type: ignore[assignment]
+
+# lambdarank_norm's score-distance offset: LightGBM writes it as the float literal 0.01f.
+NORM_OFFSET = float(np.float32(0.01))
+KERNEL, GAIN_DISCOUNT = 0, 1
+
+COMPILE_SECONDS: list[float] = []  # the first call's compile (or cache load) time, once per process
+
+
+def available() -> bool:
+    return numba is not None
+
+
+def thread_count() -> int:
+    return int(numba.get_num_threads()) if numba is not None else 1
+
+
+@dataclass
+class CompiledPlan:
+    """What a data set's kernel pass reads besides the scores (built once per data set).
+
+    ``rows`` holds each query's rows, query after query (``starts``); the query's swap deltas come from
+    ``kernel``/``diag`` (``[Q, C, C]``, ``[Q, C]``, kernel measures) or ``gains``/``discounts``/``inverse_norm``
+    (``[C]``, per 0-based rank, ``[Q]``, discounted-gain measures); ``inverse_ranks`` is 1/n per rank, 0
+    beyond the cutoff. ``lanes`` deals the queries to threads (``lane_starts`` into ``lane_queries``)."""
+
+    mode: int
+    rows: np.ndarray
+    starts: np.ndarray
+    labels: np.ndarray
+    kernel: np.ndarray
+    diag: np.ndarray
+    gains: np.ndarray
+    discounts: np.ndarray
+    inverse_norm: np.ndarray
+    inverse_ranks: np.ndarray
+    lane_queries: np.ndarray
+    lane_starts: np.ndarray
+    sigma: float
+    truncation: int
+    norm: bool
+
+
+def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Deal queries to ``lanes`` lanes, largest first to the lightest lane (LPT): ``(queries, starts)`` with
+    lane i's queries ``queries[starts[i]:starts[i+1]]``."""
+    lanes = max(1, min(lanes, pairs.size))
+    load = np.zeros(lanes)
+    owner = np.empty(pairs.size, dtype=np.int64)
+    for q in np.argsort(-pairs, kind="stable"):
+        lane = int(np.argmin(load))
+        owner[q] = lane
+        load[lane] += pairs[q] + 1.0
+    order = np.argsort(owner, kind="stable")
+    starts = np.searchsorted(owner[order], np.arange(lanes + 1))
+    return order.astype(np.int64), starts.astype(np.int64)
+
+
+if numba is not None:
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _query(q, scores, plan_rows, start, n, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
+               sigma, truncation, norm, grad, hess, table_a, table_q, table_v, v_own, u_a, s_rank, e_rank, g_rank,
+               grad_rank, hess_rank):
+        rows = plan_rows[start:start + n]
+        keys = np.empty(n)
+        for i in range(n):
+            keys[i] = -scores[rows[i]]
+        order = np.argsort(keys, kind="mergesort")  # descending scores, ties in row order
+        c1 = kernel.shape[1]
+        for i in range(n):
+            s_rank[i] = scores[rows[order[i]]]
+            g_rank[i] = labels[start + order[i]]
+            grad_rank[i] = 0.0
+            hess_rank[i] = 0.0
+        if mode == 0:
+            # A[n, u] = sum_{m<n} K[r_m, u]; Q[n, u] = sum_{m<=n} K[u, r_m] / m; V[n, u] = Q[n-1, u] - (D_u + A[n, u]) / n
+            for u in range(c1):
+                above = 0.0
+                weighted = 0.0
+                for i in range(n):
+                    t = g_rank[i]
+                    if i > 0:
+                        table_v[i, u] = weighted - inv[i] * (diag[q, u] + above)
+                    table_a[i, u] = above
+                    above += kernel[q, t, u]
+                    weighted += inv[i] * kernel[q, u, t]
+                    table_q[i, u] = weighted
+            for i in range(1, n):
+                v_own[i] = table_v[i, g_rank[i]]
+        # exp(sigma (s_n - s_1)) per rank, once: a pair's rho = 1 / (1 + e^{sigma (s_better - s_worse)}) is then
+        # e_worse / (e_a + e_b), one division instead of an exp per pair (the exp where e_a underflows)
+        for i in range(n):
+            e_rank[i] = math.exp(sigma * s_rank[i] - sigma * s_rank[0])
+        top = min(truncation, n)
+        weight_sum = 0.0
+        for a in range(top):
+            x = g_rank[a]
+            e_a = e_rank[a]
+            if mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
+                for u in range(c1):
+                    u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
+            for b in range(a + 1, n):
+                y = g_rank[b]
+                if x == y:
+                    continue
+                if mode == 0:
+                    delta = (u_a[y] + v_own[b]) - (u_a[x] + table_v[b, x]) + inv[b] * (kernel[q, y, x] - kernel[q, x, x])
+                else:
+                    delta = (gains[y] - gains[x]) * (discounts[a] - discounts[b]) * inverse_norm[q]
+                weight = abs(delta)
+                sign = 1.0 if x > y else -1.0
+                diff = sigma * s_rank[b] - sigma * s_rank[a]  # sigma (s_low - s_up)
+                if norm:
+                    weight = weight / (abs(diff) + NORM_OFFSET * sigma)
+                if e_a > 1e-290:
+                    rho = (e_rank[b] if x > y else e_a) / (e_a + e_rank[b])
+                else:
+                    rho = 1.0 / (1.0 + math.exp(-diff * sign))  # z = -sigma (s_better - s_worse)
+                lam = weight * rho
+                weight_sum += lam
+                h = lam - lam * rho
+                grad_rank[a] -= sign * lam
+                grad_rank[b] += sign * lam
+                hess_rank[a] += h
+                hess_rank[b] += h
+        factor = 1.0
+        if norm:
+            unscale = NORM_OFFSET * sigma if s_rank[n - 1] == s_rank[0] else sigma
+            lambda_sum = 2.0 * sigma * weight_sum * unscale
+            factor = (math.log2(1.0 + lambda_sum) / lambda_sum if lambda_sum > 0 else 1.0) * unscale
+        for i in range(n):
+            row = rows[order[i]]
+            grad[row] = grad_rank[i] * factor * sigma
+            hess[row] = hess_rank[i] * factor * (sigma * sigma)
+
+    @numba.njit(parallel=True, cache=True, error_model="numpy")
+    def _lambdamart(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
+                    truncation, norm, lane_queries, lane_starts, grad, hess):
+        lanes = lane_starts.size - 1
+        c1 = kernel.shape[1]
+        longest = 0
+        for q in range(starts.size - 1):
+            longest = max(longest, starts[q + 1] - starts[q])
+        for lane in numba.prange(lanes):
+            table_a = np.empty((longest, c1))
+            table_q = np.empty((longest, c1))
+            table_v = np.empty((longest, c1))
+            v_own = np.empty(longest)
+            u_a = np.empty(c1)
+            s_rank = np.empty(longest)
+            e_rank = np.empty(longest)
+            g_rank = np.empty(longest, dtype=np.int64)
+            grad_rank = np.empty(longest)
+            hess_rank = np.empty(longest)
+            for i in range(lane_starts[lane], lane_starts[lane + 1]):
+                q = lane_queries[i]
+                _query(q, scores, plan_rows, starts[q], starts[q + 1] - starts[q], labels, mode, kernel, diag, gains,
+                       discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, table_a, table_q, table_v,
+                       v_own, u_a, s_rank, e_rank, g_rank, grad_rank, hess_rank)
+
+
+def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:
+    """Write every planned query's gradients and hessians into ``grad`` and ``hess`` (float64, one per row;
+    rows of other queries are left as they are)."""
+    first = not COMPILE_SECONDS
+    start = time.perf_counter()
+    _lambdamart(scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
+                plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
+                plan.lane_queries, plan.lane_starts, grad, hess)
+    if first:
+        COMPILE_SECONDS.append(time.perf_counter() - start)

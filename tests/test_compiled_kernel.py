@@ -1,0 +1,103 @@
+"""The compiled LambdaMART kernel (gaprank._engine.compiled) against the torch pair engine it replaces for kernel and
+discounted-gain measures: equal to 1e-10 for every such objective measure and setting, independent of the thread
+count; measures with factors of their own keep the torch engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaprank.boosting import LambdaMARTObjective
+from gaprank.data import load_fold
+from gaprank.metrics import GainDiscountForm, KernelForm, measures, objective_names
+
+numba = pytest.importorskip("numba")
+
+from gaprank._engine import compiled  # noqa: E402
+
+SETTINGS = [{}, {"truncation_level": 5}, {"truncation_level": 30, "norm": True}, {"norm": True, "sigma": 2.0},
+            {"sigma": 0.5, "truncation_level": 1}]
+
+
+@pytest.fixture(scope="module")
+def data():
+    train = load_fold("OHSUMED", 1).train
+    rng = np.random.default_rng(0)
+    y = train.labels.copy()
+    sizes = train.group_sizes.copy()
+    scores = rng.normal(size=y.size).round(1)  # many ties: ranked in row order by both
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    scores[starts[3]:starts[4]] = 0.25  # a query whose scores are all equal (lambdarank_norm's special case)
+    y[starts[5]:starts[6]] = 1  # a query with one label: no pair
+    return scores, y, sizes
+
+
+def _compiled_measures():
+    strings = {"ap": "AP", "gap": "GAP", "xgap": "xGAP", "egap": "eGAP", "ndcg": "nDCG", "p": "P@5", "rbp": "RBP(p=0.7)",
+               "sr": "SR", "vg": "vG", "erap": "eRAP(p=[0,0.4,1])", "errbp": "eRRBP(p=[0,0.5,1])", "r": "R@10",
+               "dcg": "DCG@10"}
+    kinds = {info.name.lower(): info.form for info in measures()}
+    chosen = [name for name in objective_names() if isinstance(kinds[name], (KernelForm, GainDiscountForm))]
+    assert set(chosen) == set(strings), "a new kernel or discounted-gain measure needs a string here"
+    return [strings[name] for name in chosen] + ["GAP(g=[0.2,0.8])@10", "nDCG@10", "AP(rel=2)"]
+
+
+def _both(metric, settings, scores, y, sizes, weight=None):
+    fast = LambdaMARTObjective(metric, precision="float64", **settings)
+    reference = LambdaMARTObjective(metric, precision="float64", **settings)
+    reference.use_compiled = False
+    got = fast.gradients(scores, y, sizes, weight)
+    assert fast._prepared.get(y, sizes).kernel_plan is not None, f"{metric}: the compiled kernel did not serve"
+    return got, reference.gradients(scores, y, sizes, weight)
+
+
+@pytest.mark.parametrize("metric", _compiled_measures())
+def test_equal_to_the_torch_engine_for_every_measure_and_setting(data, metric):
+    scores, y, sizes = data
+    for settings in SETTINGS:
+        (grad, hess), (grad_ref, hess_ref) = _both(metric, settings, scores, y, sizes)
+        scale = max(np.abs(grad_ref).max(), 1e-300)
+        np.testing.assert_allclose(grad, grad_ref, rtol=0, atol=1e-10 * scale, err_msg=f"{metric} {settings}")
+        np.testing.assert_allclose(hess, hess_ref, rtol=0, atol=1e-10 * max(np.abs(hess_ref).max(), 1e-300),
+                                   err_msg=f"{metric} {settings}")
+        assert np.abs(grad_ref).max() > 0
+
+
+def test_label_gain_weights_and_ndcg_mirror(data):
+    scores, y, sizes = data
+    weight = np.random.default_rng(1).random(y.size)
+    settings = {"truncation_level": 30, "norm": True, "label_gain": [0, 1, 3]}
+    (grad, hess), (grad_ref, hess_ref) = _both("ndcg", settings, scores, y, sizes, weight)
+    np.testing.assert_allclose(grad, grad_ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hess, hess_ref, rtol=0, atol=1e-12)
+
+
+def test_measures_with_their_own_factors_keep_the_torch_engine(data):
+    scores, y, sizes = data
+    for metric in ("ERR", "Q", "RR", "Rprec", "Success@5"):
+        objective = LambdaMARTObjective(metric)
+        objective.gradients(scores, y, sizes)
+        assert objective._prepared.get(y, sizes).kernel_plan is None, metric
+
+
+def test_the_result_does_not_depend_on_the_thread_count(data):
+    scores, y, sizes = data
+    results = []
+    before = numba.get_num_threads()
+    try:
+        for threads in sorted({1, before}):
+            numba.set_num_threads(threads)
+            objective = LambdaMARTObjective("gap", truncation_level=30, norm=True)  # lanes dealt for this count
+            results.append(objective.gradients(scores, y, sizes))
+    finally:
+        numba.set_num_threads(before)
+    for grad, hess in results[1:]:
+        assert np.array_equal(grad, results[0][0]) and np.array_equal(hess, results[0][1])
+    assert compiled.COMPILE_SECONDS and compiled.COMPILE_SECONDS[0] >= 0  # the first call's compile, reported
+
+
+def test_lanes_are_balanced_by_pairs():
+    pairs = np.array([100.0, 1, 1, 1, 50, 50, 2])
+    queries, starts = compiled.balanced_lanes(pairs, 2)
+    loads = [pairs[queries[starts[i]:starts[i + 1]]].sum() for i in range(2)]
+    assert sorted(queries.tolist()) == list(range(7)) and abs(loads[0] - loads[1]) <= 5
