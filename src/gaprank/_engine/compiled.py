@@ -2,7 +2,8 @@ r"""LambdaMART's gradients and hessians in one compiled pass per query (numba), 
 measures) and the discounted-gain family; the same arithmetic as :class:`~gaprank._engine.pairs.PairwiseEngine`
 on the same factor plan, in float64.
 
-Per query: sort by score (descending, ties in row order), build O(Nc) tables of the kernel's swap deltas
+Per query: sort by score (descending, ties in row order; an insertion sort from the last call's ranking, which
+boosting moves little), build O(Nc) tables of the kernel's swap deltas
 (docs: The maths, "Swap deltas in O(c) per pair"): with 1/n zero beyond the cutoff,
 ``A[n, u] = sum_{m<n} K[r_m, u]``, ``Q[n, u] = sum_{m<=n} K[u, r_m] / m``,
 ``V[n, u] = Q[n-1, u] - (D_u + A[n, u]) / n`` and, per upper rank, ``U_a[u] = (D_u + A[a, u]) / a - Q[a, u]``.
@@ -56,7 +57,8 @@ class CompiledPlan:
     ``rows`` holds each query's rows, query after query (``starts``); the query's swap deltas come from
     ``kernel``/``diag`` (``[Q, C, C]``, ``[Q, C]``, kernel measures) or ``gains``/``discounts``/``inverse_norm``
     (``[C]``, per 0-based rank, ``[Q]``, discounted-gain measures); ``inverse_ranks`` is 1/n per rank, 0
-    beyond the cutoff. ``lanes`` deals the queries to threads (``lane_starts`` into ``lane_queries``)."""
+    beyond the cutoff. ``lanes`` deals the queries to threads (``lane_starts`` into ``lane_queries``). Not for
+    two threads at once (``orders`` is rewritten by each call)."""
 
     mode: int
     rows: np.ndarray
@@ -73,6 +75,7 @@ class CompiledPlan:
     sigma: float
     truncation: int
     norm: bool
+    orders: np.ndarray  # each query's last ranking (local indices), where the next call's sort starts
 
 
 def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,14 +96,35 @@ def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarra
 if numba is not None:
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _sort_from(order, keys, n):
+        """Order ``0..n-1`` by ``keys`` descending, ties by index, starting from last round's ``order``:
+        insertion sort, linear in the few places boosting moved; past ``16 n`` moves, a merge sort."""
+        moves = 0
+        for i in range(1, n):
+            current = order[i]
+            key = keys[current]
+            j = i - 1
+            while j >= 0 and (keys[order[j]] < key or (keys[order[j]] == key and order[j] > current)):
+                order[j + 1] = order[j]
+                j -= 1
+            moves += i - 1 - j
+            order[j + 1] = current
+            if moves > 16 * n:
+                negated = np.empty(n)
+                for m in range(n):
+                    negated[m] = -keys[m]
+                order[:] = np.argsort(negated, kind="mergesort")
+                return
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _query(q, scores, plan_rows, start, n, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-               sigma, truncation, norm, grad, hess, table_a, table_q, table_v, v_own, u_a, s_rank, e_rank, g_rank,
-               grad_rank, hess_rank):
+               sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q, table_v, v_own, u_a, s_rank, e_rank,
+               g_rank, grad_rank, hess_rank):
         rows = plan_rows[start:start + n]
-        keys = np.empty(n)
         for i in range(n):
-            keys[i] = -scores[rows[i]]
-        order = np.argsort(keys, kind="mergesort")  # descending scores, ties in row order
+            keys[i] = scores[rows[i]]
+        order = orders[start:start + n]
+        _sort_from(order, keys, n)  # descending scores, ties in row order
         c1 = kernel.shape[1]
         for i in range(n):
             s_rank[i] = scores[rows[order[i]]]
@@ -170,13 +194,14 @@ if numba is not None:
 
     @numba.njit(parallel=True, cache=True, error_model="numpy")
     def _lambdamart(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
-                    truncation, norm, lane_queries, lane_starts, grad, hess):
+                    truncation, norm, lane_queries, lane_starts, orders, grad, hess):
         lanes = lane_starts.size - 1
         c1 = kernel.shape[1]
         longest = 0
         for q in range(starts.size - 1):
             longest = max(longest, starts[q + 1] - starts[q])
         for lane in numba.prange(lanes):
+            keys = np.empty(longest)
             table_a = np.empty((longest, c1))
             table_q = np.empty((longest, c1))
             table_v = np.empty((longest, c1))
@@ -190,8 +215,8 @@ if numba is not None:
             for i in range(lane_starts[lane], lane_starts[lane + 1]):
                 q = lane_queries[i]
                 _query(q, scores, plan_rows, starts[q], starts[q + 1] - starts[q], labels, mode, kernel, diag, gains,
-                       discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, table_a, table_q, table_v,
-                       v_own, u_a, s_rank, e_rank, g_rank, grad_rank, hess_rank)
+                       discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q,
+                       table_v, v_own, u_a, s_rank, e_rank, g_rank, grad_rank, hess_rank)
 
 
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:
@@ -201,6 +226,6 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
     start = time.perf_counter()
     _lambdamart(scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
                 plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
-                plan.lane_queries, plan.lane_starts, grad, hess)
+                plan.lane_queries, plan.lane_starts, plan.orders, grad, hess)
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)

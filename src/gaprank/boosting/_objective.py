@@ -231,4 +231,5 @@ def _compiled_plan(layout: QueryLayout, plan: FactorPlan | None,
         diag=np.ascontiguousarray(diag, dtype=np.float64), gains=np.ascontiguousarray(gains, dtype=np.float64),
         discounts=discounts, inverse_norm=np.ascontiguousarray(inverse_norm, dtype=np.float64),
         inverse_ranks=inverse_ranks, lane_queries=lane_queries, lane_starts=lane_starts,
-        sigma=float(settings.sigma), truncation=truncation, norm=bool(settings.norm))
+        sigma=float(settings.sigma), truncation=truncation, norm=bool(settings.norm),
+        orders=np.concatenate([np.arange(n, dtype=np.int64) for n in sizes.tolist()]))
