@@ -79,15 +79,13 @@ class CompiledPlan:
 
 
 def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Deal queries to ``lanes`` lanes, largest first to the lightest lane (LPT): ``(queries, starts)`` with
-    lane i's queries ``queries[starts[i]:starts[i+1]]``."""
+    """Deal queries to ``lanes`` lanes by pair count, largest first, in snake order (0, 1, .., L-1, L-1, .., 0):
+    ``(queries, starts)`` with lane i's queries ``queries[starts[i]:starts[i+1]]``."""
     lanes = max(1, min(lanes, pairs.size))
-    load = np.zeros(lanes)
+    largest_first = np.argsort(-pairs, kind="stable")
+    turn = np.arange(pairs.size) % (2 * lanes)
     owner = np.empty(pairs.size, dtype=np.int64)
-    for q in np.argsort(-pairs, kind="stable"):
-        lane = int(np.argmin(load))
-        owner[q] = lane
-        load[lane] += pairs[q] + 1.0
+    owner[largest_first] = np.where(turn < lanes, turn, 2 * lanes - 1 - turn)
     order = np.argsort(owner, kind="stable")
     starts = np.searchsorted(owner[order], np.arange(lanes + 1))
     return order.astype(np.int64), starts.astype(np.int64)
@@ -119,7 +117,7 @@ if numba is not None:
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _query(q, scores, plan_rows, start, n, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
                sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q, table_v, v_own, u_a, s_rank, e_rank,
-               g_rank, grad_rank, hess_rank):
+               g_rank, gain_rank, grad_rank, hess_rank):
         rows = plan_rows[start:start + n]
         for i in range(n):
             keys[i] = scores[rows[i]]
@@ -152,36 +150,70 @@ if numba is not None:
             e_rank[i] = math.exp(sigma * s_rank[i] - sigma * s_rank[0])
         top = min(truncation, n)
         weight_sum = 0.0
+        for i in range(n):
+            s_rank[i] *= sigma  # sigma s from here on
+            gain_rank[i] = gains[g_rank[i]] if mode == 1 else 0.0
+        offset = NORM_OFFSET * sigma
+        z_q = inverse_norm[q] if mode == 1 else 0.0
         for a in range(top):
             x = g_rank[a]
             e_a = e_rank[a]
             if mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
                 for u in range(c1):
                     u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
-            for b in range(a + 1, n):
-                y = g_rank[b]
-                if x == y:
-                    continue
-                if mode == 0:
-                    delta = (u_a[y] + v_own[b]) - (u_a[x] + table_v[b, x]) + inv[b] * (kernel[q, y, x] - kernel[q, x, x])
-                else:
-                    delta = (gains[y] - gains[x]) * (discounts[a] - discounts[b]) * inverse_norm[q]
-                weight = abs(delta)
-                sign = 1.0 if x > y else -1.0
-                diff = sigma * s_rank[b] - sigma * s_rank[a]  # sigma (s_low - s_up)
-                if norm:
-                    weight = weight / (abs(diff) + NORM_OFFSET * sigma)
-                if e_a > 1e-290:
-                    rho = (e_rank[b] if x > y else e_a) / (e_a + e_rank[b])
-                else:
+            up = u_a[x] if mode == 0 else 0.0
+            k_xx = kernel[q, x, x] if mode == 0 else 0.0
+            gain_x = gain_rank[a]
+            disc_a = discounts[a] if mode == 1 else 0.0
+            s_a = s_rank[a]
+            sum_grad = 0.0
+            sum_hess = 0.0
+            sum_lambda = 0.0
+            if e_a > 1e-290:
+                # branch-free over the lower ranks (equal grades give a delta of exactly 0, so nothing), so the
+                # loop vectorises; rho = e_worse / (e_a + e_b)
+                for b in range(a + 1, n):
+                    y = g_rank[b]
+                    if mode == 0:
+                        delta = (u_a[y] + v_own[b]) - (up + table_v[b, x]) + inv[b] * (kernel[q, y, x] - k_xx)
+                    else:
+                        delta = (gain_rank[b] - gain_x) * (disc_a - discounts[b]) * z_q
+                    better_up = x > y
+                    sign = 1.0 if better_up else -1.0
+                    diff = s_rank[b] - s_a  # sigma (s_low - s_up)
+                    weight = abs(delta) / (abs(diff) + offset) if norm else abs(delta)
+                    e_b = e_rank[b]
+                    rho = (e_b if better_up else e_a) / (e_a + e_b)
+                    lam = weight * rho
+                    h = lam - lam * rho
+                    sum_lambda += lam
+                    sum_grad -= sign * lam
+                    sum_hess += h
+                    grad_rank[b] += sign * lam
+                    hess_rank[b] += h
+            else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself
+                for b in range(a + 1, n):
+                    y = g_rank[b]
+                    if x == y:
+                        continue
+                    if mode == 0:
+                        delta = (u_a[y] + v_own[b]) - (up + table_v[b, x]) + inv[b] * (kernel[q, y, x] - k_xx)
+                    else:
+                        delta = (gain_rank[b] - gain_x) * (disc_a - discounts[b]) * z_q
+                    sign = 1.0 if x > y else -1.0
+                    diff = s_rank[b] - s_a
+                    weight = abs(delta) / (abs(diff) + offset) if norm else abs(delta)
                     rho = 1.0 / (1.0 + math.exp(-diff * sign))  # z = -sigma (s_better - s_worse)
-                lam = weight * rho
-                weight_sum += lam
-                h = lam - lam * rho
-                grad_rank[a] -= sign * lam
-                grad_rank[b] += sign * lam
-                hess_rank[a] += h
-                hess_rank[b] += h
+                    lam = weight * rho
+                    h = lam - lam * rho
+                    sum_lambda += lam
+                    sum_grad -= sign * lam
+                    sum_hess += h
+                    grad_rank[b] += sign * lam
+                    hess_rank[b] += h
+            grad_rank[a] += sum_grad
+            hess_rank[a] += sum_hess
+            weight_sum += sum_lambda
         factor = 1.0
         if norm:
             unscale = NORM_OFFSET * sigma if s_rank[n - 1] == s_rank[0] else sigma
@@ -210,13 +242,14 @@ if numba is not None:
             s_rank = np.empty(longest)
             e_rank = np.empty(longest)
             g_rank = np.empty(longest, dtype=np.int64)
+            gain_rank = np.empty(longest)
             grad_rank = np.empty(longest)
             hess_rank = np.empty(longest)
             for i in range(lane_starts[lane], lane_starts[lane + 1]):
                 q = lane_queries[i]
                 _query(q, scores, plan_rows, starts[q], starts[q + 1] - starts[q], labels, mode, kernel, diag, gains,
                        discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q,
-                       table_v, v_own, u_a, s_rank, e_rank, g_rank, grad_rank, hess_rank)
+                       table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank)
 
 
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:

@@ -290,6 +290,55 @@ def rank_for_measure(scores, labels, measure: Measure, *, g=None, mask=None,
     return ranked, measure.info.fill(values, ranked.num_grades, ranked.grades.device)
 
 
+@dataclass
+class KernelInputs:
+    """What a kernel measure's plan reads: the kernel of every list (score-independent) and the cutoff."""
+
+    kernel: Kernel
+    k: int | None
+
+
+@dataclass
+class GainDiscountInputs:
+    """What a discounted-gain measure's plan reads: a gain per grade ``[C]``, a discount per slot ``[S]`` (0
+    beyond the cutoff), 1/Z per list ``[Q]``."""
+
+    gains: torch.Tensor
+    discounts: torch.Tensor
+    inverse_norm: torch.Tensor
+    k: int | None
+
+
+def plan_inputs(measure: Measure, parts: Sequence[RankedLists], params: dict[str, Any], layout: SlotLayout, *,
+                k: int | None = None, ideal_cutoff: int | None = None,
+                gains: torch.Tensor | None = None) -> KernelInputs | GainDiscountInputs | ListForm | None:
+    """The score-independent inputs of ``measure``'s factor plan on ``layout`` (options as in
+    :func:`plan_pair_factors`): the kernels, or the gains, discounts and 1/Z; a :class:`ListForm` for a measure
+    with factors of its own; None when no pair can change it."""
+    k = measure.k if k is None else k
+    form = measure.info.form
+    if isinstance(form, GainDiscountForm):
+        device = layout.valid.device
+        if gains is None:
+            gains = form.gains(parts[0].num_grades, params, device)
+        cutoff = k if k is not None else ideal_cutoff
+        inverse_norm = torch.cat([form.inverse_norm(ranked, gains, k, params, cutoff)[0] for ranked in parts])
+        discounts = form.discounts((layout.position + 1).to(torch.float64), params, k)
+        return GainDiscountInputs(gains, discounts, inverse_norm, k)
+    if isinstance(form, ListForm):
+        return form
+    assert isinstance(form, KernelForm), f"{measure.name} has no swap deltas"
+    kernels = []
+    for ranked in parts:
+        kernel_of_part = form.build(ranked, params)
+        if kernel_of_part is None:
+            return None
+        kernels.append(kernel_of_part)
+    kernel = Kernel(torch.cat([kr.matrix for kr in kernels]), torch.cat([kr.diag for kr in kernels]),
+                    torch.cat([kr.defined for kr in kernels]))
+    return KernelInputs(kernel, k)
+
+
 def plan_pair_factors(measure: Measure, lists: RankedLists | Sequence[RankedLists], params: dict[str, Any], *,
                       layout: SlotLayout | None = None, k: int | None = None, ideal_cutoff: int | None = None,
                       gains: torch.Tensor | None = None) -> FactorPlan | None:
@@ -305,28 +354,14 @@ def plan_pair_factors(measure: Measure, lists: RankedLists | Sequence[RankedList
     if layout is None:
         (ranked,) = parts
         layout = SlotLayout.single(ranked.n_docs, ranked.list_size)
-    k = measure.k if k is None else k
-    form = measure.info.form
-    if isinstance(form, GainDiscountForm):
-        device = layout.valid.device
-        if gains is None:
-            gains = form.gains(parts[0].num_grades, params, device)
-        cutoff = k if k is not None else ideal_cutoff
-        inverse_norm = torch.cat([form.inverse_norm(ranked, gains, k, params, cutoff)[0] for ranked in parts])
-        discounts = form.discounts((layout.position + 1).to(torch.float64), params, k)
-        return GainDiscountFactorPlan(layout, gains, discounts, inverse_norm, k)
-    if isinstance(form, ListForm):
-        return ListFactorPlan(layout, form, parts, params, k)
-    assert isinstance(form, KernelForm), f"{measure.name} has no swap deltas"
-    kernels = []
-    for ranked in parts:
-        kernel_of_part = form.build(ranked, params)
-        if kernel_of_part is None:
-            return None
-        kernels.append(kernel_of_part)
-    kernel = Kernel(torch.cat([kr.matrix for kr in kernels]), torch.cat([kr.diag for kr in kernels]),
-                    torch.cat([kr.defined for kr in kernels]))
-    return KernelFactorPlan(layout, kernel, k)
+    inputs = plan_inputs(measure, parts, params, layout, k=k, ideal_cutoff=ideal_cutoff, gains=gains)
+    if isinstance(inputs, GainDiscountInputs):
+        return GainDiscountFactorPlan(layout, inputs.gains, inputs.discounts, inputs.inverse_norm, inputs.k)
+    if isinstance(inputs, ListForm):
+        return ListFactorPlan(layout, inputs, parts, params, measure.k if k is None else k)
+    if inputs is None:
+        return None
+    return KernelFactorPlan(layout, inputs.kernel, inputs.k)
 
 
 def pair_factors(measure: Measure, ranked: RankedLists, params: dict[str, Any], *, k: int | None = None,

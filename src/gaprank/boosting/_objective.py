@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from .._engine import compiled
-from .._engine.factors import FactorPlan, GainDiscountFactorPlan, KernelFactorPlan, plan_pair_factors
+from .._engine.factors import FactorPlan, GainDiscountInputs, KernelInputs, plan_inputs, plan_pair_factors
 from .._engine.pairs import PairwiseEngine
 from .._inputs import GaprankInputError, check_positive_int
 from .._typing import ArrayLike
@@ -138,12 +138,14 @@ class LambdaMARTObjective:
         if layout.slots.num_slots:
             lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
                                 num_grades=num_grades) for b in layout.buckets]
-            plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
-                                     ideal_cutoff=self.settings.truncation_level, gains=self.label_gain)
             settings = self.settings
-            compiled_plan = _compiled_plan(layout, plan, settings) if self.use_compiled else None
-            if compiled_plan is not None:
-                return _PreparedData.for_compiled(layout, plan, compiled_plan)
+            if self.use_compiled and compiled.available():
+                inputs = plan_inputs(self.measure, lists, params, layout.slots, ideal_cutoff=settings.truncation_level,
+                                     gains=self.label_gain)
+                if isinstance(inputs, (KernelInputs, GainDiscountInputs)):
+                    return _PreparedData.for_compiled(layout, None, _compiled_plan(layout, inputs, settings))
+            plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
+                                     ideal_cutoff=settings.truncation_level, gains=self.label_gain)
             engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
                                     norm=settings.norm, with_hessian=True, with_cost=False, dtype=dtype,
                                     block_elements=self.block_elements)
@@ -198,32 +200,29 @@ def _weighted(grad: np.ndarray, hess: np.ndarray, weight: ArrayLike | None) -> t
     return grad * w, hess * w
 
 
-def _compiled_plan(layout: QueryLayout, plan: FactorPlan | None,
-                   settings: LambdaMARTSettings) -> compiled.CompiledPlan | None:
-    """The compiled kernel's plan for a kernel or discounted-gain measure (None for the others: the torch
-    engine serves them), read off the torch plan so both compute the same deltas."""
-    if not compiled.available() or not isinstance(plan, (KernelFactorPlan, GainDiscountFactorPlan)):
-        return None
+def _compiled_plan(layout: QueryLayout, inputs: KernelInputs | GainDiscountInputs,
+                   settings: LambdaMARTSettings) -> compiled.CompiledPlan:
+    """The compiled kernel's plan, from the same score-independent inputs as the torch engine's factor plan
+    (the kernels, or the gains, discounts and 1/Z), so both compute the same deltas."""
     slots = layout.slots
     real = slots.real
     sizes = slots.sizes.numpy()
     longest = int(sizes.max())
-    positions = np.arange(1, longest + 1, dtype=np.float64)
-    inverse_ranks = 1.0 / positions
-    if plan.k is not None:
-        inverse_ranks[plan.k:] = 0.0
+    inverse_ranks = 1.0 / np.arange(1, longest + 1, dtype=np.float64)
+    if inputs.k is not None:
+        inverse_ranks[inputs.k:] = 0.0
     empty1, empty2, empty3 = np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1))
-    if isinstance(plan, KernelFactorPlan):
-        mode, kernel, diag = compiled.KERNEL, plan.kernel.matrix.numpy(), plan.kernel.diag.numpy()
+    if isinstance(inputs, KernelInputs):
+        mode, kernel, diag = compiled.KERNEL, inputs.kernel.matrix.numpy(), inputs.kernel.diag.numpy()
         gains = discounts = inverse_norm = empty1
     else:
         mode, kernel, diag = compiled.GAIN_DISCOUNT, empty3, empty2
-        gains = plan.gains.numpy()
+        gains, inverse_norm = inputs.gains.numpy(), inputs.inverse_norm.numpy()
         discounts = np.zeros(longest)
-        discounts[slots.position[real].numpy()] = plan.disc[real].numpy()
-        inverse_norm = plan.scale[slots.first_slot].numpy()
+        discounts[slots.position[real].numpy()] = inputs.discounts[real].numpy()
     truncation = longest if settings.truncation_level is None else int(settings.truncation_level)
-    pairs = np.array([sum(n - 1 - a for a in range(min(truncation, n))) for n in sizes.tolist()], dtype=np.float64)
+    upper = np.minimum(truncation, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
+    pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
     lane_queries, lane_starts = compiled.balanced_lanes(pairs, compiled.thread_count())
     return compiled.CompiledPlan(
         mode=mode, rows=layout.slot_rows[real].numpy().astype(np.int64), starts=np.concatenate([[0], np.cumsum(sizes)]),
@@ -232,4 +231,4 @@ def _compiled_plan(layout: QueryLayout, plan: FactorPlan | None,
         discounts=discounts, inverse_norm=np.ascontiguousarray(inverse_norm, dtype=np.float64),
         inverse_ranks=inverse_ranks, lane_queries=lane_queries, lane_starts=lane_starts,
         sigma=float(settings.sigma), truncation=truncation, norm=bool(settings.norm),
-        orders=np.concatenate([np.arange(n, dtype=np.int64) for n in sizes.tolist()]))
+        orders=np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes))
