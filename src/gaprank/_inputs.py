@@ -179,6 +179,17 @@ def check_labels(y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return yi
 
 
+def check_integer_grades(values: torch.Tensor, requirement: str) -> torch.Tensor:
+    """``values`` (any real dtype) as int64 grades 0..MAX_GRADE; otherwise the one-line error
+    ``"{requirement}; got {the first bad value}"`` (NaN and infinities included). For integrations whose
+    messages name their own argument (torchmetrics' target, sentence-transformers' labels)."""
+    as_float = values.double()
+    bad = (as_float != torch.round(as_float)) | (as_float < 0) | (as_float > MAX_GRADE)
+    if bool(bad.any()):
+        raise GaprankInputError(f"{requirement}; got {values[bad][0].item()!r}")
+    return as_float.long()
+
+
 def finalize(
     values: torch.Tensor,
     defined: torch.Tensor | None,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._inputs import MAX_GRADE, GaprankInputError
+from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades
 from ._typing import ArrayLike
 from .boosting import RankingEval
 from .losses import swap_deltas
@@ -47,11 +47,7 @@ DEFAULT_MEASURES = ("GAP", "xGAP", "eGAP", "NDCG@10", "MAP", "P@10", "ERR")
 
 def _integer_grades(labels: torch.Tensor, what: str) -> torch.Tensor:
     """``labels`` as int64 grades; a non-integer or out-of-scale label is a one-line error."""
-    bad = (labels != torch.round(labels)) | (labels < 0) | (labels > MAX_GRADE) | ~torch.isfinite(labels)
-    if bool(bad.any()):
-        raise GaprankInputError(f"{what} must be integer grades 0..{MAX_GRADE} (gaprank's measures are graded); "
-                                f"got {labels[bad][0].item()!r}")
-    return labels.round().long()
+    return check_integer_grades(labels, f"{what} must be integer grades 0..{MAX_GRADE} (gaprank's measures are graded)")
 
 
 class DeltaScheme(BaseWeightingScheme):

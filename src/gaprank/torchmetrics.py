@@ -25,7 +25,7 @@ import torch
 from torchmetrics.retrieval.base import RetrievalMetric, _retrieval_aggregate
 from torchmetrics.utilities.data import dim_zero_cat
 
-from ._inputs import MAX_GRADE, GaprankInputError, check_positive_int
+from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades, check_positive_int
 from ._padding import LengthBucket, length_buckets, per_query_by_bucket
 from ._typing import ArrayLike
 from .metrics import parse_measure, resolve_g
@@ -73,9 +73,7 @@ class _GradedRetrievalMetric(RetrievalMetric):
             raise GaprankInputError(f"indexes, preds and target must have the same shape; got "
                                     f"{tuple(indexes.shape)}, {tuple(preds.shape)}, {tuple(target.shape)}")
         grades = target if self.ignore_index is None else target[target != self.ignore_index]
-        bad = (grades != torch.round(grades.double())) | (grades < 0) | (grades > MAX_GRADE)
-        if bool(bad.any()):
-            raise GaprankInputError(f"target must hold integer grades 0..{MAX_GRADE}; got {grades[bad][0].item()!r}")
+        check_integer_grades(grades, f"target must hold integer grades 0..{MAX_GRADE}")
         if not bool(torch.isfinite(preds).all()):
             raise GaprankInputError("preds must be finite")
         super().update(preds, target.long(), indexes.long())
