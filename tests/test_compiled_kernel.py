@@ -115,3 +115,17 @@ def test_each_call_ranks_afresh_from_the_last_ranking(data):
                     np.round(rng.normal(size=scores.size)), scores):
         np.testing.assert_allclose(fast.gradients(current, y, sizes)[0], reference.gradients(current, y, sizes)[0],
                                    rtol=0, atol=1e-12)
+
+
+def test_scores_far_below_the_top_take_the_sigmoid_itself(data):
+    """Where exp(sigma (s_a - s_1)) underflows (a score ~1000 below its query's top) the kernel takes the sigmoid
+    itself: the same gradients as the torch engine, and finite."""
+    scores, y, sizes = data
+    far = scores.copy()
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    far[starts[:-1]] += 1000.0  # each query's first row far above the others
+    for metric in ("gap", "nDCG@10"):
+        (grad, hess), (grad_ref, hess_ref) = _both(metric, {"norm": True}, far, y, sizes)
+        assert np.isfinite(grad).all() and np.abs(grad_ref).max() > 0
+        np.testing.assert_allclose(grad, grad_ref, rtol=0, atol=1e-10 * np.abs(grad_ref).max())
+        np.testing.assert_allclose(hess, hess_ref, rtol=0, atol=1e-10 * max(np.abs(hess_ref).max(), 1e-300))

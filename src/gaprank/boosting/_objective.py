@@ -71,11 +71,10 @@ class _PreparedData:
     kernel_plan: compiled.CompiledPlan | None = None  # the compiled kernel's plan (then neither engine nor sorts run)
 
     @classmethod
-    def for_compiled(cls, layout: QueryLayout, plan: FactorPlan | None,
-                     kernel_plan: compiled.CompiledPlan) -> _PreparedData:
-        """The compiled kernel's data: no torch buffers."""
+    def for_compiled(cls, layout: QueryLayout, kernel_plan: compiled.CompiledPlan) -> _PreparedData:
+        """The compiled kernel's data: no torch plan, engine or buffers."""
         nothing = torch.empty(0)
-        return cls(layout, plan, None, nothing, nothing, nothing, nothing, nothing, [], nothing, nothing, nothing,
+        return cls(layout, None, None, nothing, nothing, nothing, nothing, nothing, [], nothing, nothing, nothing,
                    kernel_plan=kernel_plan)
 
     @classmethod
@@ -143,7 +142,7 @@ class LambdaMARTObjective:
                 inputs = plan_inputs(self.measure, lists, params, layout.slots, ideal_cutoff=settings.truncation_level,
                                      gains=self.label_gain)
                 if isinstance(inputs, (KernelInputs, GainDiscountInputs)):
-                    return _PreparedData.for_compiled(layout, None, _compiled_plan(layout, inputs, settings))
+                    return _PreparedData.for_compiled(layout, _compiled_plan(layout, inputs, settings))
             plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
                                      ideal_cutoff=settings.truncation_level, gains=self.label_gain)
             engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
@@ -224,11 +223,12 @@ def _compiled_plan(layout: QueryLayout, inputs: KernelInputs | GainDiscountInput
     upper = np.minimum(truncation, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
     pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
     lane_queries, lane_starts = compiled.balanced_lanes(pairs, compiled.thread_count())
+    starts = np.concatenate([[0], np.cumsum(sizes)])
     return compiled.CompiledPlan(
-        mode=mode, rows=layout.slot_rows[real].numpy().astype(np.int64), starts=np.concatenate([[0], np.cumsum(sizes)]),
+        mode=mode, rows=layout.slot_rows[real].numpy().astype(np.int64), starts=starts,
         labels=layout.slot_labels[real].numpy().astype(np.int64), kernel=np.ascontiguousarray(kernel, dtype=np.float64),
         diag=np.ascontiguousarray(diag, dtype=np.float64), gains=np.ascontiguousarray(gains, dtype=np.float64),
         discounts=discounts, inverse_norm=np.ascontiguousarray(inverse_norm, dtype=np.float64),
         inverse_ranks=inverse_ranks, lane_queries=lane_queries, lane_starts=lane_starts,
         sigma=float(settings.sigma), truncation=truncation, norm=bool(settings.norm),
-        orders=np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes))
+        orders=np.arange(int(starts[-1]), dtype=np.int64) - np.repeat(starts[:-1], sizes))  # 0..n-1 per query
