@@ -18,8 +18,13 @@ ALL = [
     (M.gap, {}), (M.xgap, {}), (M.egap, {}), (M.average_precision, {}), (M.generalized_ap, {}),
     (M.ndcg, {}), (M.precision, {"k": 2}), (M.q_measure, {}), (M.sliding_ratio, {}), (M.rbp, {}),
     (M.err, {}), (M.erap, {"p": [0, 0.5, 1]}), (M.errbp, {"p": [0, 0.5, 1]}),
+    (M.reciprocal_rank, {}), (M.recall, {"k": 2}), (M.r_precision, {}), (M.success, {"k": 2}), (M.dcg, {}),
 ]
 IDS = [fn.__name__ for fn, _ in ALL]
+
+
+def test_every_registered_measure_is_fed_garbage_here():
+    assert {fn for fn, _ in ALL} == {info.function for info in M.measures()}
 
 
 @pytest.mark.parametrize("fn, kw", ALL, ids=IDS)
