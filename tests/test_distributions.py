@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import gaprank.distributions as distributions_module
 from gaprank.distributions import pairwise_probs, rank_distribution
 
 
@@ -75,3 +76,92 @@ def test_bad_input():
         pairwise_probs(np.zeros(3), sigma=1.0)
     with pytest.raises(ValueError, match="mask"):
         pairwise_probs(torch.zeros(3), sigma=1.0, mask=torch.ones(3))
+
+
+# compiled: the CPU's path; the whole-tensor path serves every other device and is selected here on the CPU
+@pytest.mark.parametrize("compiled", [True, False])
+def test_rank_laws_and_gradient_equal_the_autograd_recursion(monkeypatch, compiled):
+    """Both paths against autograd through the plain recursion (a history-keeping oracle), on
+    probabilities that include 0 (the pivot, padding), exactly 1/2 (ties), 1 and values near both ends."""
+    monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi: compiled)
+    rng = np.random.default_rng(3)
+    pi = torch.tensor(rng.random((3, 11, 11)))
+    pi[:, [2, 5], 4] = torch.tensor([0.5, 1.0], dtype=torch.float64)
+    pi[0, 7, :] = 1e-12
+    pi[1, 8, :] = 1.0 - 1e-12
+    pi[2, :, 9] = 0.0  # a pivot alone
+    idx = torch.arange(11)
+    pi[:, idx, idx] = 0.0
+    pi[:, 10, :] = 0.0  # a padding document
+    leaf = pi.clone().requires_grad_(True)
+    laws = distributions_module.rank_recursion(leaf)
+    weights = torch.tensor(rng.normal(size=laws.shape))
+    (laws * weights).sum().backward()
+
+    oracle_leaf = pi.clone().requires_grad_(True)
+    state = torch.zeros(3, 11, 12, dtype=torch.float64)
+    state[..., 0] = 1.0
+    for m in range(11):
+        beat = oracle_leaf[:, m, :, None]
+        shifted = torch.nn.functional.pad(state[..., :-1], (1, 0))
+        state = state * (1.0 - beat) + shifted * beat
+    oracle = state[..., :11]
+    (oracle * weights).sum().backward()
+    torch.testing.assert_close(laws, oracle, rtol=0, atol=1e-14)
+    torch.testing.assert_close(leaf.grad, oracle_leaf.grad, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_rank_distribution_gradcheck_on_both_paths(monkeypatch, compiled):
+    monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi: compiled)
+    rng = np.random.default_rng(4)
+    s = torch.tensor(rng.normal(size=(2, 7)), requires_grad=True)
+    mask = torch.tensor([[True] * 7, [True, False, True, True, False, True, True]])
+    assert torch.autograd.gradcheck(lambda x: rank_distribution(x, sigma=0.7, mask=mask), (s,))
+    far = torch.tensor([[0.0, 0.1, 40.0, -40.0]], dtype=torch.float64, requires_grad=True)  # pi at 0 and 1
+    assert torch.autograd.gradcheck(lambda x: rank_distribution(x, sigma=0.5), (far,))
+
+
+def test_compiled_rank_laws_do_not_depend_on_the_thread_count():
+    numba = pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    s = torch.tensor(rng.normal(size=(3, 40)), requires_grad=True)
+    results = []
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, before):
+            numba.set_num_threads(threads)
+            x = s.detach().clone().requires_grad_(True)
+            p = rank_distribution(x, sigma=0.8)
+            (p * torch.arange(40.0, dtype=torch.float64)).sum().backward()
+            results.append((p, x.grad))
+    finally:
+        numba.set_num_threads(before)
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
+def test_float32_rank_laws_are_computed_in_float64_on_the_cpu():
+    rng = np.random.default_rng(6)
+    s64 = torch.tensor(rng.normal(size=(2, 60)))
+    p32 = rank_distribution(s64.float(), sigma=0.6)
+    assert p32.dtype == torch.float32
+    torch.testing.assert_close(p32.double(), rank_distribution(s64, sigma=0.6), rtol=0, atol=1e-6)
+
+
+def test_expected_rank_values_equal_the_laws_times_the_values(monkeypatch):
+    """The compiled expectation (no [B, N, M] array) against the laws times the values, value and gradient."""
+    rng = np.random.default_rng(7)
+    s = torch.tensor(rng.normal(size=(3, 13)))
+    mask = torch.tensor(rng.random((3, 13)) > 0.3)
+    pi = distributions_module.pairwise_matrix(s.masked_fill(~mask, 0.0), mask, 0.8)
+    values = 1.0 / torch.log2(torch.arange(13, dtype=torch.float64) + 2.0)
+    weights = torch.tensor(rng.normal(size=(3, 13)))
+    leaf = pi.clone().requires_grad_(True)
+    got = distributions_module.expected_rank_values(leaf, values)
+    (got * weights).sum().backward()
+    monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi: False)
+    oracle_leaf = pi.clone().requires_grad_(True)
+    expected = distributions_module.rank_recursion(oracle_leaf) @ values
+    (expected * weights).sum().backward()
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-14)
+    torch.testing.assert_close(leaf.grad, oracle_leaf.grad, rtol=0, atol=1e-13)

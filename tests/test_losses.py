@@ -213,12 +213,17 @@ def test_softndcg_from_rank_distributions():
     torch.testing.assert_close(L.soft_metric(scores, labels, metric="ndcg", sigma=0.9, mask=mask), expected)
 
 
-def test_softndcg_pivot_blocks_same_value_and_gradient(monkeypatch):
+@pytest.mark.parametrize("block", [None, 1])
+def test_softndcg_compiled_and_torch_paths_same_value_and_gradient(monkeypatch, block):
+    """The compiled rank laws (CPU) and the whole-tensor path (every other device; with one pivot per
+    correlation block or all at once) give the same SoftNDCG and gradient."""
     scores, labels, mask = _random_batch(8, b=2, n=12)
     s1 = scores.clone().requires_grad_(True)
     v1 = L.soft_metric(s1, labels, metric="ndcg", sigma=0.5, mask=mask)
     v1.sum().backward()
-    monkeypatch.setattr(distributions_module, "RECURSION_BLOCK_ELEMENTS", 1)  # one pivot per block
+    monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi: False)
+    if block is not None:
+        monkeypatch.setattr(distributions_module, "CORRELATION_BLOCK_ELEMENTS", block)
     s2 = scores.clone().requires_grad_(True)
     v2 = L.soft_metric(s2, labels, metric="ndcg", sigma=0.5, mask=mask)
     v2.sum().backward()

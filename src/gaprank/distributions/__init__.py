@@ -19,6 +19,7 @@ import torch
 from .._autograd import first_derivatives_only
 from .._inputs import GaprankInputError, batch_mask, check_sigma
 from .._typing import ArrayLike
+from . import _compiled
 
 
 def _prepare(scores: ArrayLike, sigma: float, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, bool]:
@@ -111,74 +112,122 @@ def rank_distribution(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor 
     return dist[0] if squeeze else dist
 
 
-# Stored elements of one pivot block's recursion states (the backward pass recomputes them per block).
-RECURSION_BLOCK_ELEMENTS = 1 << 25
+# Elements of one block of the torch path's correlation windows ([B, pivots, N, N] per block).
+CORRELATION_BLOCK_ELEMENTS = 1 << 24
 
 
-def _run_recursion(beats: torch.Tensor, states: torch.Tensor) -> None:
-    """Fill ``states`` ``[M+1, B, P, M+1]``: state i = the law of the count above each pivot after the
-    first i other documents, stored at ``[..., 1:]`` behind a zero column so that the shift r -> r+1
-    is the view ``[..., :-1]``. ``beats`` ``[M, B, P, 1]``. One ``lerp`` per other document."""
-    states[0].zero_()
-    states[0, ..., 1] = 1.0
-    for other in range(beats.shape[0]):
-        prev, nxt = states[other], states[other + 1]
+def _compiled_path(pi: torch.Tensor) -> bool:
+    return pi.device.type == "cpu" and _compiled.available()
+
+
+def _torch_rank_laws(pi: torch.Tensor) -> torch.Tensor:
+    """The recursion as whole-tensor steps, one ``lerp`` per other document (any device)."""
+    batch, others, pivots = pi.shape
+    beats = pi.permute(1, 0, 2).unsqueeze(-1)
+    buffers = pi.new_empty(2, batch, pivots, others + 1)  # count r at [..., r + 1] behind a zero column
+    buffers[0].zero_()
+    buffers[0, ..., 1] = 1.0
+    for other in range(others):  # ping-pong between two buffers
+        prev, nxt = buffers[other % 2], buffers[(other + 1) % 2]
         nxt[..., 0] = 0.0
         torch.lerp(prev[..., 1:], prev[..., :-1], beats[other], out=nxt[..., 1:])
+    return buffers[others % 2, ..., 1:].clone()
+
+
+def _torch_rank_laws_adjoint(pi: torch.Tensor, laws: torch.Tensor, grad_laws: torch.Tensor) -> torch.Tensor:
+    """The compiled adjoint's arithmetic (see :mod:`._compiled`) as whole-tensor operations: the two
+    correlations over blocks of pivots, then one Horner step per count for every pair at once."""
+    batch, others, pivots = pi.shape
+    count = (pi != 0).sum(1)  # [B, N]: the support of each pivot's law is 0..count
+    within = torch.arange(others, device=pi.device) <= count[..., None]
+    step = torch.cat([grad_laws[..., 1:], grad_laws.new_zeros(batch, pivots, 1)], -1) - grad_laws
+    step = step * within  # h_r, r = 0..M-1, zero past the support
+    padded_step = torch.nn.functional.pad(step, (0, others))
+    padded_laws = torch.nn.functional.pad(laws, (0, others + 1))
+    low, high = torch.empty_like(step), torch.empty_like(step)
+    per_block = max(1, CORRELATION_BLOCK_ELEMENTS // max(1, batch * others * others))
+    for first in range(0, pivots, per_block):
+        last = min(pivots, first + per_block)
+        # windows[..., d, j] = h_{j+d} and p_{j+1+d}
+        step_windows = padded_step[:, first:last].unfold(-1, others, 1)[..., :others, :]
+        law_windows = padded_laws[:, first:last, 1:].unfold(-1, others, 1)[..., :others, :]
+        low[:, first:last] = (step_windows @ laws[:, first:last, :, None]).squeeze(-1)
+        high[:, first:last] = (law_windows @ step[:, first:last, :, None]).squeeze(-1)
+    lower = pi <= 0.5  # [B, M, N]
+    ratio = torch.where(lower, -pi / (1.0 - pi), -(1.0 - pi) / pi.clamp_min(0.5))
+    low, high = low.transpose(1, 2), high.transpose(1, 2)  # [B, d, N]
+    acc = torch.zeros_like(pi)
+    for d in reversed(range(others)):
+        acc = acc * ratio + torch.where(lower, low[:, d, None, :], high[:, d, None, :])
+    return acc / torch.where(lower, 1.0 - pi, pi)
 
 
 class _RankRecursion(torch.autograd.Function):
-    """SoftRank's recursion with a hand-written adjoint (no autograd graph over the M steps).
-
-    Forward keeps only the final laws; backward recomputes the states one block of pivots at a time
-    (at most ``RECURSION_BLOCK_ELEMENTS`` held) and runs the adjoint recursion
-    ``adj_{i-1} = adj_i + pi_i (shift_down(adj_i) - adj_i)``,
-    ``d/d pi_i = <adj_i, shift_up(p_{i-1}) - p_{i-1}>``."""
+    """SoftRank's recursion with a hand-written adjoint that keeps no history: the gradient divides each
+    factor back out of the final law (:mod:`._compiled`'s module doc). On the CPU both passes run
+    compiled, in float64 (the backward pass recomputes the laws); elsewhere as whole-tensor operations in
+    the input's dtype."""
 
     @staticmethod
     def forward(ctx, pi):  # noqa: D102 - [B, M(other), N(pivot)] -> [B, N, M]
-        ctx.save_for_backward(pi)
-        batch, others, pivots = pi.shape
-        beats = pi.permute(1, 0, 2).unsqueeze(-1)
-        buffers = pi.new_empty(2, batch, pivots, others + 1)
-        buffers[0].zero_()
-        buffers[0, ..., 1] = 1.0
-        for other in range(others):  # ping-pong between two buffers
-            prev, nxt = buffers[other % 2], buffers[(other + 1) % 2]
-            nxt[..., 0] = 0.0
-            torch.lerp(prev[..., 1:], prev[..., :-1], beats[other], out=nxt[..., 1:])
-        return buffers[others % 2, ..., 1:].clone()
+        if _compiled_path(pi):
+            pi64 = pi.detach().to(torch.float64).contiguous()
+            laws = pi64.new_empty(pi.shape[0], pi.shape[2], pi.shape[1])
+            _compiled.rank_laws(pi64.numpy(), laws.numpy())
+            ctx.save_for_backward(pi64)
+            return laws.to(pi.dtype)
+        laws = _torch_rank_laws(pi)
+        ctx.save_for_backward(pi, laws)
+        return laws
 
     @staticmethod
     @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
-    def backward(ctx, grad_dist):  # noqa: D102
-        (pi,) = ctx.saved_tensors
-        batch, others, pivots = pi.shape
-        beats_all = pi.permute(1, 0, 2).unsqueeze(-1)  # [M, B, N, 1]
-        grad_pi = pi.new_empty(others, batch, pivots)  # contiguous per step; permuted at the end
-        per_block = max(1, RECURSION_BLOCK_ELEMENTS // max(1, batch * (others + 1) ** 2))
-        per_block = min(per_block, pivots)
-        buffer = pi.new_empty(others + 1, batch, per_block, others + 1)  # reused: fresh pages are slow
-        for start in range(0, pivots, per_block):
-            stop = min(pivots, start + per_block)
-            beats = beats_all[:, :, start:stop]
-            states = buffer[:, :, : stop - start]
-            _run_recursion(beats, states)
-            adj = pi.new_zeros(batch, stop - start, others + 1)  # zero column at the end: adj(M) = 0
-            adj[..., :-1] = grad_dist[:, start:stop]
-            for other in reversed(range(others)):
-                # <adj, shift_up(p) - p> = <shift_down(adj) - adj, p>; the same difference updates adj
-                step = adj[..., 1:] - adj[..., :-1]
-                grad_pi[other, :, start:stop] = torch.linalg.vecdot(step, states[other][..., 1:])
-                adj[..., :-1].addcmul_(beats[other], step)
-        return grad_pi.permute(1, 0, 2)
+    def backward(ctx, grad_laws):  # noqa: D102
+        pi = ctx.saved_tensors[0]
+        if _compiled_path(pi):
+            grad_pi = torch.empty_like(pi)
+            grad64 = grad_laws.to(torch.float64).contiguous()
+            _compiled.rank_laws_adjoint(pi.numpy(), grad64.numpy(), grad_pi.numpy())
+            return grad_pi.to(grad_laws.dtype)
+        return _torch_rank_laws_adjoint(pi, ctx.saved_tensors[1], grad_laws)
+
+
+class _ExpectedRankValues(torch.autograd.Function):
+    r"""Compiled :math:`\sum_r p_n(r) v_r` and its gradient in ``pi``, without a [B, N, M] array."""
+
+    @staticmethod
+    def forward(ctx, pi, values):  # noqa: D102 - [B, M, N], [M] -> [B, N]
+        pi64 = pi.detach().to(torch.float64).contiguous()
+        values64 = values.detach().to(device=pi.device, dtype=torch.float64).contiguous()
+        out = pi64.new_empty(pi.shape[0], pi.shape[2])
+        _compiled.expected_values(pi64.numpy(), values64.numpy(), out.numpy())
+        ctx.save_for_backward(pi64, values64)
+        return out.to(pi.dtype)
+
+    @staticmethod
+    @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
+    def backward(ctx, grad_out):  # noqa: D102
+        pi, values = ctx.saved_tensors
+        grad_pi = torch.empty_like(pi)
+        weights = grad_out.to(torch.float64).contiguous()
+        _compiled.expected_values_adjoint(pi.numpy(), values.numpy(), weights.numpy(), grad_pi.numpy())
+        return grad_pi.to(grad_out.dtype), None
 
 
 def rank_recursion(pi: torch.Tensor) -> torch.Tensor:
     """SoftRank's recursion for the pivots in the last axis of ``pi`` ``[B, M(other), N(pivot)]``:
     returns ``[B, N, M]``, the law of the number of others above each pivot (0..M-1).
-    Cost O(B M^2 N) time, O(B M N) memory plus one block of recursion states in the backward pass."""
+    Cost O(B M^2 N) time, O(B M N) memory in both passes (the backward pass keeps no recursion states)."""
     return _RankRecursion.apply(pi)
+
+
+def expected_rank_values(pi: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    r"""``[B, N]``: :math:`\sum_r p_n(r)\, v_r`, the expectation of ``values`` ``[M]`` (a constant per
+    0-based rank) under each pivot's rank law, differentiable in ``pi`` ``[B, M, N]``. On the CPU no
+    ``[B, N, M]`` array is formed in either pass."""
+    if _compiled_path(pi):
+        return _ExpectedRankValues.apply(pi, values)
+    return rank_recursion(pi) @ values.to(pi.dtype)
 
 
 __all__ = ["pairwise_probs", "rank_distribution"]

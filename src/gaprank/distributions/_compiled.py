@@ -1,0 +1,195 @@
+r"""SoftRank's rank laws and their adjoint, compiled (numba), one pivot per task.
+
+For pivot n the law of the count above it is the coefficient vector of
+:math:`P(x) = \prod_m f_m(x)`, :math:`f_m(x) = 1 - \pi_m + \pi_m x` (the others' factors; a factor with
+:math:`\pi_m = 0` -- the pivot itself, padding -- is 1 and is skipped). Forward: the product, one factor at a
+time, over the support reached so far.
+
+Backward, without the recursion's history: :math:`\partial p / \partial \pi_m = (x - 1)\, q_m` with
+:math:`q_m = P / f_m`, so with :math:`h_r = G_{r+1} - G_r` (G the incoming gradient of the law, 0 past its
+end) the gradient is :math:`\langle h, q_m \rangle`. Dividing :math:`f_m` out by forward substitution
+(:math:`\pi_m \le 1/2`) gives :math:`q_m[r] = \beta^{-1} \sum_{j \le r} p_j t^{r-j}` with
+:math:`\beta = 1 - \pi_m`, :math:`t = -\pi_m / \beta`, hence
+
+.. math::
+
+    \langle h, q_m \rangle = \beta^{-1} \sum_d c_d\, t^d, \qquad c_d = \sum_j p_j h_{j+d};
+
+by backward substitution (:math:`\pi_m > 1/2`, :math:`u = -\beta / \pi_m`),
+:math:`\langle h, q_m \rangle = \pi_m^{-1} \sum_d c'_d\, u^d` with :math:`c'_d = \sum_k h_k p_{k+1+d}`.
+Both ratios have modulus at most 1, so neither substitution amplifies rounding. Per pivot: the law again
+(nothing is kept from the forward pass), the two correlations (O(N^2)), then one Horner evaluation per other
+document (O(N) each), vectorised over the others. Pivots are independent tasks, so the result does not
+depend on the number of threads. Everything is float64.
+
+Two forms: the laws themselves (``rank_laws``, [B, N, M] out, any incoming gradient), and the expectation of a
+per-rank value ``v`` under each law (``expected_values``: :math:`\sum_r p_n(r) v_r`, SoftNDCG's expected
+discount), whose gradient :math:`G_n = w_n v` needs no [B, N, M] array in either pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - numba is a dependency; without it the torch path serves
+    numba = None  # type: ignore[assignment]
+
+
+def available() -> bool:
+    return numba is not None
+
+
+LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r are read without a check
+
+
+def _pivot_law(pi, b, n, factors, prev, nxt):  # pragma: no cover - compiled
+    """The law of the count above pivot n of query b, at ``[LEAD: LEAD + count + 1]`` of the returned
+    buffer (``prev`` or ``nxt``, each of length ``LEAD + M + 8``, zero past the law), and ``count``.
+
+    The factors with pi > 0 are multiplied in four at a time (a quartic's five coefficients, all
+    non-negative, so the grouping costs no accuracy): five multiply-adds per count and four factors."""
+    others = pi.shape[1]
+    used = 0
+    for m in range(others):
+        v = pi[b, m, n]
+        if v != 0.0:  # the pivot itself and padding: the factor 1
+            factors[used] = v
+            used += 1
+    factors[used:used + 4] = 0.0
+    prev[:] = 0.0
+    nxt[:] = 0.0
+    prev[LEAD] = 1.0
+    count = 0
+    for first in range(0, used, 4):
+        p0, p1, p2, p3 = factors[first], factors[first + 1], factors[first + 2], factors[first + 3]
+        q0, q1, q2, q3 = 1.0 - p0, 1.0 - p1, 1.0 - p2, 1.0 - p3
+        a0, a1, a2 = q0 * q1, q0 * p1 + p0 * q1, p0 * p1  # (q0 + p0 x)(q1 + p1 x)
+        b0, b1, b2 = q2 * q3, q2 * p3 + p2 * q3, p2 * p3
+        c0, c1, c2 = a0 * b0, a0 * b1 + a1 * b0, a0 * b2 + a1 * b1 + a2 * b0
+        c3, c4 = a1 * b2 + a2 * b1, a2 * b2
+        # shifted views indexed from 0: no negative index, so the loop vectorises
+        s0, s1, s2, s3, s4 = prev[LEAD:], prev[LEAD - 1:], prev[LEAD - 2:], prev[LEAD - 3:], prev[LEAD - 4:]
+        target = nxt[LEAD:]
+        for r in range(count + 5):
+            target[r] = c0 * s0[r] + c1 * s1[r] + c2 * s2[r] + c3 * s3[r] + c4 * s4[r]
+        count += 4
+        prev, nxt = nxt, prev
+    return prev, min(count, used)
+
+
+def _correlations(p, h, size, low, high):  # pragma: no cover - compiled
+    """``low[d] = sum_j p_j h_{j+d}`` and ``high[d] = sum_k h_k p_{k+1+d}`` for d < size, as axpys over d
+    (vectorised; views indexed from 0, so no negative-index check), the order of every sum fixed."""
+    low[:size] = 0.0
+    high[:size] = 0.0
+    for j in range(size):
+        pj, h_from, hj, p_from = p[j], h[j:], h[j], p[j + 1:]
+        for d in range(size - j):
+            low[d] += pj * h_from[d]
+        for d in range(size - j):
+            high[d] += hj * p_from[d]
+
+
+def _horner(coefficients, size, ratios, count, values):  # pragma: no cover - compiled
+    """``values[i] = sum_{d < size} coefficients[d] ratios[i]^d`` for i < count, vectorised over i."""
+    values[:count] = 0.0
+    for d in range(size - 1, -1, -1):
+        c = coefficients[d]
+        for i in range(count):
+            values[i] = values[i] * ratios[i] + c
+
+
+def _pivot_adjoint(pi, b, n, p, h, size, grad_pi):  # pragma: no cover - compiled
+    """``grad_pi[b, m, n] = <h, p / f_m>`` for every other m, given pivot n's law ``p`` and ``h`` (both
+    zero from ``size`` on, for at least eight places)."""
+    others = pi.shape[1]
+    low, high = np.empty(size + 8), np.empty(size + 8)
+    _correlations(p, h, size, low, high)
+    ratio_low, ratio_high = np.empty(others), np.empty(others)
+    index_low, index_high = np.empty(others, dtype=np.int64), np.empty(others, dtype=np.int64)
+    n_low = n_high = 0
+    for m in range(others):
+        v = pi[b, m, n]
+        if v <= 0.5:
+            ratio_low[n_low] = -v / (1.0 - v)
+            index_low[n_low] = m
+            n_low += 1
+        else:
+            ratio_high[n_high] = -(1.0 - v) / v
+            index_high[n_high] = m
+            n_high += 1
+    values = np.empty(others)
+    _horner(low, size, ratio_low, n_low, values)
+    for i in range(n_low):
+        m = index_low[i]
+        grad_pi[b, m, n] = values[i] / (1.0 - pi[b, m, n])
+    _horner(high, size, ratio_high, n_high, values)
+    for i in range(n_high):
+        m = index_high[i]
+        grad_pi[b, m, n] = values[i] / pi[b, m, n]
+
+
+def _rank_laws(pi, out):  # pragma: no cover - compiled
+    """``pi`` [B, M, N] (others x pivots) -> ``out`` [B, N, M]: the law of the count above each pivot."""
+    batch, others, pivots = pi.shape
+    for task in numba.prange(batch * pivots):
+        b, n = task // pivots, task % pivots
+        factors, prev, nxt = np.empty(others + 4), np.empty(LEAD + others + 8), np.empty(LEAD + others + 8)
+        law, _ = _pivot_law(pi, b, n, factors, prev, nxt)
+        out[b, n, :] = law[LEAD:LEAD + others]
+
+
+def _rank_laws_adjoint(pi, grad_laws, grad_pi):  # pragma: no cover - compiled
+    """``grad_pi`` [B, M, N]: the gradient of <grad_laws, _rank_laws(pi)>."""
+    batch, others, pivots = pi.shape
+    for task in numba.prange(batch * pivots):
+        b, n = task // pivots, task % pivots
+        factors, prev, nxt = np.empty(others + 4), np.empty(LEAD + others + 8), np.empty(LEAD + others + 8)
+        law, count = _pivot_law(pi, b, n, factors, prev, nxt)
+        size = count + 1
+        h = np.zeros(size + 8)
+        for r in range(size):  # h_r = G_{r+1} - G_r, G zero past the law's last column
+            h[r] = (grad_laws[b, n, r + 1] if r + 1 < others else 0.0) - (grad_laws[b, n, r] if r < others else 0.0)
+        _pivot_adjoint(pi, b, n, law[LEAD:], h, size, grad_pi)
+
+
+def _expected_values(pi, values, out):  # pragma: no cover - compiled
+    """``out[b, n] = sum_r p_n(r) values[r]`` ([B, N]; ``values`` [M])."""
+    batch, others, pivots = pi.shape
+    for task in numba.prange(batch * pivots):
+        b, n = task // pivots, task % pivots
+        factors, prev, nxt = np.empty(others + 4), np.empty(LEAD + others + 8), np.empty(LEAD + others + 8)
+        law, count = _pivot_law(pi, b, n, factors, prev, nxt)
+        total = 0.0
+        for r in range(min(count + 1, others)):
+            total += law[LEAD + r] * values[r]
+        out[b, n] = total
+
+
+def _expected_values_adjoint(pi, values, weights, grad_pi):  # pragma: no cover - compiled
+    """``grad_pi`` [B, M, N]: the gradient of sum_{b, n} weights[b, n] _expected_values(pi, values)[b, n]."""
+    batch, others, pivots = pi.shape
+    for task in numba.prange(batch * pivots):
+        b, n = task // pivots, task % pivots
+        factors, prev, nxt = np.empty(others + 4), np.empty(LEAD + others + 8), np.empty(LEAD + others + 8)
+        law, count = _pivot_law(pi, b, n, factors, prev, nxt)
+        size = count + 1
+        weight = weights[b, n]
+        h = np.zeros(size + 8)
+        for r in range(size):
+            h[r] = weight * ((values[r + 1] if r + 1 < others else 0.0) - (values[r] if r < others else 0.0))
+        _pivot_adjoint(pi, b, n, law[LEAD:], h, size, grad_pi)
+
+
+if numba is not None:
+    # contract: multiply-adds fused, never reordered; cache: compiled once, kept on disk
+    _pivot_law = numba.njit(cache=True, fastmath={"contract"})(_pivot_law)
+    _correlations = numba.njit(cache=True, fastmath={"contract"})(_correlations)
+    _horner = numba.njit(cache=True, fastmath={"contract"})(_horner)
+    _pivot_adjoint = numba.njit(cache=True, fastmath={"contract"})(_pivot_adjoint)
+    rank_laws = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_rank_laws)
+    rank_laws_adjoint = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_rank_laws_adjoint)
+    expected_values = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values)
+    expected_values_adjoint = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values_adjoint)
