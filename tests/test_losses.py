@@ -586,6 +586,25 @@ def test_lambdarank_loss_compiles_across_batch_shapes(metric):
         torch.testing.assert_close(grad, torch.autograd.grad(expected, s)[0], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("loss", [L.SoftGAPLoss(g=[0.5, 0.5], sigma=0.7), L.SoftNDCGLoss(sigma=0.7)],
+                         ids=["SoftGAPLoss", "SoftNDCGLoss"])
+def test_soft_losses_compile_across_batch_shapes(loss):
+    """torch.compile (dynamo, eager backend) of the SoftRank losses at three batch shapes, padding
+    included: values and gradients equal eager (SoftNDCG's compiled rank laws run as an opaque call)."""
+    torch._dynamo.reset()
+    compiled = torch.compile(loss, backend="eager")
+    for batch, size in ((4, 10), (6, 17), (3, 25)):
+        torch.manual_seed(batch)
+        s = torch.randn(batch, size, dtype=torch.float64, requires_grad=True)
+        y = torch.randint(0, 3, (batch, size))
+        mask = torch.rand(batch, size) > 0.2
+        value = compiled(s, y, mask)
+        (grad,) = torch.autograd.grad(value, s)
+        expected = loss(s, y, mask)
+        torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(grad, torch.autograd.grad(expected, s)[0], rtol=1e-12, atol=1e-12)
+
+
 def test_torch_func_grad_works_for_softgap_and_is_refused_clearly_by_lambdarank():
     s = torch.tensor([[0.3, -0.2, 0.9, 0.1, 0.5]], dtype=torch.float64)
     y = torch.tensor([[2, 0, 1, 0, 1]])
