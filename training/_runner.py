@@ -45,6 +45,16 @@ class OutputInUse(GaprankInputError):
     """Another run holds the lock on an output directory."""
 
 
+def use_threads(count: int) -> None:
+    """Run this process's torch operations and gaprank's compiled (numba) kernels on ``count`` threads
+    (numba's capped at the pool it started with), so that a trial given one core uses one."""
+    import numba
+    import torch
+
+    torch.set_num_threads(count)
+    numba.set_num_threads(max(1, min(count, numba.config.NUMBA_NUM_THREADS)))
+
+
 def log_event(path: Path, **event: Any) -> None:
     """Append one JSON line to ``path``; a log that cannot be written (a full disk) is a one-line error."""
     try:

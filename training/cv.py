@@ -41,7 +41,7 @@ from gaprank.data import RankingSplit, load_fold, load_split
 from gaprank.metrics import objective_measure, objective_names, user_model_measures
 
 from ._distributed import ALONE, Ranks, balanced_shares, broadcast, global_sum, join, lost, peer_gone
-from ._runner import fold_script_main, quick_variant, run_folds, show_progress
+from ._runner import fold_script_main, quick_variant, run_folds, show_progress, use_threads
 from ._sections import DataConfig, EvaluationConfig
 
 
@@ -324,7 +324,7 @@ def _fit(config: CVConfig, fold_number: int, progress: bool, ranks: Ranks = ALON
     """Every learning rate trained on the fold's train set and scored on its vali set (test untouched):
     the fold, ``{learning_rate: run}``, the training seconds, the dtype and the training batches."""
     tr = config.training
-    torch.set_num_threads(tr.num_threads)
+    use_threads(tr.num_threads)
     dtype = torch.float64 if tr.dtype == "float64" else torch.float32
     # features read as the training dtype: a web-scale set is held once, at half the memory in float32
     where = {"variant": config.data.variant, "data_dir": config.data.data_dir, "dtype": tr.dtype}

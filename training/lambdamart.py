@@ -36,7 +36,7 @@ from gaprank.boosting import LambdaMARTSettings
 from gaprank.data import load_fold
 from gaprank.lightgbm import LambdaRankObjective
 
-from ._runner import fold_script_main, quick_variant, run_folds
+from ._runner import fold_script_main, quick_variant, run_folds, use_threads
 from ._sections import DataConfig, EvaluationConfig
 from .engines import ENGINES, Trained
 
@@ -134,6 +134,7 @@ TRAINERS = {name: engine.train for name, engine in ENGINES.items()}
 def _train(config: LambdaMARTConfig, fold: Any) -> Trained:
     """The configured engine on one fold; an engine that refuses its settings (LightGBM's or XGBoost's own
     checks of ``booster.params``) is a one-line config error, not the engine's traceback."""
+    use_threads(config.booster.num_threads)  # the objective's compiled kernel follows the booster's threads
     try:
         return TRAINERS[config.engine](config, fold)
     except Exception as exc:
