@@ -15,6 +15,7 @@ import gaprank._engine.pairs as pairwise_module
 import gaprank.distributions as distributions_module
 import gaprank.losses as L
 import gaprank.losses._exact as exact_module
+import gaprank.losses._pairwise as pairwise_loss_module
 from gaprank import GaprankInputError
 
 G = [0.2, 0.3, 0.5]
@@ -96,6 +97,7 @@ def test_lambdarank_gradient_equals_double_loop(metric, k):
 
 
 def test_lambdarank_blocks_give_the_same_numbers(monkeypatch):
+    monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", False)  # the pair engine's blocks
     scores, labels, mask = _random_batch(2, b=4, n=40)
     full = L.lambdarank_loss(scores, labels, metric="egap", g=G, mask=mask, reduction="none")
     s = scores.clone().requires_grad_(True)
@@ -143,6 +145,43 @@ def test_pair_engine_on_packed_blocks_equals_one_batch_at_a_time(norm, truncatio
                 torch.testing.assert_close(layout.view(sums[0], block), terms.grad, rtol=1e-12, atol=1e-14)
                 torch.testing.assert_close(layout.view(sums[1], block), terms.hess, rtol=1e-12, atol=1e-14)
     assert any(bool(t.grad.abs().max() > 1e-3) for t in alone)
+
+
+@pytest.mark.parametrize("metric, k, sigma", [("gap", None, 1.0), ("xgap", 3, 0.7), ("egap", 10, 2.0), ("ap", None, 1.0),
+                                             ("ndcg", None, 1.0), ("ndcg", 4, 0.5), ("nDCG@5", None, 1.0),
+                                             ("vG", None, 1.0), ("P@3", None, 1.0), ("RBP(p=0.8)", 6, 1.0),
+                                             ("eRAP(p=[0,0.5,1])", None, 1.0), ("R@5", None, 1.0)])
+def test_lambdarank_compiled_kernel_equals_the_pair_engine(monkeypatch, metric, k, sigma):
+    """On the CPU LambdaRankLoss takes the compiled LambdaMART kernel (cost and gradient) for kernel and
+    discounted-gain measures: the same value and gradient as the torch pair engine, with padding, tied
+    scores, one-document and single-label queries, and scores far apart (the kernel's exp fallback)."""
+    scores, labels, mask = _random_batch(13, b=6, n=15, grades=3)
+    scores[0, 2] = scores[0, 5]
+    scores[1, :] = 0.25  # every score tied
+    scores[2, 4] = 900.0  # e^{sigma (s - s_top)} underflows for the rest of the list
+    labels[3] = 1
+    mask[4] = False
+    mask[4, 0] = True
+    kw = {"g": _g(metric)} if _g(metric) is not None else {}
+    results = []
+    for use_kernel in (True, False):
+        monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", use_kernel)
+        s = scores.clone().requires_grad_(True)
+        value = L.lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none", **kw)
+        value.sum().backward()
+        results.append((value.detach(), s.grad))
+    (v1, g1), (v2, g2) = results
+    torch.testing.assert_close(v1, v2, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(g1, g2, rtol=0, atol=1e-12)
+    assert v1[3] == 0 and v1[4] == 0 and torch.all(g1[3] == 0) and torch.all(g1[4] == 0)
+
+
+def test_lambdarank_compiled_kernel_keeps_the_scores_dtype():
+    scores, labels, mask = _random_batch(14, b=3, n=9, grades=3)
+    s = scores.float().requires_grad_(True)
+    value = L.lambdarank_loss(s, labels, metric="gap", g=[0.5, 0.5], mask=mask)
+    value.backward()
+    assert value.dtype == torch.float32 and s.grad.dtype == torch.float32
 
 
 def test_ranknet_equals_double_loop_and_gradcheck():

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .factors import GainDiscountInputs, KernelInputs
+
 try:
     import numba
 except ImportError:  # pragma: no cover - numba is a dependency; without it the torch engine serves
@@ -91,6 +93,38 @@ def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarra
     return order.astype(np.int64), starts.astype(np.int64)
 
 
+def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, rows: np.ndarray, labels: np.ndarray,
+               discounts: np.ndarray | None, sigma: float, truncation: int | None, norm: bool) -> CompiledPlan:
+    """The kernel's plan for queries of ``sizes`` documents whose rows (into the scores) and labels come
+    query after query in ``rows`` and ``labels``, from the same score-independent inputs as the torch
+    engine's factor plan (``discounts``: a discounted-gain measure's discount per 0-based rank, as long as
+    the longest query). Queries are dealt to ``thread_count()`` lanes."""
+    longest = max(1, int(sizes.max()) if sizes.size else 1)
+    inverse_ranks = 1.0 / np.arange(1, longest + 1, dtype=np.float64)
+    if inputs.k is not None:
+        inverse_ranks[inputs.k:] = 0.0
+    empty1, empty2, empty3 = np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1))
+    if isinstance(inputs, KernelInputs):
+        mode, kernel, diag = KERNEL, inputs.kernel.matrix.numpy(), inputs.kernel.diag.numpy()
+        gains = inverse_norm = per_rank = empty1
+    else:
+        assert discounts is not None, "a discounted-gain measure's plan needs its discounts"
+        mode, kernel, diag = GAIN_DISCOUNT, empty3, empty2
+        gains, inverse_norm, per_rank = inputs.gains.numpy(), inputs.inverse_norm.numpy(), discounts
+    cut = longest if truncation is None else int(truncation)
+    upper = np.minimum(cut, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
+    pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
+    lane_queries, lane_starts = balanced_lanes(pairs, thread_count())
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return CompiledPlan(
+        mode=mode, rows=rows.astype(np.int64), starts=starts, labels=labels.astype(np.int64),
+        kernel=np.ascontiguousarray(kernel, dtype=np.float64), diag=np.ascontiguousarray(diag, dtype=np.float64),
+        gains=np.ascontiguousarray(gains, dtype=np.float64), discounts=np.ascontiguousarray(per_rank, dtype=np.float64),
+        inverse_norm=np.ascontiguousarray(inverse_norm, dtype=np.float64), inverse_ranks=inverse_ranks,
+        lane_queries=lane_queries, lane_starts=lane_starts, sigma=float(sigma), truncation=cut, norm=bool(norm),
+        orders=np.arange(int(starts[-1]), dtype=np.int64) - np.repeat(starts[:-1], sizes))  # 0..n-1 per query
+
+
 if numba is not None:
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -124,7 +158,7 @@ if numba is not None:
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _query(q, scores, plan_rows, start, n, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
                sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q, table_v, v_own, u_a, s_rank, e_rank,
-               g_rank, gain_rank, grad_rank, hess_rank, table_w):
+               g_rank, gain_rank, grad_rank, hess_rank, table_w, with_cost, cost):
         rows = plan_rows[start:start + n]
         for i in range(n):
             keys[i] = scores[rows[i]]
@@ -162,9 +196,11 @@ if numba is not None:
             e_rank[i] = math.exp(sigma * s_rank[i] - sigma * s_rank[0])
         top = min(truncation, n)
         weight_sum = 0.0
+        query_cost = 0.0
         for i in range(n):
             s_rank[i] *= sigma  # sigma s from here on
             gain_rank[i] = gains[g_rank[i]] if mode == 1 else 0.0
+        s_top = s_rank[0] if n > 0 else 0.0
         offset = NORM_OFFSET * sigma
         z_q = inverse_norm[q] if mode == 1 else 0.0
         for a in range(top):
@@ -180,6 +216,7 @@ if numba is not None:
             sum_grad = 0.0
             sum_hess = 0.0
             sum_lambda = 0.0
+            sum_cost = 0.0
             if e_a > 1e-290:
                 # branch-free over the lower ranks (equal grades give a delta of exactly 0, so nothing), so the
                 # loop vectorises; rho = e_worse / (e_a + e_b)
@@ -199,6 +236,8 @@ if numba is not None:
                     sum_hess += h
                     grad_rank[b] += sign * lam
                     hess_rank[b] += h
+                    if with_cost:  # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better)
+                        sum_cost += weight * (math.log(e_a + e_b) - ((s_a if better_up else s_rank[b]) - s_top))
             else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself (kept apart
                 # from the loop above, which without this branch runs about a tenth faster)
                 for b in range(a + 1, n):
@@ -215,9 +254,13 @@ if numba is not None:
                     sum_hess += h
                     grad_rank[b] += sign * lam
                     hess_rank[b] += h
+                    if with_cost:  # log(1 + e^z), z = sigma (s_worse - s_better), without overflow
+                        z = diff * sign
+                        sum_cost += weight * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
             grad_rank[a] += sum_grad
             hess_rank[a] += sum_hess
             weight_sum += sum_lambda
+            query_cost += sum_cost
         factor = 1.0
         if norm:
             unscale = NORM_OFFSET * sigma if s_rank[n - 1] == s_rank[0] else sigma
@@ -227,10 +270,12 @@ if numba is not None:
             row = rows[order[i]]
             grad[row] = grad_rank[i] * factor * sigma
             hess[row] = hess_rank[i] * factor * (sigma * sigma)
+        if with_cost:
+            cost[q] = query_cost
 
     @numba.njit(parallel=True, cache=True, error_model="numpy")
     def _lambdamart(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
-                    truncation, norm, lane_queries, lane_starts, orders, grad, hess):
+                    truncation, norm, lane_queries, lane_starts, orders, grad, hess, with_cost, cost):
         lanes = lane_starts.size - 1
         c1 = kernel.shape[1]
         longest = 0
@@ -254,16 +299,22 @@ if numba is not None:
                 q = lane_queries[i]
                 _query(q, scores, plan_rows, starts[q], starts[q + 1] - starts[q], labels, mode, kernel, diag, gains,
                        discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q,
-                       table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w)
+                       table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, with_cost,
+                       cost)
 
 
-def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:
-    """Write every planned query's gradients and hessians into ``grad`` and ``hess`` (float64, one per row;
-    rows of other queries are left as they are)."""
+def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray,
+                         cost: np.ndarray | None = None) -> None:
+    r"""Write every planned query's gradients and hessians into ``grad`` and ``hess`` (float64, one per row;
+    rows of other queries are left as they are), and, when ``cost`` (one per query) is given, each query's
+    pairwise logistic cost :math:`\sum |\Delta M| \log(1 + e^{-\sigma (s_{better} - s_{worse})})` (the
+    weight with ``norm`` being LightGBM's normalised one)."""
     first = not COMPILE_SECONDS
     start = time.perf_counter()
+    with_cost = cost is not None
     _lambdamart(scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
                 plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
-                plan.lane_queries, plan.lane_starts, plan.orders, grad, hess)
+                plan.lane_queries, plan.lane_starts, plan.orders, grad, hess, with_cost,
+                cost if cost is not None else np.zeros(1))
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)

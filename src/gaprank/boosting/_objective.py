@@ -201,34 +201,14 @@ def _weighted(grad: np.ndarray, hess: np.ndarray, weight: ArrayLike | None) -> t
 
 def _compiled_plan(layout: QueryLayout, inputs: KernelInputs | GainDiscountInputs,
                    settings: LambdaMARTSettings) -> compiled.CompiledPlan:
-    """The compiled kernel's plan, from the same score-independent inputs as the torch engine's factor plan
-    (the kernels, or the gains, discounts and 1/Z), so both compute the same deltas."""
+    """The compiled kernel's plan for the layout's real slots (the gains' discounts moved to one per rank)."""
     slots = layout.slots
     real = slots.real
     sizes = slots.sizes.numpy()
-    longest = int(sizes.max())
-    inverse_ranks = 1.0 / np.arange(1, longest + 1, dtype=np.float64)
-    if inputs.k is not None:
-        inverse_ranks[inputs.k:] = 0.0
-    empty1, empty2, empty3 = np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1))
-    if isinstance(inputs, KernelInputs):
-        mode, kernel, diag = compiled.KERNEL, inputs.kernel.matrix.numpy(), inputs.kernel.diag.numpy()
-        gains = discounts = inverse_norm = empty1
-    else:
-        mode, kernel, diag = compiled.GAIN_DISCOUNT, empty3, empty2
-        gains, inverse_norm = inputs.gains.numpy(), inputs.inverse_norm.numpy()
-        discounts = np.zeros(longest)
+    discounts = None
+    if isinstance(inputs, GainDiscountInputs):
+        discounts = np.zeros(int(sizes.max()))
         discounts[slots.position[real].numpy()] = inputs.discounts[real].numpy()
-    truncation = longest if settings.truncation_level is None else int(settings.truncation_level)
-    upper = np.minimum(truncation, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
-    pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
-    lane_queries, lane_starts = compiled.balanced_lanes(pairs, compiled.thread_count())
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    return compiled.CompiledPlan(
-        mode=mode, rows=layout.slot_rows[real].numpy().astype(np.int64), starts=starts,
-        labels=layout.slot_labels[real].numpy().astype(np.int64), kernel=np.ascontiguousarray(kernel, dtype=np.float64),
-        diag=np.ascontiguousarray(diag, dtype=np.float64), gains=np.ascontiguousarray(gains, dtype=np.float64),
-        discounts=discounts, inverse_norm=np.ascontiguousarray(inverse_norm, dtype=np.float64),
-        inverse_ranks=inverse_ranks, lane_queries=lane_queries, lane_starts=lane_starts,
-        sigma=float(settings.sigma), truncation=truncation, norm=bool(settings.norm),
-        orders=np.arange(int(starts[-1]), dtype=np.int64) - np.repeat(starts[:-1], sizes))  # 0..n-1 per query
+    return compiled.build_plan(inputs, sizes=sizes, rows=layout.slot_rows[real].numpy(),
+                               labels=layout.slot_labels[real].numpy(), discounts=discounts, sigma=settings.sigma,
+                               truncation=settings.truncation_level, norm=settings.norm)

@@ -15,13 +15,45 @@ LambdaMART"). RankNet is the same with :math:`|\Delta M| = 1` (Burges et al., IC
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from .._engine.factors import pair_factors, rank_for_measure
+from .._engine import compiled
+from .._engine.factors import GainDiscountInputs, KernelInputs, pair_factors, plan_inputs, rank_for_measure
 from .._engine.pairs import PairwiseTerms, pairwise_logistic
+from .._engine.slots import SlotLayout
 from .._inputs import check_positive_int, check_sigma
 from ..metrics import objective_measure, rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
+
+# On the CPU, measures whose swap deltas the compiled LambdaMART kernel computes (the AP family's kernels,
+# the discounted gains) take the kernel: cost and gradient in one pass per query, float64.
+COMPILED_ON_CPU = True
+
+
+def _compiled_terms(s: torch.Tensor, m: torch.Tensor, ranked, measure, params, sigma: float, k: int | None
+                    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``(cost [B], grad [B, N])`` from the compiled kernel, or None where it does not serve (another
+    device, a measure with factors of its own, a scale on which no pair changes the measure)."""
+    if not (COMPILED_ON_CPU and s.device.type == "cpu" and compiled.available()):
+        return None
+    batch, width = m.shape
+    layout = SlotLayout.single(ranked.n_docs, ranked.list_size)
+    inputs = plan_inputs(measure, [ranked], params, layout, ideal_cutoff=k)
+    if not isinstance(inputs, (KernelInputs, GainDiscountInputs)):
+        return None
+    discounts = None
+    if isinstance(inputs, GainDiscountInputs):
+        discounts = np.zeros(ranked.list_size)
+        discounts[layout.position.numpy()] = inputs.discounts.numpy()
+    flat_mask = m.reshape(-1).numpy()
+    plan = compiled.build_plan(inputs, sizes=m.sum(1).numpy(), rows=np.flatnonzero(flat_mask),
+                               labels=ranked.document_grades().reshape(-1).numpy()[flat_mask], discounts=discounts,
+                               sigma=sigma, truncation=k, norm=False)
+    scores = s.detach().to(torch.float64).reshape(-1).numpy()
+    grad, hess, cost = np.zeros(batch * width), np.zeros(batch * width), np.zeros(batch)
+    compiled.lambdamart_gradients(plan, scores, grad, hess, cost)
+    return torch.from_numpy(cost).to(s.dtype), torch.from_numpy(grad).reshape(batch, width).to(s.dtype)
 
 
 def scatter_to_documents(rank_space: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
@@ -83,8 +115,14 @@ def lambdarank_loss(
     k = check_positive_int(k)
     measure = objective_measure(metric)
     ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts)
+    s, m = as_batch(scores.detach(), mask)
+    direct = _compiled_terms(s, m, ranked, measure, params, sigma, k)
+    if direct is not None:
+        cost, grad = direct
+        keep = rankable(ranked).to(cost.dtype)
+        values = with_gradient(as_batch(scores, mask)[0], cost * keep, grad * keep[:, None])
+        return reduce_loss(values, reduction, ranked.spec.squeeze)
     factors = pair_factors(measure, ranked, params, ideal_cutoff=k)
-    s, _ = as_batch(scores.detach(), mask)
     terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, factors,
                               sigma=sigma, truncation=k)
     return _attach(scores, mask, ranked, terms, reduction)
