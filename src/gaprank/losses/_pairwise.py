@@ -31,6 +31,7 @@ from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refus
 COMPILED_ON_CPU = True
 
 
+@torch.compiler.disable  # numpy and numba: under torch.compile an opaque call, not traced
 def _compiled_terms(s: torch.Tensor, m: torch.Tensor, ranked, measure, params, sigma: float, k: int | None
                     ) -> tuple[torch.Tensor, torch.Tensor] | None:
     """``(cost [B], grad [B, N])`` from the compiled kernel, or None where it does not serve (another
