@@ -44,13 +44,14 @@ def available() -> bool:
 LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r are read without a check
 
 
-def _pivot_law(pi, b, n, factors, prev, nxt):  # pragma: no cover - compiled
+def _pivot_law(pi, b, n):  # pragma: no cover - compiled
     """The law of the count above pivot n of query b, at ``[LEAD: LEAD + count + 1]`` of the returned
-    buffer (``prev`` or ``nxt``, each of length ``LEAD + M + 8``, zero past the law), and ``count``.
+    buffer (of length ``LEAD + M + 8``, zero past the law), and ``count``.
 
     The factors with pi > 0 are multiplied in four at a time (a quartic's five coefficients, all
     non-negative, so the grouping costs no accuracy): five multiply-adds per count and four factors."""
     others = pi.shape[1]
+    factors, prev, nxt = np.empty(others + 4), np.zeros(LEAD + others + 8), np.zeros(LEAD + others + 8)
     used = 0
     for m in range(others):
         v = pi[b, m, n]
@@ -58,8 +59,6 @@ def _pivot_law(pi, b, n, factors, prev, nxt):  # pragma: no cover - compiled
             factors[used] = v
             used += 1
     factors[used:used + 4] = 0.0
-    prev[:] = 0.0
-    nxt[:] = 0.0
     prev[LEAD] = 1.0
     count = 0
     for first in range(0, used, 4):
@@ -136,8 +135,7 @@ def _rank_laws(pi, out):  # pragma: no cover - compiled
     batch, others, pivots = pi.shape
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        factors, prev, nxt = np.empty(others + 4), np.empty(LEAD + others + 8), np.empty(LEAD + others + 8)
-        law, _ = _pivot_law(pi, b, n, factors, prev, nxt)
+        law, _ = _pivot_law(pi, b, n)
         out[b, n, :] = law[LEAD:LEAD + others]
 
 
@@ -146,8 +144,7 @@ def _rank_laws_adjoint(pi, grad_laws, grad_pi):  # pragma: no cover - compiled
     batch, others, pivots = pi.shape
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        factors, prev, nxt = np.empty(others + 4), np.empty(LEAD + others + 8), np.empty(LEAD + others + 8)
-        law, count = _pivot_law(pi, b, n, factors, prev, nxt)
+        law, count = _pivot_law(pi, b, n)
         size = count + 1
         h = np.zeros(size + 8)
         for r in range(size):  # h_r = G_{r+1} - G_r, G zero past the law's last column
@@ -160,8 +157,7 @@ def _expected_values(pi, values, out):  # pragma: no cover - compiled
     batch, others, pivots = pi.shape
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        factors, prev, nxt = np.empty(others + 4), np.empty(LEAD + others + 8), np.empty(LEAD + others + 8)
-        law, count = _pivot_law(pi, b, n, factors, prev, nxt)
+        law, count = _pivot_law(pi, b, n)
         total = 0.0
         for r in range(min(count + 1, others)):
             total += law[LEAD + r] * values[r]
@@ -173,8 +169,7 @@ def _expected_values_adjoint(pi, values, weights, grad_pi):  # pragma: no cover 
     batch, others, pivots = pi.shape
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        factors, prev, nxt = np.empty(others + 4), np.empty(LEAD + others + 8), np.empty(LEAD + others + 8)
-        law, count = _pivot_law(pi, b, n, factors, prev, nxt)
+        law, count = _pivot_law(pi, b, n)
         size = count + 1
         weight = weights[b, n]
         h = np.zeros(size + 8)
