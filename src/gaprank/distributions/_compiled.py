@@ -2,8 +2,10 @@ r"""SoftRank's rank laws and their adjoint, compiled (numba), one pivot per task
 
 For pivot n the law of the count above it is the coefficient vector of
 :math:`P(x) = \prod_m f_m(x)`, :math:`f_m(x) = 1 - \pi_m + \pi_m x` (the others' factors; a factor with
-:math:`\pi_m = 0` -- the pivot itself, padding -- is 1 and is skipped). Forward: the product, one factor at a
-time, over the support reached so far.
+:math:`\pi_m = 0` -- the pivot itself, padding -- is 1 and is skipped). Forward: the product, four factors at
+a time, over the law's numerical support: entries at its ends below ``NEGLIGIBLE`` (1e-24) of its largest are
+dropped as it grows, at most 1e-18 of probability in all, below float64's rounding of any result, and the
+support that remains is a window of W counts, about 22 standard deviations of the count wide (W ~ sqrt N).
 
 Backward, without the recursion's history: :math:`\partial p / \partial \pi_m = (x - 1)\, q_m` with
 :math:`q_m = P / f_m`, so with :math:`h_r = G_{r+1} - G_r` (G the incoming gradient of the law, 0 past its
@@ -17,9 +19,10 @@ end) the gradient is :math:`\langle h, q_m \rangle`. Dividing :math:`f_m` out by
 
 by backward substitution (:math:`\pi_m > 1/2`, :math:`u = -\beta / \pi_m`),
 :math:`\langle h, q_m \rangle = \pi_m^{-1} \sum_d c'_d\, u^d` with :math:`c'_d = \sum_k h_k p_{k+1+d}`.
-Both ratios have modulus at most 1, so neither substitution amplifies rounding. Per pivot: the law again
-(nothing is kept from the forward pass), the two correlations (O(N^2)), then one Horner evaluation per other
-document (O(N) each), vectorised over the others. Pivots are independent tasks, so the result does not
+Both ratios have modulus at most 1, so neither substitution amplifies rounding; :math:`q_m` lives on the
+law's window too (:math:`q_m[r] \le 2 \max(p_r, p_{r+1})`), so the sums run over it. Per pivot: the law
+again (nothing is kept from the forward pass, O(N W)), the two correlations (O(W^2)), then one Horner
+evaluation of degree W per other document (O(N W)), vectorised over the others. Pivots are independent tasks, so the result does not
 depend on the number of threads. Everything is float64.
 
 Two forms: the laws themselves (``rank_laws``, [B, N, M] out, any incoming gradient), and the expectation of a
@@ -42,16 +45,23 @@ def available() -> bool:
 
 
 LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r are read without a check
+# A law's entries below this fraction of its largest are dropped from its ends as it is built: at most M^2
+# of them over a law's M factors, each below 1e-24 (the largest entry is at least 1/M), so at most 1e-18 of
+# probability in all, below float64's rounding of the result; what remains is each law's numerical support,
+# about 2 x 11 standard deviations of the count wide, which the backward pass's work scales with.
+NEGLIGIBLE = 1e-24
 
 
 def _pivot_law(pi, b, n):  # pragma: no cover - compiled
-    """The law of the count above pivot n of query b, at ``[LEAD: LEAD + count + 1]`` of the returned
-    buffer (of length ``LEAD + M + 8``, zero past the law), and ``count``.
+    """The law of the count above pivot n of query b: ``(buffer, low, high)``, the law at counts
+    ``low..high`` held at ``buffer[LEAD + low: LEAD + high + 1]``, with zeros for four counts either side
+    (the rest of the buffer is scratch).
 
     The factors with pi > 0 are multiplied in four at a time (a quartic's five coefficients, all
-    non-negative, so the grouping costs no accuracy): five multiply-adds per count and four factors."""
+    non-negative, so the grouping costs no accuracy): five multiply-adds per count and four factors; after
+    each group the ends below ``NEGLIGIBLE`` of the largest entry are dropped."""
     others = pi.shape[1]
-    factors, prev, nxt = np.empty(others + 4), np.zeros(LEAD + others + 8), np.zeros(LEAD + others + 8)
+    factors, prev, nxt = np.empty(others + 4), np.zeros(LEAD + others + 16), np.zeros(LEAD + others + 16)
     used = 0
     for m in range(others):
         v = pi[b, m, n]
@@ -60,7 +70,7 @@ def _pivot_law(pi, b, n):  # pragma: no cover - compiled
             used += 1
     factors[used:used + 4] = 0.0
     prev[LEAD] = 1.0
-    count = 0
+    low = high = 0
     for first in range(0, used, 4):
         p0, p1, p2, p3 = factors[first], factors[first + 1], factors[first + 2], factors[first + 3]
         q0, q1, q2, q3 = 1.0 - p0, 1.0 - p1, 1.0 - p2, 1.0 - p3
@@ -69,13 +79,27 @@ def _pivot_law(pi, b, n):  # pragma: no cover - compiled
         c0, c1, c2 = a0 * b0, a0 * b1 + a1 * b0, a0 * b2 + a1 * b1 + a2 * b0
         c3, c4 = a1 * b2 + a2 * b1, a2 * b2
         # shifted views indexed from 0: no negative index, so the loop vectorises
-        s0, s1, s2, s3, s4 = prev[LEAD:], prev[LEAD - 1:], prev[LEAD - 2:], prev[LEAD - 3:], prev[LEAD - 4:]
-        target = nxt[LEAD:]
-        for r in range(count + 5):
-            target[r] = c0 * s0[r] + c1 * s1[r] + c2 * s2[r] + c3 * s3[r] + c4 * s4[r]
-        count += 4
+        at = LEAD + low
+        s0, s1, s2, s3, s4 = prev[at:], prev[at - 1:], prev[at - 2:], prev[at - 3:], prev[at - 4:]
+        target = nxt[at:]
+        largest = 0.0
+        for r in range(high - low + 5):
+            value = c0 * s0[r] + c1 * s1[r] + c2 * s2[r] + c3 * s3[r] + c4 * s4[r]
+            target[r] = value
+            largest = max(largest, value)
+        high += 4
+        floor = NEGLIGIBLE * largest
+        while nxt[LEAD + low] < floor:
+            nxt[LEAD + low] = 0.0
+            low += 1
+        while nxt[LEAD + high] < floor:
+            nxt[LEAD + high] = 0.0
+            high -= 1
+        # the next group reads counts low - 4 .. high + 4 of this buffer: zero what an earlier use left there
+        nxt[LEAD + low - 4: LEAD + low] = 0.0
+        nxt[LEAD + high + 1: LEAD + high + 5] = 0.0
         prev, nxt = nxt, prev
-    return prev, min(count, used)
+    return prev, low, min(high, used)
 
 
 def _correlations(p, h, size, low, high):  # pragma: no cover - compiled
@@ -101,8 +125,9 @@ def _horner(coefficients, size, ratios, count, values):  # pragma: no cover - co
 
 
 def _pivot_adjoint(pi, b, n, p, h, size, grad_pi):  # pragma: no cover - compiled
-    """``grad_pi[b, m, n] = <h, p / f_m>`` for every other m, given pivot n's law ``p`` and ``h`` (both
-    zero from ``size`` on, for at least eight places)."""
+    """``grad_pi[b, m, n] = <h, p / f_m>`` for every other m, given pivot n's law ``p`` and ``h`` over the
+    counts ``o .. o + size - 1`` (a common offset o; both zero from ``size`` on for at least eight places,
+    ``p`` zero at 0)."""
     others = pi.shape[1]
     low, high = np.empty(size + 8), np.empty(size + 8)
     _correlations(p, h, size, low, high)
@@ -130,13 +155,28 @@ def _pivot_adjoint(pi, b, n, p, h, size, grad_pi):  # pragma: no cover - compile
         grad_pi[b, m, n] = values[i] / pi[b, m, n]
 
 
+def _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi):  # pragma: no cover - compiled
+    """The adjoint over the law's support ``low..high``: p and h taken from count ``low - 1`` on (where the
+    law is zero), which both correlations then read at the offsets the module doc's sums need; ``incoming``
+    gives G at each count (0 past the law's last column)."""
+    size = high - low + 2
+    h = np.zeros(size + 8)
+    for i in range(size):
+        r = low - 1 + i
+        if r >= 0:
+            h[i] = incoming[r + 1] - incoming[r]
+    _pivot_adjoint(pi, b, n, law[LEAD + low - 1:], h, size, grad_pi)
+
+
 def _rank_laws(pi, out):  # pragma: no cover - compiled
     """``pi`` [B, M, N] (others x pivots) -> ``out`` [B, N, M]: the law of the count above each pivot."""
     batch, others, pivots = pi.shape
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        law, _ = _pivot_law(pi, b, n)
-        out[b, n, :] = law[LEAD:LEAD + others]
+        law, low, high = _pivot_law(pi, b, n)
+        out[b, n, :] = 0.0
+        for r in range(low, min(high + 1, others)):
+            out[b, n, r] = law[LEAD + r]
 
 
 def _rank_laws_adjoint(pi, grad_laws, grad_pi):  # pragma: no cover - compiled
@@ -144,12 +184,10 @@ def _rank_laws_adjoint(pi, grad_laws, grad_pi):  # pragma: no cover - compiled
     batch, others, pivots = pi.shape
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        law, count = _pivot_law(pi, b, n)
-        size = count + 1
-        h = np.zeros(size + 8)
-        for r in range(size):  # h_r = G_{r+1} - G_r, G zero past the law's last column
-            h[r] = (grad_laws[b, n, r + 1] if r + 1 < others else 0.0) - (grad_laws[b, n, r] if r < others else 0.0)
-        _pivot_adjoint(pi, b, n, law[LEAD:], h, size, grad_pi)
+        law, low, high = _pivot_law(pi, b, n)
+        incoming = np.zeros(others + 2)
+        incoming[:others] = grad_laws[b, n, :]
+        _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi)
 
 
 def _expected_values(pi, values, out):  # pragma: no cover - compiled
@@ -157,9 +195,9 @@ def _expected_values(pi, values, out):  # pragma: no cover - compiled
     batch, others, pivots = pi.shape
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        law, count = _pivot_law(pi, b, n)
+        law, low, high = _pivot_law(pi, b, n)
         total = 0.0
-        for r in range(min(count + 1, others)):
+        for r in range(low, min(high + 1, others)):
             total += law[LEAD + r] * values[r]
         out[b, n] = total
 
@@ -169,13 +207,10 @@ def _expected_values_adjoint(pi, values, weights, grad_pi):  # pragma: no cover 
     batch, others, pivots = pi.shape
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        law, count = _pivot_law(pi, b, n)
-        size = count + 1
-        weight = weights[b, n]
-        h = np.zeros(size + 8)
-        for r in range(size):
-            h[r] = weight * ((values[r + 1] if r + 1 < others else 0.0) - (values[r] if r < others else 0.0))
-        _pivot_adjoint(pi, b, n, law[LEAD:], h, size, grad_pi)
+        law, low, high = _pivot_law(pi, b, n)
+        incoming = np.zeros(others + 2)
+        incoming[:others] = weights[b, n] * values
+        _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi)
 
 
 if numba is not None:
@@ -184,6 +219,7 @@ if numba is not None:
     _correlations = numba.njit(cache=True, fastmath={"contract"})(_correlations)
     _horner = numba.njit(cache=True, fastmath={"contract"})(_horner)
     _pivot_adjoint = numba.njit(cache=True, fastmath={"contract"})(_pivot_adjoint)
+    _windowed_adjoint = numba.njit(cache=True, fastmath={"contract"})(_windowed_adjoint)
     rank_laws = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_rank_laws)
     rank_laws_adjoint = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_rank_laws_adjoint)
     expected_values = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values)
