@@ -4,8 +4,9 @@ For pivot n the law of the count above it is the coefficient vector of
 :math:`P(x) = \prod_m f_m(x)`, :math:`f_m(x) = 1 - \pi_m + \pi_m x` (the others' factors; a factor with
 :math:`\pi_m = 0` -- the pivot itself, padding -- is 1 and is skipped). Forward: the product, four factors at
 a time, over the law's numerical support: entries at its ends below ``NEGLIGIBLE`` (1e-24) of its largest are
-dropped as it grows, at most 1e-18 of probability in all, below float64's rounding of any result, and the
-support that remains is a window of W counts, about 22 standard deviations of the count wide (W ~ sqrt N).
+dropped as it grows, at most M^2 x 1e-24 of probability in all (1e-18 at M = 1000), below float64's
+rounding of any result, and the support that remains is a window of W counts, about 21 standard deviations
+of the count wide (W ~ sqrt N).
 
 Backward, without the recursion's history: :math:`\partial p / \partial \pi_m = (x - 1)\, q_m` with
 :math:`q_m = P / f_m`, so with :math:`h_r = G_{r+1} - G_r` (G the incoming gradient of the law, 0 past its
@@ -46,9 +47,9 @@ def available() -> bool:
 
 LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r are read without a check
 # A law's entries below this fraction of its largest are dropped from its ends as it is built: at most M^2
-# of them over a law's M factors, each below 1e-24 (the largest entry is at least 1/M), so at most 1e-18 of
-# probability in all, below float64's rounding of the result; what remains is each law's numerical support,
-# about 2 x 11 standard deviations of the count wide, which the backward pass's work scales with.
+# of them over a law's M factors, each below 1e-24, so at most M^2 x 1e-24 of probability in all (1e-18 at
+# M = 1000), below float64's rounding of the result; what remains is each law's numerical support, about 21
+# standard deviations of the count wide, which the backward pass's work scales with.
 NEGLIGIBLE = 1e-24
 
 
