@@ -158,7 +158,7 @@ if numba is not None:
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _query(q, scores, plan_rows, start, n, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
                sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q, table_v, v_own, u_a, s_rank, e_rank,
-               g_rank, gain_rank, grad_rank, hess_rank, table_w, with_cost, cost):
+               g_rank, gain_rank, grad_rank, hess_rank, table_w, cost):
         rows = plan_rows[start:start + n]
         for i in range(n):
             keys[i] = scores[rows[i]]
@@ -236,7 +236,7 @@ if numba is not None:
                     sum_hess += h
                     grad_rank[b] += sign * lam
                     hess_rank[b] += h
-                    if with_cost:  # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better)
+                    if cost is not None:  # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better)
                         sum_cost += weight * (math.log(e_a + e_b) - ((s_a if better_up else s_rank[b]) - s_top))
             else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself (kept apart
                 # from the loop above, which without this branch runs about a tenth faster)
@@ -254,7 +254,7 @@ if numba is not None:
                     sum_hess += h
                     grad_rank[b] += sign * lam
                     hess_rank[b] += h
-                    if with_cost:  # log(1 + e^z), z = sigma (s_worse - s_better), without overflow
+                    if cost is not None:  # log(1 + e^z), z = sigma (s_worse - s_better), without overflow
                         z = diff * sign
                         sum_cost += weight * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
             grad_rank[a] += sum_grad
@@ -270,12 +270,12 @@ if numba is not None:
             row = rows[order[i]]
             grad[row] = grad_rank[i] * factor * sigma
             hess[row] = hess_rank[i] * factor * (sigma * sigma)
-        if with_cost:
+        if cost is not None:
             cost[q] = query_cost
 
     @numba.njit(parallel=True, cache=True, error_model="numpy")
     def _lambdamart(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
-                    truncation, norm, lane_queries, lane_starts, orders, grad, hess, with_cost, cost):
+                    truncation, norm, lane_queries, lane_starts, orders, grad, hess, cost):
         lanes = lane_starts.size - 1
         c1 = kernel.shape[1]
         longest = 0
@@ -299,8 +299,7 @@ if numba is not None:
                 q = lane_queries[i]
                 _query(q, scores, plan_rows, starts[q], starts[q + 1] - starts[q], labels, mode, kernel, diag, gains,
                        discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q,
-                       table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, with_cost,
-                       cost)
+                       table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, cost)
 
 
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray,
@@ -311,10 +310,9 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
     weight with ``norm`` being LightGBM's normalised one)."""
     first = not COMPILE_SECONDS
     start = time.perf_counter()
-    with_cost = cost is not None
+    # cost None: numba compiles a version without the cost's branches (pruned on the None type)
     _lambdamart(scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
                 plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
-                plan.lane_queries, plan.lane_starts, plan.orders, grad, hess, with_cost,
-                cost if cost is not None else np.zeros(1))
+                plan.lane_queries, plan.lane_starts, plan.orders, grad, hess, cost)
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)

@@ -23,8 +23,8 @@ by backward substitution (:math:`\pi_m > 1/2`, :math:`u = -\beta / \pi_m`),
 Both ratios have modulus at most 1, so neither substitution amplifies rounding; :math:`q_m` lives on the
 law's window too (:math:`q_m[r] \le 2 \max(p_r, p_{r+1})`), so the sums run over it. Per pivot: the law
 again (nothing is kept from the forward pass, O(N W)), the two correlations (O(W^2)), then one Horner
-evaluation of degree W per other document (O(N W)), vectorised over the others. Pivots are independent tasks, so the result does not
-depend on the number of threads. Everything is float64.
+evaluation of degree W per other document (O(N W)), vectorised over the others. Pivots are independent
+tasks, so the result does not depend on the number of threads. Everything is float64.
 
 Two forms: the laws themselves (``rank_laws``, [B, N, M] out, any incoming gradient), and the expectation of a
 per-rank value ``v`` under each law (``expected_values``: :math:`\sum_r p_n(r) v_r`, SoftNDCG's expected
