@@ -236,8 +236,15 @@ if numba is not None:
                     sum_hess += h
                     grad_rank[b] += sign * lam
                     hess_rank[b] += h
-                    if cost is not None:  # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better)
-                        sum_cost += weight * (math.log(e_a + e_b) - ((s_a if better_up else s_rank[b]) - s_top))
+                if cost is not None:  # a loop of its own, so that the one above stays vectorised: one log per
+                    # pair that counts, log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better)
+                    for b in range(a + 1, n):
+                        y = g_rank[b]
+                        if y != x:
+                            delta = _delta(mode, x, y, b, u_a, up, table_w, gain_rank, gain_x, disc_a, discounts, z_q)
+                            weight = abs(delta) / (abs(s_rank[b] - s_a) + offset) if norm else abs(delta)
+                            better = s_a if x > y else s_rank[b]
+                            sum_cost += weight * (math.log(e_a + e_rank[b]) - (better - s_top))
             else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself (kept apart
                 # from the loop above, which without this branch runs about a tenth faster)
                 for b in range(a + 1, n):
@@ -254,7 +261,7 @@ if numba is not None:
                     sum_hess += h
                     grad_rank[b] += sign * lam
                     hess_rank[b] += h
-                    if cost is not None:  # log(1 + e^z), z = sigma (s_worse - s_better), without overflow
+                    if cost is not None and weight != 0.0:  # log(1 + e^z), z = sigma (s_worse - s_better), no overflow
                         z = diff * sign
                         sum_cost += weight * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
             grad_rank[a] += sum_grad
