@@ -169,7 +169,7 @@ def test_expected_rank_values_equal_the_laws_times_the_values(monkeypatch):
 
 def test_compiled_laws_drop_only_negligible_ends(monkeypatch):
     """Long lists with spread scores: the compiled laws keep each law's numerical support (entries below
-    1e-24 of the largest dropped at the ends as the law is built); what they drop is below 1e-18 in all,
+    1e-24 dropped at the ends as the law is built); what they drop is below 1e-18 in all,
     and values and gradients equal the whole-tensor path's, which drops nothing."""
     rng = np.random.default_rng(8)
     s = torch.tensor(rng.normal(size=(2, 300)) * 3.0)

@@ -3,7 +3,7 @@ r"""SoftRank's rank laws and their adjoint, compiled (numba), one pivot per task
 For pivot n the law of the count above it is the coefficient vector of
 :math:`P(x) = \prod_m f_m(x)`, :math:`f_m(x) = 1 - \pi_m + \pi_m x` (the others' factors; a factor with
 :math:`\pi_m = 0` -- the pivot itself, padding -- is 1 and is skipped). Forward: the product, four factors at
-a time, over the law's numerical support: entries at its ends below ``NEGLIGIBLE`` (1e-24) of its largest are
+a time, over the law's numerical support: entries at its ends below ``NEGLIGIBLE`` (1e-24) are
 dropped as it grows, at most M^2 x 1e-24 of probability in all (1e-18 at M = 1000), below float64's
 rounding of any result, and the support that remains is a window of W counts, about 21 standard deviations
 of the count wide (W ~ sqrt N).
@@ -46,11 +46,20 @@ def available() -> bool:
 
 
 LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r are read without a check
-# A law's entries below this fraction of its largest are dropped from its ends as it is built: at most M^2
-# of them over a law's M factors, each below 1e-24, so at most M^2 x 1e-24 of probability in all (1e-18 at
-# M = 1000), below float64's rounding of the result; what remains is each law's numerical support, about 21
-# standard deviations of the count wide, which the backward pass's work scales with.
+# A law's entries below this probability are dropped from its ends as it is built: at most M^2 of them over a
+# law's M factors, so at most M^2 x 1e-24 of probability in all (1e-18 at M = 1000), below float64's rounding
+# of the result; what remains is each law's numerical support, about 21 standard deviations of the count
+# wide, which the backward pass's work scales with.
 NEGLIGIBLE = 1e-24
+
+
+def _multiply(source, target, at, length, c0, c1, c2, c3, c4):  # pragma: no cover - compiled
+    """``target[at + r] = sum_i c_i source[at + r - i]`` for r < length: one group of four factors."""
+    # shifted views indexed from 0: no negative index, so the loop vectorises
+    s0, s1, s2, s3, s4 = source[at:], source[at - 1:], source[at - 2:], source[at - 3:], source[at - 4:]
+    out = target[at:]
+    for r in range(length):
+        out[r] = c0 * s0[r] + c1 * s1[r] + c2 * s2[r] + c3 * s3[r] + c4 * s4[r]
 
 
 def _pivot_law(pi, b, n):  # pragma: no cover - compiled
@@ -60,7 +69,7 @@ def _pivot_law(pi, b, n):  # pragma: no cover - compiled
 
     The factors with pi > 0 are multiplied in four at a time (a quartic's five coefficients, all
     non-negative, so the grouping costs no accuracy): five multiply-adds per count and four factors; after
-    each group the ends below ``NEGLIGIBLE`` of the largest entry are dropped."""
+    each group the ends below ``NEGLIGIBLE`` are dropped."""
     others = pi.shape[1]
     factors, prev, nxt = np.empty(others + 4), np.zeros(LEAD + others + 16), np.zeros(LEAD + others + 16)
     used = 0
@@ -79,21 +88,12 @@ def _pivot_law(pi, b, n):  # pragma: no cover - compiled
         b0, b1, b2 = q2 * q3, q2 * p3 + p2 * q3, p2 * p3
         c0, c1, c2 = a0 * b0, a0 * b1 + a1 * b0, a0 * b2 + a1 * b1 + a2 * b0
         c3, c4 = a1 * b2 + a2 * b1, a2 * b2
-        # shifted views indexed from 0: no negative index, so the loop vectorises
-        at = LEAD + low
-        s0, s1, s2, s3, s4 = prev[at:], prev[at - 1:], prev[at - 2:], prev[at - 3:], prev[at - 4:]
-        target = nxt[at:]
-        largest = 0.0
-        for r in range(high - low + 5):
-            value = c0 * s0[r] + c1 * s1[r] + c2 * s2[r] + c3 * s3[r] + c4 * s4[r]
-            target[r] = value
-            largest = max(largest, value)
+        _multiply(prev, nxt, LEAD + low, high - low + 5, c0, c1, c2, c3, c4)
         high += 4
-        floor = NEGLIGIBLE * largest
-        while nxt[LEAD + low] < floor:
+        while nxt[LEAD + low] < NEGLIGIBLE:
             nxt[LEAD + low] = 0.0
             low += 1
-        while nxt[LEAD + high] < floor:
+        while nxt[LEAD + high] < NEGLIGIBLE:
             nxt[LEAD + high] = 0.0
             high -= 1
         # the next group reads counts low - 4 .. high + 4 of this buffer: zero what an earlier use left there
@@ -216,6 +216,7 @@ def _expected_values_adjoint(pi, values, weights, grad_pi):  # pragma: no cover 
 
 if numba is not None:
     # contract: multiply-adds fused, never reordered; cache: compiled once, kept on disk
+    _multiply = numba.njit(cache=True, fastmath={"contract"})(_multiply)
     _pivot_law = numba.njit(cache=True, fastmath={"contract"})(_pivot_law)
     _correlations = numba.njit(cache=True, fastmath={"contract"})(_correlations)
     _horner = numba.njit(cache=True, fastmath={"contract"})(_horner)
