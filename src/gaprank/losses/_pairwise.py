@@ -62,12 +62,17 @@ def scatter_to_documents(rank_space: torch.Tensor, order: torch.Tensor) -> torch
     return torch.zeros_like(rank_space).scatter_(1, order, rank_space)
 
 
-def _attach(scores, mask, ranked, terms: PairwiseTerms, reduction: str):
+def _attach(scores, mask, ranked, cost: torch.Tensor, grad: torch.Tensor, reduction: str):
+    """The per-query ``cost`` [B] with its gradient ``grad`` [B, N] (document order) attached to the scores;
+    queries that cannot be ranked give 0 and 0."""
     s, _ = as_batch(scores, mask)
-    keep = rankable(ranked).to(terms.cost.dtype)
-    grad = scatter_to_documents(terms.grad, ranked.order) * keep[:, None]
-    values = with_gradient(s, terms.cost * keep, grad)
+    keep = rankable(ranked).to(cost.dtype)
+    values = with_gradient(s, cost * keep, grad * keep[:, None])
     return reduce_loss(values, reduction, ranked.spec.squeeze)
+
+
+def _attach_terms(scores, mask, ranked, terms: PairwiseTerms, reduction: str):
+    return _attach(scores, mask, ranked, terms.cost, scatter_to_documents(terms.grad, ranked.order), reduction)
 
 
 def lambdarank_loss(
@@ -120,13 +125,11 @@ def lambdarank_loss(
     direct = _compiled_terms(s, m, ranked, measure, params, sigma, k)
     if direct is not None:
         cost, grad = direct
-        keep = rankable(ranked).to(cost.dtype)
-        values = with_gradient(as_batch(scores, mask)[0], cost * keep, grad * keep[:, None])
-        return reduce_loss(values, reduction, ranked.spec.squeeze)
+        return _attach(scores, mask, ranked, cost, grad, reduction)
     factors = pair_factors(measure, ranked, params, ideal_cutoff=k)
     terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, factors,
                               sigma=sigma, truncation=k)
-    return _attach(scores, mask, ranked, terms, reduction)
+    return _attach_terms(scores, mask, ranked, terms, reduction)
 
 
 def ranknet_loss(
@@ -152,7 +155,7 @@ def ranknet_loss(
     ranked = rank_lists(scores.detach(), labels, mask=mask)
     s, _ = as_batch(scores.detach(), mask)
     terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, None, sigma=sigma)
-    return _attach(scores, mask, ranked, terms, reduction)
+    return _attach_terms(scores, mask, ranked, terms, reduction)
 
 
 class LambdaRankLoss(torch.nn.Module):
