@@ -148,23 +148,65 @@ def test_float32_rank_laws_are_computed_in_float64_on_the_cpu():
     torch.testing.assert_close(p32.double(), rank_distribution(s64, sigma=0.6), rtol=0, atol=1e-6)
 
 
-def test_expected_rank_values_equal_the_laws_times_the_values(monkeypatch):
-    """The compiled expectation (no [B, N, M] array) against the laws times the values, value and gradient."""
+def _expected_values_cases():
     rng = np.random.default_rng(7)
     s = torch.tensor(rng.normal(size=(3, 13)))
+    s[0, :4] = 0.25  # ties
+    s[1, 5], s[1, 6] = 60.0, -60.0  # pairs whose erfc underflows: pi exactly 0 and 1
     mask = torch.tensor(rng.random((3, 13)) > 0.3)
-    pi = distributions_module.pairwise_matrix(s.masked_fill(~mask, 0.0), mask, 0.8)
+    mask[2, :] = False
+    mask[2, 3] = True  # a lone document
+    return s.masked_fill(~mask, 0.0), mask, torch.tensor(rng.normal(size=(3, 13)))
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_expected_score_rank_values_equal_the_laws_times_the_values(monkeypatch, kept):
+    """The compiled expectation from the scores (pair probabilities, laws kept for the backward pass or
+    made again, gradient taken back to the scores in the kernel) against autograd through the pair
+    matrix and the whole-tensor recursion: values and score gradients."""
+    s, mask, weights = _expected_values_cases()
     values = 1.0 / torch.log2(torch.arange(13, dtype=torch.float64) + 2.0)
-    weights = torch.tensor(rng.normal(size=(3, 13)))
-    leaf = pi.clone().requires_grad_(True)
-    got = distributions_module.expected_rank_values(leaf, values)
-    (got * weights).sum().backward()
-    monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi: False)
-    oracle_leaf = pi.clone().requires_grad_(True)
-    expected = distributions_module.rank_recursion(oracle_leaf) @ values
-    (expected * weights).sum().backward()
-    torch.testing.assert_close(got, expected, rtol=0, atol=1e-14)
-    torch.testing.assert_close(leaf.grad, oracle_leaf.grad, rtol=0, atol=1e-13)
+    if not kept:
+        monkeypatch.setattr(distributions_module, "SAVED_LAW_ELEMENTS", 0)
+    for sigma in (0.8, 0.05):
+        leaf = s.clone().requires_grad_(True)
+        got = distributions_module.expected_score_rank_values(leaf, mask, sigma, values)
+        (got * weights).sum().backward()
+        oracle_leaf = s.clone().requires_grad_(True)
+        with monkeypatch.context() as patch:
+            patch.setattr(distributions_module, "_compiled_path", lambda pi: False)
+            laws = distributions_module._RankRecursion.apply(
+                distributions_module.pairwise_matrix(oracle_leaf, mask, sigma))
+            expected = laws @ values
+            (expected * weights).sum().backward()
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-14)
+        torch.testing.assert_close(leaf.grad, oracle_leaf.grad, rtol=0, atol=1e-13)
+        assert leaf.grad[~mask].abs().max() == 0  # padding gets no gradient
+        assert torch.autograd.gradcheck(
+            lambda x: distributions_module.expected_score_rank_values(x, mask, sigma, values), (s.clone().requires_grad_(True),))
+
+
+def test_expected_score_rank_values_keep_the_dtype_and_do_not_depend_on_threads():
+    numba = pytest.importorskip("numba")
+    rng = np.random.default_rng(9)
+    s = torch.tensor(rng.normal(size=(3, 70)))
+    mask = torch.ones(3, 70, dtype=torch.bool)
+    values = 1.0 / torch.log2(torch.arange(70, dtype=torch.float64) + 2.0)
+    out32 = distributions_module.expected_score_rank_values(s.float(), mask, 0.6, values)
+    assert out32.dtype == torch.float32
+    results = []
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, before):
+            numba.set_num_threads(threads)
+            x = s.clone().requires_grad_(True)
+            out = distributions_module.expected_score_rank_values(x, mask, 0.6, values)
+            out.sum().backward()
+            results.append((out.detach(), x.grad))
+    finally:
+        numba.set_num_threads(before)
+    torch.testing.assert_close(out32.double(), results[0][0], rtol=0, atol=1e-6)
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
 
 
 def test_compiled_laws_drop_only_negligible_ends(monkeypatch):

@@ -114,6 +114,9 @@ def rank_distribution(scores: torch.Tensor, sigma: float, *, mask: torch.Tensor 
 
 # Elements of one block of the torch path's correlation windows ([B, pivots, N, N] per block).
 CORRELATION_BLOCK_ELEMENTS = 1 << 24
+# Elements of the [B, N, N] float64 laws the compiled expectation keeps for its backward pass (256 MB);
+# above it the backward pass makes them again.
+SAVED_LAW_ELEMENTS = 1 << 25
 
 
 def _compiled_path(pi: torch.Tensor) -> bool:
@@ -192,26 +195,41 @@ class _RankRecursion(torch.autograd.Function):
         return _torch_rank_laws_adjoint(pi, ctx.saved_tensors[1], grad_laws)
 
 
-class _ExpectedRankValues(torch.autograd.Function):
-    r"""Compiled :math:`\sum_r p_n(r) v_r` and its gradient in ``pi``, without a [B, N, M] array."""
+class _ExpectedScoreRankValues(torch.autograd.Function):
+    r""":math:`\sum_r p_n(r)\, v_r` from the scores, compiled end to end on the CPU, in float64: the kernel
+    makes the pair probabilities (one erfc per pair) and the expectations, keeps the laws for the backward
+    pass when they fit in ``SAVED_LAW_ELEMENTS`` (else it makes them again), and takes the gradient in ``pi``
+    back to the scores itself (one exp per pair): no [B, N, N] tensor is recorded by autograd."""
 
     @staticmethod
-    def forward(ctx, pi, values):  # noqa: D102 - [B, M, N], [M] -> [B, N]
-        pi64 = pi.detach().to(torch.float64).contiguous()
-        values64 = values.detach().to(device=pi.device, dtype=torch.float64).contiguous()
-        out = pi64.new_empty(pi.shape[0], pi.shape[2])
-        _compiled.expected_values(pi64.numpy(), values64.numpy(), out.numpy())
-        ctx.save_for_backward(pi64, values64)
-        return out.to(pi.dtype)
+    def forward(ctx, s, m, sigma, values):  # noqa: D102 - [B, N], [B, N], float, [N] -> [B, N]
+        batch, size = s.shape
+        s64 = s.detach().to(torch.float64).contiguous()
+        m = m.contiguous()
+        c = 1.0 / (2.0 * sigma)
+        pi = s64.new_empty(batch, size, size).transpose(1, 2)  # pi[b, m, n], each pivot n's column contiguous
+        _compiled.pair_probabilities(s64.numpy(), m.numpy(), c, pi.numpy())
+        values64 = values.detach().to(device=s.device, dtype=torch.float64).contiguous()
+        keep = ctx.needs_input_grad[0] and batch * size * size <= SAVED_LAW_ELEMENTS
+        laws = s64.new_empty((batch, size, size) if keep else (0, 0, 0))  # read only within ``bounds``
+        bounds = torch.zeros((batch, size, 2) if keep else (0, 0, 0), dtype=torch.int64)
+        out = s64.new_empty(s.shape)
+        _compiled.expected_values(pi.numpy(), values64.numpy(), out.numpy(), laws.numpy(), bounds.numpy())
+        ctx.save_for_backward(s64, m, pi, values64, laws, bounds)
+        ctx.c = c
+        return out.to(s.dtype)
 
     @staticmethod
     @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
     def backward(ctx, grad_out):  # noqa: D102
-        pi, values = ctx.saved_tensors
-        grad_pi = torch.empty_like(pi)
+        s64, m, pi, values, laws, bounds = ctx.saved_tensors
+        grad_pi = torch.empty_like(pi.transpose(1, 2)).transpose(1, 2)  # pi's layout
         weights = grad_out.to(torch.float64).contiguous()
-        _compiled.expected_values_adjoint(pi.numpy(), values.numpy(), weights.numpy(), grad_pi.numpy())
-        return grad_pi.to(grad_out.dtype), None
+        _compiled.expected_values_adjoint(pi.numpy(), values.numpy(), weights.numpy(), laws.numpy(), bounds.numpy(),
+                                          grad_pi.numpy())
+        grad_s = torch.empty_like(s64)
+        _compiled.score_gradient(s64.numpy(), m.numpy(), ctx.c, grad_pi.numpy(), grad_s.numpy())
+        return grad_s.to(grad_out.dtype), None, None, None
 
 
 def rank_recursion(pi: torch.Tensor) -> torch.Tensor:
@@ -221,13 +239,14 @@ def rank_recursion(pi: torch.Tensor) -> torch.Tensor:
     return _RankRecursion.apply(pi)
 
 
-def expected_rank_values(pi: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    r"""``[B, N]``: :math:`\sum_r p_n(r)\, v_r`, the expectation of ``values`` ``[M]`` (a constant per
-    0-based rank) under each pivot's rank law, differentiable in ``pi`` ``[B, M, N]``. On the CPU no
-    ``[B, N, M]`` array is formed in either pass."""
-    if _compiled_path(pi):
-        return _ExpectedRankValues.apply(pi, values)
-    return rank_recursion(pi) @ values.to(pi.dtype)
+def expected_score_rank_values(s: torch.Tensor, m: torch.Tensor, sigma: float, values: torch.Tensor) -> torch.Tensor:
+    r"""``[B, N]``: :math:`\sum_r p_n(r)\, v_r`, the expectation of ``values`` ``[N]`` (a constant per 0-based
+    rank) under each document's rank law given the scores ``s`` (padding at 0) and ``mask`` ``m``,
+    differentiable in ``s``. On the CPU compiled from the scores on (:class:`_ExpectedScoreRankValues`);
+    elsewhere the laws times the values."""
+    if s.device.type == "cpu" and _compiled.available():
+        return _ExpectedScoreRankValues.apply(s, m, float(sigma), values)
+    return rank_recursion(pairwise_matrix(s, m, sigma)) @ values.to(s.dtype)
 
 
 __all__ = ["pairwise_probs", "rank_distribution"]

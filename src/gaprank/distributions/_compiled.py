@@ -33,6 +33,8 @@ discount), whose gradient :math:`G_n = w_n v` needs no [B, N, M] array in either
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 try:
@@ -51,6 +53,7 @@ LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r 
 # of the result; what remains is each law's numerical support, about 21 standard deviations of the count
 # wide, which the backward pass's work scales with.
 NEGLIGIBLE = 1e-24
+
 
 
 def _multiply(source, target, at, length, c0, c1, c2, c3, c4):  # pragma: no cover - compiled
@@ -104,25 +107,36 @@ def _pivot_law(pi, b, n):  # pragma: no cover - compiled
 
 
 def _correlations(p, h, size, low, high):  # pragma: no cover - compiled
-    """``low[d] = sum_j p_j h_{j+d}`` and ``high[d] = sum_k h_k p_{k+1+d}`` for d < size, as axpys over d
-    (vectorised; views indexed from 0, so no negative-index check), the order of every sum fixed."""
+    """``low[d] = sum_j p_j h_{j+d}`` and ``high[d] = sum_k h_k p_{k+1+d}`` for d < size, four j (k) per
+    pass over d (vectorised; views indexed from 0, so no negative-index check), the order of every sum
+    fixed. Reads ``h`` to index size + 2 and ``p`` to size + 3, which must be zero from size on."""
     low[:size] = 0.0
     high[:size] = 0.0
-    for j in range(size):
-        pj, h_from, hj, p_from = p[j], h[j:], h[j], p[j + 1:]
+    for j in range(0, size, 4):
+        p0, p1, p2, p3, h0, h1, h2, h3 = p[j], p[j + 1], p[j + 2], p[j + 3], h[j], h[j + 1], h[j + 2], h[j + 3]
+        a0, a1, a2, a3 = h[j:], h[j + 1:], h[j + 2:], h[j + 3:]
+        b0, b1, b2, b3 = p[j + 1:], p[j + 2:], p[j + 3:], p[j + 4:]
         for d in range(size - j):
-            low[d] += pj * h_from[d]
+            low[d] += p0 * a0[d] + p1 * a1[d] + p2 * a2[d] + p3 * a3[d]
         for d in range(size - j):
-            high[d] += hj * p_from[d]
+            high[d] += h0 * b0[d] + h1 * b1[d] + h2 * b2[d] + h3 * b3[d]
 
 
 def _horner(coefficients, size, ratios, count, values):  # pragma: no cover - compiled
-    """``values[i] = sum_{d < size} coefficients[d] ratios[i]^d`` for i < count, vectorised over i."""
+    """``values[i] = sum_{d < size} coefficients[d] ratios[i]^d`` for i < count, vectorised over i, four
+    degrees per pass over the values (four multiply-adds per load and store)."""
     values[:count] = 0.0
-    for d in range(size - 1, -1, -1):
-        c = coefficients[d]
+    top = size
+    while top % 4:
+        top -= 1
+        c = coefficients[top]
         for i in range(count):
             values[i] = values[i] * ratios[i] + c
+    for d in range(top - 4, -1, -4):
+        c3, c2, c1, c0 = coefficients[d + 3], coefficients[d + 2], coefficients[d + 1], coefficients[d]
+        for i in range(count):
+            r = ratios[i]
+            values[i] = (((values[i] * r + c3) * r + c2) * r + c1) * r + c0
 
 
 def _pivot_adjoint(pi, b, n, p, h, size, grad_pi):  # pragma: no cover - compiled
@@ -191,9 +205,11 @@ def _rank_laws_adjoint(pi, grad_laws, grad_pi):  # pragma: no cover - compiled
         _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi)
 
 
-def _expected_values(pi, values, out):  # pragma: no cover - compiled
-    """``out[b, n] = sum_r p_n(r) values[r]`` ([B, N]; ``values`` [M])."""
+def _expected_values(pi, values, out, laws, bounds):  # pragma: no cover - compiled
+    """``out[b, n] = sum_r p_n(r) values[r]`` ([B, N]; ``values`` [M]). Unless ``laws`` is empty, each law
+    is kept there ([B, N, M], its support ``bounds[b, n]``) for the adjoint."""
     batch, others, pivots = pi.shape
+    keep = laws.shape[0] > 0
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
         law, low, high = _pivot_law(pi, b, n)
@@ -201,17 +217,87 @@ def _expected_values(pi, values, out):  # pragma: no cover - compiled
         for r in range(low, min(high + 1, others)):
             total += law[LEAD + r] * values[r]
         out[b, n] = total
+        if keep:
+            bounds[b, n, 0], bounds[b, n, 1] = low, high
+            laws[b, n, low:high + 1] = law[LEAD + low:LEAD + high + 1]
 
 
-def _expected_values_adjoint(pi, values, weights, grad_pi):  # pragma: no cover - compiled
-    """``grad_pi`` [B, M, N]: the gradient of sum_{b, n} weights[b, n] _expected_values(pi, values)[b, n]."""
+def _expected_values_adjoint(pi, values, weights, laws, bounds, grad_pi):  # pragma: no cover - compiled
+    """``grad_pi`` [B, M, N]: the gradient of sum_{b, n} weights[b, n] _expected_values(pi, values)[b, n];
+    the laws are read from ``laws`` and ``bounds`` as the forward pass kept them, or made again if empty."""
     batch, others, pivots = pi.shape
+    kept = laws.shape[0] > 0
     for task in numba.prange(batch * pivots):
         b, n = task // pivots, task % pivots
-        law, low, high = _pivot_law(pi, b, n)
+        if kept:
+            low, high = bounds[b, n, 0], bounds[b, n, 1]
+            law = np.zeros(LEAD + others + 16)
+            law[LEAD + low:LEAD + high + 1] = laws[b, n, low:high + 1]
+        else:
+            law, low, high = _pivot_law(pi, b, n)
         incoming = np.zeros(others + 2)
         incoming[:others] = weights[b, n] * values
         _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi)
+
+
+def _pair_row(scores, mask, c, pi, b, i):  # pragma: no cover - compiled
+    """Row i's pairs (i, j > i) of :func:`_pair_probabilities`, both orders."""
+    pi[b, i, i] = 0.0
+    for j in range(i + 1, scores.shape[1]):
+        if mask[b, i] and mask[b, j]:
+            d = (scores[b, i] - scores[b, j]) * c
+            tail = 0.5 * math.erfc(abs(d))
+            pi[b, i, j], pi[b, j, i] = (1.0 - tail, tail) if d >= 0.0 else (tail, 1.0 - tail)
+        else:
+            pi[b, i, j] = pi[b, j, i] = 0.0
+
+
+def _pair_probabilities(scores, mask, c, pi):  # pragma: no cover - compiled
+    """``pi[b, i, j] = P(s_i > s_j) = erfc(-(s_i - s_j) c) / 2`` with ``c = 1 / (2 sigma)``, for real i != j
+    (else 0). One erfc per pair, at the smaller probability (the tail, accurate to float64's rounding); the
+    other is 1 minus it, accurate too since it is at least 1/2. A task takes rows i and N - 1 - i, so every
+    task has N - 1 pairs."""
+    batch, size = scores.shape
+    half = (size + 1) // 2
+    for task in numba.prange(batch * half):
+        b, i = task // half, task % half
+        _pair_row(scores, mask, c, pi, b, i)
+        if size - 1 - i != i:
+            _pair_row(scores, mask, c, pi, b, size - 1 - i)
+
+
+def _pair_gradient_row(scores, mask, c, grad_pi, b, i):  # pragma: no cover - compiled
+    """Row i's pairs (i, j > i) of :func:`_score_gradient`'s first pass, both orders."""
+    grad_pi[b, i, i] = 0.0
+    for j in range(i + 1, scores.shape[1]):
+        if mask[b, i] and mask[b, j]:
+            d = (scores[b, i] - scores[b, j]) * c
+            term = (grad_pi[b, i, j] - grad_pi[b, j, i]) * math.exp(-d * d)
+            grad_pi[b, i, j], grad_pi[b, j, i] = term, -term
+        else:
+            grad_pi[b, i, j] = grad_pi[b, j, i] = 0.0
+
+
+def _score_gradient(scores, mask, c, grad_pi, grad_scores):  # pragma: no cover - compiled
+    r"""``grad_scores[b, k] = sum_j (grad_pi[b, k, j] - grad_pi[b, j, k]) d pi_kj / d s_k`` over real j != k,
+    with :math:`\partial \pi_{kj} / \partial s_k = -\partial \pi_{kj} / \partial s_j = c\,e^{-((s_k - s_j) c)^2} / \sqrt{\pi}`
+    (pi_jk = 1 - pi_kj). ``grad_pi`` is overwritten: first, one exp per pair, with the antisymmetric terms
+    A_kj = (grad_pi[k, j] - grad_pi[j, k]) e^{-d^2} (rows paired as in :func:`_pair_probabilities`); then
+    each score's sum, taken down its column as -sum_j A_jk, in a fixed order."""
+    batch, size = scores.shape
+    half = (size + 1) // 2
+    for task in numba.prange(batch * half):
+        b, i = task // half, task % half
+        _pair_gradient_row(scores, mask, c, grad_pi, b, i)
+        if size - 1 - i != i:
+            _pair_gradient_row(scores, mask, c, grad_pi, b, size - 1 - i)
+    scale = c / math.sqrt(math.pi)
+    for task in numba.prange(batch * size):
+        b, k = task // size, task % size
+        total = 0.0
+        for j in range(size):
+            total += grad_pi[b, j, k]
+        grad_scores[b, k] = -total * scale
 
 
 if numba is not None:
@@ -226,3 +312,7 @@ if numba is not None:
     rank_laws_adjoint = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_rank_laws_adjoint)
     expected_values = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values)
     expected_values_adjoint = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values_adjoint)
+    _pair_row = numba.njit(cache=True, fastmath={"contract"})(_pair_row)
+    pair_probabilities = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_pair_probabilities)
+    _pair_gradient_row = numba.njit(cache=True, fastmath={"contract"})(_pair_gradient_row)
+    score_gradient = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_score_gradient)

@@ -22,7 +22,7 @@ import torch
 
 from .._engine.factors import rank_for_measure
 from .._inputs import check_choice, check_sigma
-from ..distributions import expected_rank_values, pair_block, pairwise_matrix
+from ..distributions import expected_score_rank_values, pair_block
 from ..metrics import GainDiscountForm, objective_measure, pivot_sum
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
@@ -95,7 +95,7 @@ def _paper_kernel_metric(s, m, labels, kernel, sigma):
 def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts: torch.Tensor) -> torch.Tensor:
     """``[B, N]``: :math:`\\sum_r p_n(r)\\, \\mathrm{disc}(r)` over ranks r (SoftRank's rank laws), ``discounts``
     ``[N]`` the discount at each rank."""
-    return expected_rank_values(pairwise_matrix(s, m, sigma), discounts) * m
+    return expected_score_rank_values(s, m, sigma, discounts) * m
 
 
 def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
