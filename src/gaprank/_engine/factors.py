@@ -279,14 +279,15 @@ class ListFactorPlan(FactorPlan):
 
 
 def rank_for_measure(scores, labels, measure: Measure, *, g=None, mask=None,
-                     grade_counts=None) -> tuple[RankedLists, dict[str, Any]]:
+                     grade_counts=None, by_score: bool = True) -> tuple[RankedLists, dict[str, Any]]:
     """Check a measure's settings (with GAP's ``g`` when given), rank the lists (ties stable) on the grade
     scale they fix, and fill the settings that depend on the data (a uniform ``g`` over the lists' grades).
+    ``by_score=False``: the lists are not sorted (for callers that read only score-independent inputs).
 
     Returns the ranked lists and the measure's parameters, by keyword."""
     values, scale, source = measure.settings(g)
     ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties="stable", num_grades=scale,
-                        scale_source=source)
+                        scale_source=source, by_score=by_score)
     return ranked, measure.info.fill(values, ranked.num_grades, ranked.grades.device)
 
 

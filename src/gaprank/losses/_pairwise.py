@@ -23,7 +23,7 @@ from .._engine.factors import GainDiscountInputs, KernelInputs, pair_factors, pl
 from .._engine.pairs import PairwiseTerms, pairwise_logistic
 from .._engine.slots import SlotLayout
 from .._inputs import check_positive_int, check_sigma
-from ..metrics import objective_measure, rank_lists
+from ..metrics import GainDiscountForm, KernelForm, objective_measure, rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
 
 # On the CPU, measures whose swap deltas the compiled LambdaMART kernel computes (the AP family's kernels,
@@ -31,22 +31,26 @@ from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refus
 COMPILED_ON_CPU = True
 
 
+def _compiled_serves(scores: torch.Tensor, measure) -> bool:
+    """Whether the compiled kernel takes this call: on the CPU, for a kernel or discounted-gain measure."""
+    return (COMPILED_ON_CPU and scores.device.type == "cpu" and compiled.available()
+            and isinstance(measure.info.form, (KernelForm, GainDiscountForm)))
+
+
 @torch.compiler.disable  # numpy and numba: under torch.compile an opaque call, not traced
 def _compiled_terms(s: torch.Tensor, m: torch.Tensor, ranked, measure, params, sigma: float, k: int | None
-                    ) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """``(cost [B], grad [B, N])`` from the compiled kernel, or None where it does not serve (another
-    device, a measure with factors of its own, a scale on which no pair changes the measure)."""
-    if not (COMPILED_ON_CPU and s.device.type == "cpu" and compiled.available()):
-        return None
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cost [B], grad [B, N])`` from the compiled kernel (where :func:`_compiled_serves`). The kernel
+    sorts each list itself, so ``ranked`` need not be sorted: only its grade counts are read. A scale on
+    which no pair changes the measure gives 0 and 0."""
     batch, width = m.shape
-    layout = SlotLayout.single(ranked.n_docs, ranked.list_size)
-    inputs = plan_inputs(measure, [ranked], params, layout, ideal_cutoff=k)
-    if not isinstance(inputs, (KernelInputs, GainDiscountInputs)):
-        return None
-    discounts = None
-    if isinstance(inputs, GainDiscountInputs):
-        discounts = np.zeros(ranked.list_size)
-        discounts[layout.position.numpy()] = inputs.discounts.numpy()
+    # a discount is per rank, the same in every list: one list of the batch's width gives them all
+    one_list = SlotLayout.single(torch.tensor([width]), width)
+    inputs = plan_inputs(measure, [ranked], params, one_list, ideal_cutoff=k)
+    if inputs is None:
+        return s.new_zeros(batch), s.new_zeros(batch, width)
+    assert isinstance(inputs, (KernelInputs, GainDiscountInputs))
+    discounts = inputs.discounts.numpy() if isinstance(inputs, GainDiscountInputs) else None
     flat_mask = m.reshape(-1).numpy()
     plan = compiled.build_plan(inputs, sizes=m.sum(1).numpy(), rows=np.flatnonzero(flat_mask),
                                labels=ranked.document_grades().reshape(-1).numpy()[flat_mask], discounts=discounts,
@@ -120,11 +124,12 @@ def lambdarank_loss(
     sigma = check_sigma(sigma)
     k = check_positive_int(k)
     measure = objective_measure(metric)
-    ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts)
+    direct = _compiled_serves(scores, measure)
+    ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts,
+                                      by_score=not direct)
     s, m = as_batch(scores.detach(), mask)
-    direct = _compiled_terms(s, m, ranked, measure, params, sigma, k)
-    if direct is not None:
-        cost, grad = direct
+    if direct:
+        cost, grad = _compiled_terms(s, m, ranked, measure, params, sigma, k)
         return _attach(scores, mask, ranked, cost, grad, reduction)
     factors = pair_factors(measure, ranked, params, ideal_cutoff=k)
     terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, factors,

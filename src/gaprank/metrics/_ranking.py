@@ -139,10 +139,13 @@ def rank_lists(
     ties: str = "stable",
     num_grades: int | None = None,
     scale_source: str = "",
+    by_score: bool = True,
 ) -> RankedLists:
     """Validate inputs, fix the grade scale, sort each list by score and count grades.
 
     ``num_grades`` is c when a parameter fixes the scale (``scale_source`` names it for errors).
+    ``by_score=False`` skips the sort for callers that use only what the scores do not decide (the grade
+    counts, normalisers, which lists can be ranked): the documents keep their input order, padding last.
     """
     check_choice(ties, "ties", TIE_RULES)
     s, y, m, spec = prepare_scores_labels(scores, labels, mask)
@@ -161,7 +164,12 @@ def rank_lists(
         raise GaprankInputError(
             f"label {max_label} is above the grade scale 0..{num_grades} set by {scale_source}"
         )
-    order = _rank_order(s, y, m, ties)
+    if by_score:
+        order = _rank_order(s, y, m, ties)
+    elif bool(m.all()):
+        order = torch.arange(s.shape[-1], device=device).expand(s.shape[0], -1)
+    else:
+        order = torch.sort((~m).to(torch.uint8), dim=-1, stable=True).indices
     grades = y.gather(-1, order)
     valid = m.gather(-1, order)
     onehot = torch.nn.functional.one_hot(grades, num_grades + 1) * valid[..., None]
