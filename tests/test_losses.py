@@ -176,6 +176,28 @@ def test_lambdarank_compiled_kernel_equals_the_pair_engine(monkeypatch, metric, 
     assert v1[3] == 0 and v1[4] == 0 and torch.all(g1[3] == 0) and torch.all(g1[4] == 0)
 
 
+def test_lambdarank_compiled_kernel_reads_unsorted_lists(monkeypatch):
+    """The compiled path ranks nothing in torch (``by_score=False``: input order, padding last, the same
+    grade counts as the sorted lists); on a scale where no pair changes the measure it gives 0 and 0, as
+    the pair engine does."""
+    from gaprank.metrics import rank_lists
+
+    scores, labels, mask = _random_batch(15, b=4, n=11, grades=3)
+    unsorted = rank_lists(scores, labels, mask=mask, by_score=False)
+    ranked = rank_lists(scores, labels, mask=mask)
+    torch.testing.assert_close(unsorted.counts, ranked.counts, rtol=0, atol=0)
+    assert torch.equal(unsorted.valid, ranked.valid) and torch.equal(unsorted.document_grades(), ranked.document_grades())
+    for q in range(4):
+        real = torch.nonzero(mask[q]).flatten()
+        assert unsorted.order[q, :len(real)].tolist() == real.tolist()  # input order, padding after
+    for use_kernel in (True, False):
+        monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", use_kernel)
+        s = scores.clone().requires_grad_(True)
+        value = L.lambdarank_loss(s, torch.zeros_like(labels), metric="ap(rel=1)", mask=mask, reduction="none")
+        value.sum().backward()
+        assert torch.all(value == 0) and torch.all(s.grad == 0)
+
+
 def test_lambdarank_compiled_kernel_keeps_the_scores_dtype():
     scores, labels, mask = _random_batch(14, b=3, n=9, grades=3)
     s = scores.float().requires_grad_(True)
