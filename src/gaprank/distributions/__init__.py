@@ -208,7 +208,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
         m = m.contiguous()
         c = 1.0 / (2.0 * sigma)
         pi = s64.new_empty(batch, size, size).transpose(1, 2)  # pi[b, m, n], each pivot n's column contiguous
-        _compiled.pair_probabilities(s64.numpy(), m.numpy(), c, pi.numpy())
+        _compiled.row_pairs(s64.numpy(), m.numpy(), c, pi.numpy(), False)
         values64 = values.detach().to(device=s.device, dtype=torch.float64).contiguous()
         keep = ctx.needs_input_grad[0] and batch * size * size <= SAVED_LAW_ELEMENTS
         laws = s64.new_empty((batch, size, size) if keep else (0, 0, 0))  # read only within ``bounds``
@@ -227,8 +227,9 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
         weights = grad_out.to(torch.float64).contiguous()
         _compiled.expected_values_adjoint(pi.numpy(), values.numpy(), weights.numpy(), laws.numpy(), bounds.numpy(),
                                           grad_pi.numpy())
+        _compiled.row_pairs(s64.numpy(), m.numpy(), ctx.c, grad_pi.numpy(), True)  # the terms A over grad_pi
         grad_s = torch.empty_like(s64)
-        _compiled.score_gradient(s64.numpy(), m.numpy(), ctx.c, grad_pi.numpy(), grad_s.numpy())
+        _compiled.column_sums(grad_pi.numpy(), -ctx.c / math.sqrt(math.pi), grad_s.numpy())
         return grad_s.to(grad_out.dtype), None, None, None
 
 

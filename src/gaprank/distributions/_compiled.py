@@ -28,7 +28,10 @@ tasks, so the result does not depend on the number of threads. Everything is flo
 
 Two forms: the laws themselves (``rank_laws``, [B, N, M] out, any incoming gradient), and the expectation of a
 per-rank value ``v`` under each law (``expected_values``: :math:`\sum_r p_n(r) v_r`, SoftNDCG's expected
-discount), whose gradient :math:`G_n = w_n v` needs no [B, N, M] array in either pass.
+discount), whose gradient :math:`G_n = w_n v` needs no [B, N, M] array of incoming gradients; its forward pass
+can keep each law (over its support) so that the backward pass need not make it again. SoftNDCG's pair
+probabilities from the scores and the gradient back to the scores (``row_pairs``, ``column_sums``) are
+compiled too, each pair's erfc and exp taken once.
 """
 
 from __future__ import annotations
@@ -240,64 +243,52 @@ def _expected_values_adjoint(pi, values, weights, laws, bounds, grad_pi):  # pra
         _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi)
 
 
-def _pair_row(scores, mask, c, pi, b, i):  # pragma: no cover - compiled
-    """Row i's pairs (i, j > i) of :func:`_pair_probabilities`, both orders."""
-    pi[b, i, i] = 0.0
+def _pair_row(scores, mask, c, out, b, i, gradient):  # pragma: no cover - compiled
+    """Row i's pairs (i, j > i), both orders, of :func:`_row_pairs`."""
+    out[b, i, i] = 0.0
     for j in range(i + 1, scores.shape[1]):
         if mask[b, i] and mask[b, j]:
             d = (scores[b, i] - scores[b, j]) * c
-            tail = 0.5 * math.erfc(abs(d))
-            pi[b, i, j], pi[b, j, i] = (1.0 - tail, tail) if d >= 0.0 else (tail, 1.0 - tail)
+            if gradient:
+                term = (out[b, i, j] - out[b, j, i]) * math.exp(-d * d)
+                out[b, i, j], out[b, j, i] = term, -term
+            else:
+                tail = 0.5 * math.erfc(abs(d))
+                out[b, i, j], out[b, j, i] = (1.0 - tail, tail) if d >= 0.0 else (tail, 1.0 - tail)
         else:
-            pi[b, i, j] = pi[b, j, i] = 0.0
+            out[b, i, j] = out[b, j, i] = 0.0
 
 
-def _pair_probabilities(scores, mask, c, pi):  # pragma: no cover - compiled
-    """``pi[b, i, j] = P(s_i > s_j) = erfc(-(s_i - s_j) c) / 2`` with ``c = 1 / (2 sigma)``, for real i != j
-    (else 0). One erfc per pair, at the smaller probability (the tail, accurate to float64's rounding); the
-    other is 1 minus it, accurate too since it is at least 1/2. A task takes rows i and N - 1 - i, so every
-    task has N - 1 pairs."""
+def _row_pairs(scores, mask, c, out, gradient):  # pragma: no cover - compiled
+    r"""Every pair of real documents i != j once (else 0), with ``c = 1 / (2 sigma)``; a task takes rows i
+    and N - 1 - i, so every task has N - 1 pairs.
+
+    * ``gradient`` False: ``out[b, i, j] = P(s_i > s_j) = erfc(-(s_i - s_j) c) / 2``, one erfc per pair, at the
+      smaller probability (the tail, accurate to float64's rounding); the other is 1 minus it, accurate too
+      since it is at least 1/2.
+    * ``gradient`` True: ``out`` holds the gradient in pi on entry and the antisymmetric terms
+      :math:`A_{ij} = (G_{ij} - G_{ji})\, e^{-((s_i - s_j) c)^2}` on exit, one exp per pair: since
+      :math:`\partial \pi_{ij} / \partial s_i = -\partial \pi_{ij} / \partial s_j = c\, e^{-((s_i - s_j) c)^2} / \sqrt\pi`
+      and :math:`\pi_{ji} = 1 - \pi_{ij}`, the gradient in :math:`s_k` is
+      :math:`(c / \sqrt\pi) \sum_j A_{kj} = -(c / \sqrt\pi) \sum_j A_{jk}` (:func:`_column_sums`)."""
     batch, size = scores.shape
     half = (size + 1) // 2
     for task in numba.prange(batch * half):
         b, i = task // half, task % half
-        _pair_row(scores, mask, c, pi, b, i)
+        _pair_row(scores, mask, c, out, b, i, gradient)
         if size - 1 - i != i:
-            _pair_row(scores, mask, c, pi, b, size - 1 - i)
+            _pair_row(scores, mask, c, out, b, size - 1 - i, gradient)
 
 
-def _pair_gradient_row(scores, mask, c, grad_pi, b, i):  # pragma: no cover - compiled
-    """Row i's pairs (i, j > i) of :func:`_score_gradient`'s first pass, both orders."""
-    grad_pi[b, i, i] = 0.0
-    for j in range(i + 1, scores.shape[1]):
-        if mask[b, i] and mask[b, j]:
-            d = (scores[b, i] - scores[b, j]) * c
-            term = (grad_pi[b, i, j] - grad_pi[b, j, i]) * math.exp(-d * d)
-            grad_pi[b, i, j], grad_pi[b, j, i] = term, -term
-        else:
-            grad_pi[b, i, j] = grad_pi[b, j, i] = 0.0
-
-
-def _score_gradient(scores, mask, c, grad_pi, grad_scores):  # pragma: no cover - compiled
-    r"""``grad_scores[b, k] = sum_j (grad_pi[b, k, j] - grad_pi[b, j, k]) d pi_kj / d s_k`` over real j != k,
-    with :math:`\partial \pi_{kj} / \partial s_k = -\partial \pi_{kj} / \partial s_j = c\,e^{-((s_k - s_j) c)^2} / \sqrt{\pi}`
-    (pi_jk = 1 - pi_kj). ``grad_pi`` is overwritten: first, one exp per pair, with the antisymmetric terms
-    A_kj = (grad_pi[k, j] - grad_pi[j, k]) e^{-d^2} (rows paired as in :func:`_pair_probabilities`); then
-    each score's sum, taken down its column as -sum_j A_jk, in a fixed order."""
-    batch, size = scores.shape
-    half = (size + 1) // 2
-    for task in numba.prange(batch * half):
-        b, i = task // half, task % half
-        _pair_gradient_row(scores, mask, c, grad_pi, b, i)
-        if size - 1 - i != i:
-            _pair_gradient_row(scores, mask, c, grad_pi, b, size - 1 - i)
-    scale = c / math.sqrt(math.pi)
+def _column_sums(terms, scale, out):  # pragma: no cover - compiled
+    """``out[b, k] = scale * sum_j terms[b, j, k]``, each sum in a fixed order (down a column)."""
+    batch, size = out.shape
     for task in numba.prange(batch * size):
         b, k = task // size, task % size
         total = 0.0
         for j in range(size):
-            total += grad_pi[b, j, k]
-        grad_scores[b, k] = -total * scale
+            total += terms[b, j, k]
+        out[b, k] = total * scale
 
 
 if numba is not None:
@@ -313,6 +304,5 @@ if numba is not None:
     expected_values = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values)
     expected_values_adjoint = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values_adjoint)
     _pair_row = numba.njit(cache=True, fastmath={"contract"})(_pair_row)
-    pair_probabilities = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_pair_probabilities)
-    _pair_gradient_row = numba.njit(cache=True, fastmath={"contract"})(_pair_gradient_row)
-    score_gradient = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_score_gradient)
+    row_pairs = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_row_pairs)
+    column_sums = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_column_sums)
