@@ -104,7 +104,9 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
     sigma = check_sigma(sigma)
     check_choice(mode, "mode", MODES)
     measure = objective_measure(metric, mode="exact" if mode == "exact" else "soft")
-    ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts)
+    # an expectation over the score distributions reads no ranking: the grade counts only, lists left unsorted
+    ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts,
+                                      by_score=False)
     s, m = as_batch(scores, mask)
     doc_labels = ranked.document_grades()
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
