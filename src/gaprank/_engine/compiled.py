@@ -218,8 +218,9 @@ if numba is not None:
             sum_lambda = 0.0
             sum_cost = 0.0
             if e_a > 1e-290:
-                # branch-free over the lower ranks (equal grades give a delta of exactly 0, so nothing), so the
-                # loop vectorises; rho = e_worse / (e_a + e_b)
+                # branch-free over the lower ranks (equal grades give a delta of exactly 0, so nothing): no
+                # mispredicted branch per pair; the running sums keep their order, so the loop stays scalar (the
+                # same result on any machine); rho = e_worse / (e_a + e_b)
                 for b in range(a + 1, n):
                     y = g_rank[b]
                     delta = _delta(mode, x, y, b, u_a, up, table_w, gain_rank, gain_x, disc_a, discounts, z_q)
@@ -236,8 +237,9 @@ if numba is not None:
                     sum_hess += h
                     grad_rank[b] += sign * lam
                     hess_rank[b] += h
-                if cost is not None:  # a loop of its own, so that the one above stays vectorised: one log per
-                    # pair that counts, log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better)
+                if cost is not None:  # a loop of its own (merged into the one above, with a log for every pair,
+                    # it ran slower): one log per pair that counts,
+                    # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better)
                     for b in range(a + 1, n):
                         y = g_rank[b]
                         if y != x:
