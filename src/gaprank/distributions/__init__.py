@@ -119,8 +119,9 @@ CORRELATION_BLOCK_ELEMENTS = 1 << 24
 SAVED_LAW_ELEMENTS = 1 << 25
 
 
-def _compiled_path(pi: torch.Tensor) -> bool:
-    return pi.device.type == "cpu" and _compiled.available()
+def _compiled_path(tensor: torch.Tensor) -> bool:
+    """Whether the compiled kernels take work on ``tensor``'s device (the CPU, with numba)."""
+    return tensor.device.type == "cpu" and _compiled.available()
 
 
 def _torch_rank_laws(pi: torch.Tensor) -> torch.Tensor:
@@ -245,7 +246,7 @@ def expected_score_rank_values(s: torch.Tensor, m: torch.Tensor, sigma: float, v
     rank) under each document's rank law given the scores ``s`` (padding at 0) and ``mask`` ``m``,
     differentiable in ``s``. On the CPU compiled from the scores on (:class:`_ExpectedScoreRankValues`);
     elsewhere the laws times the values."""
-    if s.device.type == "cpu" and _compiled.available():
+    if _compiled_path(s):
         return _ExpectedScoreRankValues.apply(s, m, float(sigma), values)
     return rank_recursion(pairwise_matrix(s, m, sigma)) @ values.to(s.dtype)
 

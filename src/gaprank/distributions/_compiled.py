@@ -58,7 +58,6 @@ LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r 
 NEGLIGIBLE = 1e-24
 
 
-
 def _multiply(source, target, at, length, c0, c1, c2, c3, c4):  # pragma: no cover - compiled
     """``target[at + r] = sum_i c_i source[at + r - i]`` for r < length: one group of four factors."""
     # shifted views indexed from 0: no negative index, so the loop vectorises
@@ -144,8 +143,8 @@ def _horner(coefficients, size, ratios, count, values):  # pragma: no cover - co
 
 def _pivot_adjoint(pi, b, n, p, h, size, grad_pi):  # pragma: no cover - compiled
     """``grad_pi[b, m, n] = <h, p / f_m>`` for every other m, given pivot n's law ``p`` and ``h`` over the
-    counts ``o .. o + size - 1`` (a common offset o; both zero from ``size`` on for at least eight places,
-    ``p`` zero at 0)."""
+    counts ``o .. o + size - 1`` (a common offset o; both zero from ``size`` on for at least four places,
+    as :func:`_correlations` reads them, ``p`` zero at 0)."""
     others = pi.shape[1]
     low, high = np.empty(size + 8), np.empty(size + 8)
     _correlations(p, h, size, low, high)

@@ -166,10 +166,9 @@ def rank_lists(
         )
     if by_score:
         order = _rank_order(s, y, m, ties)
-    elif bool(m.all()):
-        order = torch.arange(s.shape[-1], device=device).expand(s.shape[0], -1)
-    else:
-        order = torch.sort((~m).to(torch.uint8), dim=-1, stable=True).indices
+    else:  # each document's slot: real ones first in input order, then padding (no sort, no host read)
+        slot = torch.where(m, m.cumsum(-1), m.sum(-1, keepdim=True) + (~m).cumsum(-1)) - 1
+        order = torch.empty_like(slot).scatter_(-1, slot, torch.arange(s.shape[-1], device=device).expand_as(slot))
     grades = y.gather(-1, order)
     valid = m.gather(-1, order)
     onehot = torch.nn.functional.one_hot(grades, num_grades + 1) * valid[..., None]
