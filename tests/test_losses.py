@@ -190,6 +190,9 @@ def test_lambdarank_compiled_kernel_reads_unsorted_lists(monkeypatch):
     for q in range(4):
         real = torch.nonzero(mask[q]).flatten()
         assert unsorted.order[q, :len(real)].tolist() == real.tolist()  # input order, padding after
+        assert sorted(unsorted.order[q].tolist()) == list(range(11))  # a permutation
+    with pytest.raises(GaprankInputError, match="by_score must be True or False; got 'no'"):
+        rank_lists(scores, labels, mask=mask, by_score="no")
     for use_kernel in (True, False):
         monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", use_kernel)
         s = scores.clone().requires_grad_(True)

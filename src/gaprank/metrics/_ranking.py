@@ -148,6 +148,8 @@ def rank_lists(
     counts, normalisers, which lists can be ranked): the documents keep their input order, padding last.
     """
     check_choice(ties, "ties", TIE_RULES)
+    if not isinstance(by_score, bool):
+        raise GaprankInputError(f"by_score must be True or False; got {by_score!r}")
     s, y, m, spec = prepare_scores_labels(scores, labels, mask)
     device = s.device
     max_label = int(y.max().item())
