@@ -3,6 +3,7 @@ sigma -> 0 limits, robustness (padding, degenerate queries, huge score gaps, tie
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 
@@ -199,6 +200,195 @@ def test_lambdarank_compiled_kernel_reads_unsorted_lists(monkeypatch):
         value = L.lambdarank_loss(s, torch.zeros_like(labels), metric="ap(rel=1)", mask=mask, reduction="none")
         value.sum().backward()
         assert torch.all(value == 0) and torch.all(s.grad == 0)
+
+
+# Measures of every form (kernels, discounted gains with and without an ideal normaliser, list forms), on
+# the grade scale 0..3 that max_grade (or the measure's own settings) fixes.
+UNVALIDATED = [("gap", None, 1.0), ("egap", 4, 0.7), ("ap", None, 1.0), ("ndcg", None, 1.0), ("ndcg", 4, 2.0),
+               ("nDCG@5", None, 1.0), ("P@3", None, 1.0), ("RBP(p=0.8)", 6, 1.0), ("ERR", None, 1.0),
+               ("Q", None, 1.0), ("vG", None, 1.0), ("eRAP(p=[0,0.3,0.6,1])", None, 1.0), ("SR", None, 0.5)]
+
+
+@contextlib.contextmanager
+def _host_traffic(device: str):
+    """Records every copy from the host onto ``device`` (a tensor made from host data there: each one waits for
+    a GPU), by the operator or constructor that made it. Reads back to the host need no recording on the meta
+    device: they raise."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    copies: list[str] = []
+
+    class Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            ins = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
+            outs = [x for x in tree_flatten(out)[0] if isinstance(x, torch.Tensor)]
+            if any(x.device.type == "cpu" and x.dim() > 0 for x in ins) and any(x.device.type == device for x in outs):
+                copies.append(str(func))
+            return out
+
+    def watched(make):  # torch.tensor(list, device=...) reaches no dispatch mode
+        def make_on(data, *args, **kwargs):
+            target = kwargs.get("device")
+            if target is not None and torch.device(target).type == device and not isinstance(data, torch.Tensor):
+                copies.append(make.__name__)
+            return make(data, *args, **kwargs)
+        return make_on
+
+    made = torch.tensor, torch.as_tensor
+    torch.tensor, torch.as_tensor = watched(torch.tensor), watched(torch.as_tensor)
+    try:
+        with Watch():
+            yield copies
+    finally:
+        torch.tensor, torch.as_tensor = made
+
+
+def _scale(metric):
+    return {"g": [0.2, 0.3, 0.5]} if metric in ("gap", "egap") else {} if metric.startswith("eRAP") else {"max_grade": 3}
+
+
+@pytest.mark.parametrize("metric, k, sigma", UNVALIDATED)
+def test_unvalidated_lambdarank_reads_nothing_back_and_copies_nothing(metric, k, sigma):
+    """``validate=False`` on the meta device, where every read back to the host (``.item()``, ``bool()``,
+    ``nonzero``, a size that depends on the values) raises: forward and backward run through, and after the
+    first call (which copies the measure's settings to the device once) nothing is copied from the host either.
+    This is the tensor engine's path on a GPU, where each of those would make the call wait."""
+    loss = L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric))
+    scores = torch.randn(5, 12, device="meta", requires_grad=True)
+    labels = torch.randint(0, 4, (5, 12), device="meta")
+    mask = torch.rand(5, 12, device="meta") > 0.2
+    loss(scores, labels, mask).backward()
+    with _host_traffic("meta") as copies:
+        value = loss(scores, labels, mask)
+        value.backward()
+    assert copies == [] and value.shape == () and scores.grad.shape == (5, 12)
+    with pytest.raises(RuntimeError, match="meta"):  # the probe itself: the validated path reads back
+        L.LambdaRankLoss(metric, k=k, sigma=sigma, **_scale(metric))(scores, labels, mask)
+
+
+@pytest.mark.parametrize("use_kernel", [True, False], ids=["compiled", "pair-engine"])
+@pytest.mark.parametrize("metric, k, sigma", UNVALIDATED)
+def test_unvalidated_lambdarank_equals_validated(monkeypatch, use_kernel, metric, k, sigma):
+    """On valid input ``validate=False`` changes no number (the ideal ranking is then taken over the list's
+    width, whose extra places hold grade 0): values and gradients equal the validated call's, padding, ties,
+    a lone document and a single-grade query included."""
+    monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", use_kernel)
+    scores, labels, mask = _random_batch(21, b=6, n=13, grades=4)
+    scores[0, 3] = scores[0, 6]
+    labels[1, 2:] = 0  # its ideal ranking is much shorter than the list
+    labels[2] = 2
+    mask[3] = False
+    mask[3, 0] = True
+    results = []
+    for validate in (True, False):
+        s = scores.clone().requires_grad_(True)
+        value = L.lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none",
+                                  validate=validate, **_scale(metric))
+        value.sum().backward()
+        results.append((value.detach(), s.grad))
+    (v1, g1), (v2, g2) = results
+    assert torch.all(v1[[2, 3]] == 0) and torch.all(g1[[2, 3]] == 0) and v1.abs().sum() > 0
+    torch.testing.assert_close(v2, v1, rtol=1e-13, atol=1e-15)
+    torch.testing.assert_close(g2, g1, rtol=1e-13, atol=1e-15)
+
+
+def test_max_grade_fixes_the_scale_of_every_batch():
+    """``max_grade`` sets the grade scale whatever a batch's largest label: ERR's g_max, which defaults to the
+    scale's top, is then 4 as if passed. It must agree with a setting that fixes the scale; ``validate=False``
+    needs one."""
+    scores, labels, mask = _random_batch(22, b=4, n=10, grades=3)  # labels 0..2
+    by_scale = L.lambdarank_loss(scores, labels, metric="ERR", mask=mask, max_grade=4)
+    by_setting = L.lambdarank_loss(scores, labels, metric="ERR(max_grade=4)", mask=mask)
+    by_batch = L.lambdarank_loss(scores, labels, metric="ERR", mask=mask)  # g_max = 2, this batch's top label
+    assert by_scale.item() == by_setting.item() and abs(by_scale.item() - by_batch.item()) > 1e-3
+    with pytest.raises(GaprankInputError, match=r"max_grade=3 disagrees with the grade scale 0\.\.4 set by g"):
+        L.lambdarank_loss(scores, labels, metric="gap", g=[0.25] * 4, max_grade=3)
+    with pytest.raises(GaprankInputError, match="validate=False reads no label back.*grade scale must be given"):
+        L.LambdaRankLoss("ndcg", validate=False)(scores, labels)
+    with pytest.raises(GaprankInputError, match="validate must be True or False"):
+        L.lambdarank_loss(scores, labels, metric="ndcg", validate="no")
+    with pytest.raises(GaprankInputError, match="max_grade must be a positive integer"):
+        L.lambdarank_loss(scores, labels, metric="ndcg", max_grade=0)
+    with pytest.raises(GaprankInputError, match="label 2 is above the grade scale 0..1 set by max_grade=1"):
+        L.lambdarank_loss(scores, labels, metric="ndcg", max_grade=1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
+@pytest.mark.parametrize("metric, k, sigma", UNVALIDATED)
+def test_unvalidated_lambdarank_never_synchronises_on_cuda(metric, k, sigma):
+    """On a GPU, ``validate=False`` forward and backward run with CUDA's synchronisation check set to fail."""
+    loss = L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric))
+    scores, labels, mask = (x.cuda() for x in _random_batch(23, b=6, n=13, grades=4))
+    s = scores.requires_grad_(True)
+    loss(s, labels, mask).backward()  # copies the settings to the device once
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        loss(s, labels, mask).backward()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+@pytest.mark.parametrize("metric", ["gap", "ndcg@5", "ERR", "Q", None], ids=["kernel", "gain-discount", "ERR", "Q",
+                                                                           "RankNet"])
+def test_kept_pair_engines_give_the_numbers_of_fresh_ones(monkeypatch, metric):
+    """LambdaRankLoss and RankNetLoss keep their layouts, factor plans and engine buffers per batch shape: over
+    batches whose list sizes, grade counts and shapes change (an evicted shape built again, an empty list, a
+    batch whose scale has no pair), every value and gradient equals the one-off function's, bit for bit."""
+    monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", False)
+    kw = {} if metric is None else {"max_grade": 3} if metric != "gap" else {"g": [0.2, 0.3, 0.5]}
+    module = L.RankNetLoss(sigma=0.8) if metric is None else L.LambdaRankLoss(metric, sigma=0.8, k=6, **kw)
+
+    def one_off(s, y, mask):
+        if metric is None:
+            return L.ranknet_loss(s, y, sigma=0.8, mask=mask, reduction="mean")
+        return L.lambdarank_loss(s, y, metric=metric, sigma=0.8, k=6, mask=mask, **kw)
+
+    shapes = [(5, 12), (5, 12), (3, 20), (4, 7), (5, 12), (5, 12)]  # (5, 12) is evicted by the third shape
+    first = None
+    for step, (batch, size) in enumerate(shapes):
+        scores, labels, mask = _random_batch(40 + step, b=batch, n=size, grades=4)
+        if step == 1:
+            mask[2] = False  # a list with no document
+            labels[0] = 0
+        if step == 5:
+            labels[:] = 0  # no pair in the batch
+        results = []
+        for loss in (module, one_off):
+            s = scores.clone().requires_grad_(True)
+            value = loss(s, labels, mask)
+            value.backward()
+            results.append((value.detach(), s.grad))
+        (v1, g1), (v2, g2) = results
+        torch.testing.assert_close(v1, v2, rtol=0, atol=0)
+        torch.testing.assert_close(g1, g2, rtol=0, atol=0)
+        assert (v1 == 0) == (step == 5)
+        if step < 2:  # the second batch of a shape runs on the first one's layout, plans and engines
+            (entry,) = module._engines._shapes.values()
+            first = first or entry
+            assert entry is first and entry.layout.version == step
+    kept = module._engines._shapes
+    assert len(kept) == 2 and [key[1:3] for key in kept] == [(4, 7), (5, 12)]  # the last two shapes
+
+
+def test_kept_pair_engines_are_per_thread_and_not_copied():
+    """Two threads never share kept buffers; a copy or a pickle of a loss starts with none and computes the same."""
+    import copy
+    import pickle
+    import threading
+
+    scores, labels, mask = _random_batch(50, b=4, n=10, grades=3)
+    module = L.LambdaRankLoss("err", max_grade=2)
+    expected = module(scores, labels, mask)
+    found = []
+    thread = threading.Thread(target=lambda: found.append(module(scores, labels, mask)))
+    thread.start()
+    thread.join()
+    assert found[0].item() == expected.item() and len(module._engines._shapes) == 2
+    for twin in (copy.deepcopy(module), pickle.loads(pickle.dumps(module))):
+        assert len(twin._engines._shapes) == 0 and twin(scores, labels, mask).item() == expected.item()
 
 
 def test_lambdarank_compiled_kernel_keeps_the_scores_dtype():

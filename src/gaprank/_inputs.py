@@ -8,6 +8,7 @@ in the caller's array type (see :class:`OutputSpec`).
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
@@ -56,6 +57,28 @@ def _as_tensor(x: ArrayLike, name: str, device: torch.device | None = None) -> t
     if device is not None and t.device != device:
         t = t.to(device)
     return t
+
+
+# Settings tensors (GAP's g, gain tables) copied to a device, by device and value: each copy from the host
+# waits for the device, so a training loop makes each copy once.
+_ON_DEVICE: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+ON_DEVICE_KEPT = 256
+
+
+def on_device(value: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``value``, a small tensor of settings, on ``device``. A host tensor's copy to another device is made
+    once per value and device and then reused (never modify the result in place)."""
+    if value.device == device or value.device.type != "cpu" or device.type == "cpu":
+        return value.to(device)
+    key = (device, value.dtype, tuple(value.shape), value.numpy().tobytes())
+    copy = _ON_DEVICE.get(key)
+    if copy is None:
+        copy = _ON_DEVICE[key] = value.to(device)
+        if len(_ON_DEVICE) > ON_DEVICE_KEPT:
+            _ON_DEVICE.popitem(last=False)
+    else:
+        _ON_DEVICE.move_to_end(key)
+    return copy
 
 
 def check_choice(value: str, name: str, choices: tuple[str, ...]) -> str:
@@ -119,12 +142,14 @@ def batch_mask(mask: ArrayLike | None, shape: tuple[int, ...], device: torch.dev
 
 
 def prepare_scores_labels(
-    scores: ArrayLike, labels: ArrayLike, mask: ArrayLike | None = None
+    scores: ArrayLike, labels: ArrayLike, mask: ArrayLike | None = None, *, validate: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, OutputSpec]:
     """Validate and convert ``scores``, ``labels`` and ``mask`` to 2-D torch tensors.
 
     Returns float64 scores, int64 labels (0 at padding), a boolean mask and the output spec.
     Padding positions (mask False) are never read: their scores and labels may hold anything.
+    ``validate=False`` checks only what needs no value read back from the device (types and shapes):
+    the caller vouches that real scores are finite and real labels are integer grades 0..MAX_GRADE.
     """
     is_numpy = not isinstance(scores, torch.Tensor)
     s = _as_tensor(scores, "scores")
@@ -146,6 +171,10 @@ def prepare_scores_labels(
     y2 = y.reshape(1, -1) if squeeze else y
 
     m2 = batch_mask(mask, tuple(s.shape), device)
+    spec = OutputSpec(is_numpy, squeeze, device, out_dtype)
+    if not validate:
+        _check_label_dtype(y2)
+        return s2, torch.where(m2, y2, torch.zeros((), dtype=y2.dtype, device=device)).to(torch.int64), m2, spec
 
     bad = ~torch.isfinite(s2) & m2
     if bool(bad.any()):
@@ -154,14 +183,17 @@ def prepare_scores_labels(
             f"scores contain NaN or infinite values (first at query {b}, position {n}: {s2[b, n].item()})"
         )
 
-    labels_i = check_labels(y2, m2)
-    return s2, labels_i, m2, OutputSpec(is_numpy, squeeze, device, out_dtype)
+    return s2, check_labels(y2, m2), m2, spec
+
+
+def _check_label_dtype(y: torch.Tensor) -> None:
+    if y.dtype == torch.bool or y.is_complex():
+        raise GaprankInputError(f"labels must be non-negative integers, got dtype {y.dtype}")
 
 
 def check_labels(y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Labels must be non-negative integers at real positions; returns int64 with 0 at padding."""
-    if y.dtype == torch.bool or y.is_complex():
-        raise GaprankInputError(f"labels must be non-negative integers, got dtype {y.dtype}")
+    _check_label_dtype(y)
     if y.is_floating_point():
         real = y[mask]
         if not bool(torch.isfinite(real).all()):

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from .._inputs import GaprankInputError, check_positive_int
 from ..metrics import GainDiscountForm, Kernel, KernelForm, ListForm, Measure, RankedLists, rank_lists
 from .slots import SlotLayout
 
@@ -135,6 +136,11 @@ class FactorPlan:
         (same grade counts and padding) in any order."""
         raise NotImplementedError
 
+    def update(self, inputs: Any) -> None:
+        """Take the next batch's score-independent inputs (:func:`plan_inputs`, of the same measure and grade
+        scale) after the layout took its list sizes (:meth:`SlotLayout.resize`): a plan kept for its shape."""
+        raise NotImplementedError
+
 
 def _cut_inverse_ranks(layout: SlotLayout, k: int | None) -> torch.Tensor:
     """1/n at each slot (n = 1-based rank), 0 beyond rank k."""
@@ -156,19 +162,17 @@ class KernelFactorPlan(FactorPlan):
 
     def __init__(self, layout: SlotLayout, kernel: Kernel, k: int | None = None) -> None:
         super().__init__(layout, k)
-        self.kernel = kernel
-        self.product = kernel_product_matrix(kernel)  # [Q, 3C+2, 3C+1]
         c1 = kernel.matrix.shape[-1]
         slots, device = layout.num_slots, layout.valid.device
         f64: dict[str, Any] = {"dtype": torch.float64, "device": device}
+        self.product = torch.empty(layout.num_queries, 3 * c1 + 2, 3 * c1 + 1, **f64)  # kernel_product_matrix
         inv = _cut_inverse_ranks(layout, k)
-        valid = layout.valid.to(torch.float64)
+        valid = torch.empty(slots, **f64)
         self._grade_ids = torch.arange(c1, device=device)[:, None]
         self._is_grade = torch.empty(c1, slots, dtype=torch.bool, device=device)
         # above[t, s]: grade-t documents above; weighted[t, s]: their sum of 1/m; onehot[t, s]; valid
         table_rows = RowLayout(above=c1, weighted=c1, onehot=c1, valid=1)
         tables = torch.empty(table_rows.total, slots, **f64)
-        tables[table_rows.row("valid")] = valid
         # upper: A - K, read at y; lower: A + K^T + D - diag K, read at x; q_excl[u, n]: sum_{m<n} K[u, r_m] / m;
         # d_own: D[r_n]; k_own: K[r_n, r_n] (the rows of kernel_product_matrix, in its order)
         kernel_rows = RowLayout(upper=c1, lower=c1, q_excl=c1, d_own=1, k_own=1)
@@ -178,8 +182,8 @@ class KernelFactorPlan(FactorPlan):
         z_rows = RowLayout(upper=c1, row=1, inv=1, onehot=c1, valid=1, d_own=1, lower=c1, col=1)
         z = torch.zeros(z_rows.total, slots, **f64)
         z[z_rows.row("inv")] = inv
-        z[z_rows.row("valid")] = valid
         self._inv, self._valid = inv, valid
+        self._valid_rows = (tables[table_rows.row("valid")], z[z_rows.row("valid")])
         self._tables, self._kernel_tables = tables, kernel_tables
         prefix_rows = table_rows.span("above", "weighted")  # the prefix sums over m < n
         self._blocks = [(layout.view(tables[prefix_rows], block), self.product[block.queries],
@@ -194,6 +198,14 @@ class KernelFactorPlan(FactorPlan):
         self._z_right_tail = z[z_rows.span("d_own", "col")]
         self.result = PairFactors(z[z_rows.span("upper", "valid")], z[z_rows.span("onehot", "col")], torch.empty(0),
                                   layout)
+        self.update(KernelInputs(kernel, k))
+
+    def update(self, inputs: KernelInputs) -> None:
+        self.kernel = inputs.kernel
+        self.product.copy_(kernel_product_matrix(inputs.kernel))
+        self._valid.copy_(self.layout.valid)
+        for row in self._valid_rows:
+            row.copy_(self._valid)
 
     def factors(self, grades: torch.Tensor) -> PairFactors:
         inv = self._inv
@@ -233,12 +245,22 @@ class GainDiscountFactorPlan(FactorPlan):
     def __init__(self, layout: SlotLayout, gains: torch.Tensor, discounts: torch.Tensor,
                  inverse_norm: torch.Tensor, k: int | None = None) -> None:
         super().__init__(layout, k)
-        self.gains, self.disc = gains, discounts
-        self.scale = inverse_norm[layout.query] * layout.valid  # 1/Z, 0 at padding
-        # left = [disc, gain, -gain disc, 1], right = [gain, disc, 1, -gain disc] / Z
-        self.left = torch.stack([discounts, discounts, discounts, torch.ones_like(discounts)])
-        self.right = torch.stack([discounts, discounts * self.scale, self.scale, discounts])
+        f64: dict[str, Any] = {"dtype": torch.float64, "device": layout.valid.device}
+        self.scale = torch.empty(layout.num_slots, **f64)  # 1/Z, 0 at padding
+        # left = [disc, gain, -gain disc, 1], right = [gain, disc, 1, -gain disc] / Z (the gain rows per ranking)
+        self.left = torch.empty(4, layout.num_slots, **f64)
+        self.left[3] = 1.0
+        self.right = torch.empty(4, layout.num_slots, **f64)
         self.result = PairFactors(self.left, self.right, torch.empty(0), layout)
+        self.update(GainDiscountInputs(gains, discounts, inverse_norm, k))
+
+    def update(self, inputs: GainDiscountInputs) -> None:
+        layout = self.layout
+        self.gains, self.disc = inputs.gains, inputs.discounts
+        torch.mul(torch.index_select(inputs.inverse_norm, 0, layout.query), layout.valid, out=self.scale)
+        self.left[0].copy_(self.disc)
+        torch.mul(self.disc, self.scale, out=self.right[1])
+        self.right[2].copy_(self.scale)
 
     def factors(self, grades: torch.Tensor) -> PairFactors:
         gain = torch.index_select(self.gains, 0, grades, out=self.left[1])
@@ -278,16 +300,24 @@ class ListFactorPlan(FactorPlan):
         return self.result
 
 
-def rank_for_measure(scores, labels, measure: Measure, *, g=None, mask=None,
-                     grade_counts=None, by_score: bool = True) -> tuple[RankedLists, dict[str, Any]]:
+def rank_for_measure(scores, labels, measure: Measure, *, g=None, mask=None, grade_counts=None,
+                     max_grade: int | None = None, by_score: bool = True,
+                     validate: bool = True) -> tuple[RankedLists, dict[str, Any]]:
     """Check a measure's settings (with GAP's ``g`` when given), rank the lists (ties stable) on the grade
     scale they fix, and fill the settings that depend on the data (a uniform ``g`` over the lists' grades).
+    ``max_grade``: the grade scale 0..max_grade when no setting fixes it (one that does must agree).
     ``by_score=False``: the lists are not sorted (for callers that read only score-independent inputs).
+    ``validate``: as in :func:`~gaprank.metrics.rank_lists`.
 
     Returns the ranked lists and the measure's parameters, by keyword."""
     values, scale, source = measure.settings(g)
+    if max_grade is not None:
+        max_grade = check_positive_int(max_grade, "max_grade", allow_none=False)
+        if scale is not None and scale != max_grade:
+            raise GaprankInputError(f"max_grade={max_grade} disagrees with the grade scale 0..{scale} set by {source}")
+        scale, source = max_grade, f"max_grade={max_grade}"
     ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties="stable", num_grades=scale,
-                        scale_source=source, by_score=by_score)
+                        scale_source=source, by_score=by_score, validate=validate)
     return ranked, measure.info.fill(values, ranked.num_grades, ranked.grades.device)
 
 

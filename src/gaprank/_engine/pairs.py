@@ -163,13 +163,14 @@ class PairwiseEngine:
         self.slot_factor = torch.empty(slots, dtype=dtype, device=device)
         self.last = torch.empty(queries, dtype=scores_dtype, device=device)
         self.empty_lists = ~layout.valid[layout.first_slot]
-        self.any_empty = bool(self.empty_lists.any())
-        self.padding = torch.nonzero(~layout.valid).flatten()
-        self.padding_query = layout.query[self.padding]
-        self.padding_top = torch.empty(self.padding.numel(), dtype=scores_dtype, device=device)
+        self.layout_version = layout.version
+        self.slot_top = torch.empty(slots, dtype=scores_dtype, device=device)
         # Row sums enter the upper document's gradient with a minus and its hessian with a plus.
-        self.row_sign = torch.tensor([-1.0, 1.0][:parts], dtype=dtype, device=device)[:, None, None]
-        self.scale = torch.tensor([sigma, sigma ** 2][:parts], dtype=dtype, device=device)[:, None]
+        # (filled on the device: a copy from a host list would wait for it)
+        self.row_sign = torch.ones(parts, 1, 1, dtype=dtype, device=device)
+        self.row_sign[0] = -1.0
+        self.scale = torch.full((parts, 1), sigma ** 2, dtype=dtype, device=device)
+        self.scale[0] = sigma
         # upper ranks 0..top-1 take part (the last rank has no rank below it)
         tops = [max(0, b.width - 1 if truncation is None else min(truncation, b.width - 1)) for b in layout.blocks]
         chunks = list(_chunk_bounds(layout, tops, block_elements))
@@ -240,16 +241,19 @@ class PairwiseEngine:
         buffers, valid until its next run."""
         self._bind(factors)
         layout, sigma, s = self.layout, self.sigma, self.scores
+        if self.layout_version != layout.version:  # a kept engine's layout took the next batch's list sizes
+            self.valid.copy_(layout.valid)
+            self.empty_lists = ~layout.valid[layout.first_slot]
+            self.layout_version = layout.version
         # Padding takes its list's top score (0 for an empty list), so whatever it held never reaches
         # a number and the list's score range stays the same. Scores stay in their own dtype:
         # differences are taken there and rounded once (lambdarank_norm divides by 0.01 + |s_i - s_j|,
         # which needs the difference of close scores to more digits than float32 keeps of large ones).
         if scores is not s:  # LightGBM's objective sorts straight into this buffer
             s.copy_(scores)
-        torch.index_select(s, 0, layout.first_slot, out=self.top)
-        if self.any_empty:
-            self.top.masked_fill_(self.empty_lists, 0.0)
-        s.index_put_((self.padding,), torch.index_select(self.top, 0, self.padding_query, out=self.padding_top))
+        # (a fill over every slot, not over the padding's slots: finding those would read back from the device)
+        torch.index_select(s, 0, layout.first_slot, out=self.top).masked_fill_(self.empty_lists, 0.0)
+        torch.where(layout.valid, s, torch.index_select(self.top, 0, layout.query, out=self.slot_top), out=s)
         flat = None
         if self.norm:  # every score equal to the top one (LightGBM's best == worst): sorted, so the last one
             flat = torch.index_select(s, 0, layout.last_slot, out=self.last) == self.top

@@ -10,8 +10,10 @@ block, through views.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -53,24 +55,39 @@ class SlotLayout:
             blocks.append(SlotBlock(offset, int(batch), int(width), first))
             offset += int(batch) * int(width)
             first += int(batch)
-        if first != sizes.numel():
-            raise ValueError(f"{sizes.numel()} list sizes for {first} lists")
         self.blocks = tuple(blocks)
         self.num_slots = offset
         self.num_queries = first
-        widths = torch.tensor([b.width for b in blocks for _ in range(b.batch)], dtype=torch.int64, device=device)
-        if bool((sizes > widths).any()):
-            raise ValueError("a list has more documents than its block's width")
-        starts = torch.tensor([b.offset + q * b.width for b in blocks for q in range(b.batch)], dtype=torch.int64,
-                              device=device)
-        self.query = torch.repeat_interleave(torch.arange(first, device=device), widths)  # [S]
+        # made on the device (a copy from a host list would wait for it)
+        int64: dict[str, Any] = {"dtype": torch.int64, "device": device}
+        widths = torch.cat([torch.full((b.batch,), b.width, **int64) for b in blocks] or [torch.empty(0, **int64)])
+        self.widths = widths  # [Q]
+        starts = torch.cat([torch.arange(b.batch, **int64) * b.width + b.offset for b in blocks]
+                           or [torch.empty(0, **int64)])
+        self.query = torch.repeat_interleave(torch.arange(first, device=device), widths, output_size=offset)  # [S]
         self.first_slot = starts  # [Q]
         self.list_start = starts[self.query]  # [S]: the first slot of each slot's list
         self.position = torch.arange(offset, device=device) - self.list_start  # [S] 0-based rank
+        self.version = -1
+        self.resize(sizes)
+
+    def resize(self, sizes: torch.Tensor) -> None:
+        """Take new real-document counts for the same lists (the next batch of a layout kept for its shape).
+        ``version`` counts the calls, so that what was built from ``valid`` can tell it is out of date."""
+        if sizes.numel() != self.num_queries:
+            raise ValueError(f"{sizes.numel()} list sizes for {self.num_queries} lists")
+        if sizes.device.type == "cpu" and bool((sizes > self.widths).any()):  # elsewhere a read would synchronise
+            raise ValueError("a list has more documents than its block's width")
         self.valid = self.position < sizes[self.query]  # [S]
-        self.real = torch.nonzero(self.valid).flatten()  # the slots of real documents
         self.sizes = sizes
-        self.last_slot = starts + (sizes - 1).clamp_min(0)  # [Q]: the last real document (first slot if none)
+        self.last_slot = self.first_slot + (sizes - 1).clamp_min(0)  # [Q]: the last real document (first if none)
+        self.__dict__.pop("real", None)
+        self.version += 1
+
+    @functools.cached_property
+    def real(self) -> torch.Tensor:
+        """The slots of real documents (made on first use: their number is read back from the device)."""
+        return torch.nonzero(self.valid).flatten()
 
     @classmethod
     def single(cls, sizes: torch.Tensor, width: int) -> SlotLayout:

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from .._engine import compiled
-from .._engine.factors import GainDiscountInputs, KernelInputs, pair_factors, plan_inputs, rank_for_measure
-from .._engine.pairs import PairwiseTerms, pairwise_logistic
+from .._engine.batches import BatchPairs
+from .._engine.factors import GainDiscountInputs, KernelInputs, plan_inputs, rank_for_measure
+from .._engine.pairs import PairwiseTerms
 from .._engine.slots import SlotLayout
 from .._inputs import check_positive_int, check_sigma
 from ..metrics import GainDiscountForm, KernelForm, objective_measure, rank_lists
@@ -89,7 +90,9 @@ def lambdarank_loss(
     k: int | None = None,
     mask: torch.Tensor | None = None,
     grade_counts=None,
+    max_grade: int | None = None,
     reduction: str = "mean",
+    validate: bool = True,
 ) -> torch.Tensor:
     r"""LambdaRank loss whose gradient w.r.t. the scores is the lambda sums for ``metric``.
 
@@ -110,6 +113,12 @@ def lambdarank_loss(
     at depth k. Queries without two different labels give 0 loss
     and 0 gradient; padding gets exactly 0 gradient. Robertson et al. (2010), sec. 5; Burges et al. (2006).
 
+    The grade scale 0..c is fixed by ``metric``'s settings (``g``, ``p``, ...), else by ``max_grade``, else it
+    is the largest label of the batch (which then also sets a default uniform ``g``): pass ``max_grade`` so
+    that every batch is scored on the data set's scale. ``validate=False`` is for trusted inputs on a GPU:
+    nothing is read back from the device, so the call never waits for it (the checks of finite scores and of
+    integer labels within the scale are skipped, and the scale must be fixed: ``max_grade`` or a setting).
+
     Examples
     --------
     >>> import torch
@@ -119,6 +128,15 @@ def lambdarank_loss(
     >>> bool(scores.grad[0] < 0 < scores.grad[2])   # push the grade-2 document up, the grade-0 down
     True
     """
+    return _lambdarank(scores, labels, BatchPairs(kept=0), metric=metric, g=g, sigma=sigma, k=k, mask=mask,
+                       grade_counts=grade_counts, max_grade=max_grade, reduction=reduction, validate=validate)
+
+
+def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, metric: str, g, sigma: float, k: int | None,
+                mask: torch.Tensor | None, grade_counts, max_grade: int | None, reduction: str,
+                validate: bool) -> torch.Tensor:
+    """:func:`lambdarank_loss` on the pair engines that ``engines`` keeps (where the compiled kernel does not
+    serve)."""
     check_scores_tensor(scores)
     refuse_function_transforms(scores, "lambdarank_loss")
     sigma = check_sigma(sigma)
@@ -126,14 +144,12 @@ def lambdarank_loss(
     measure = objective_measure(metric)
     direct = _compiled_serves(scores, measure)
     ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts,
-                                      by_score=not direct)
+                                      max_grade=max_grade, by_score=not direct, validate=validate)
     s, m = as_batch(scores.detach(), mask)
     if direct:
         cost, grad = _compiled_terms(s, m, ranked, measure, params, sigma, k)
         return _attach(scores, mask, ranked, cost, grad, reduction)
-    factors = pair_factors(measure, ranked, params, ideal_cutoff=k)
-    terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, factors,
-                              sigma=sigma, truncation=k)
+    terms = engines.terms(measure, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
     return _attach_terms(scores, mask, ranked, terms, reduction)
 
 
@@ -155,11 +171,16 @@ def ranknet_loss(
     >>> round(ranknet_loss(torch.tensor([0.0, 0.0]), torch.tensor([1, 0])).item(), 4)   # log 2
     0.6931
     """
+    return _ranknet(scores, labels, BatchPairs(kept=0), sigma=sigma, mask=mask, reduction=reduction)
+
+
+def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float, mask: torch.Tensor | None,
+             reduction: str) -> torch.Tensor:
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
     ranked = rank_lists(scores.detach(), labels, mask=mask)
     s, _ = as_batch(scores.detach(), mask)
-    terms = pairwise_logistic(s.gather(1, ranked.order), ranked.grades, ranked.valid, None, sigma=sigma)
+    terms = engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma)
     return _attach_terms(scores, mask, ranked, terms, reduction)
 
 
@@ -176,16 +197,20 @@ class LambdaRankLoss(torch.nn.Module):
     """
 
     def __init__(self, metric: str = "gap", g=None, sigma: float = 1.0, k: int | None = None,
-                 reduction: str = "mean") -> None:
+                 reduction: str = "mean", max_grade: int | None = None, validate: bool = True) -> None:
         super().__init__()
         self.metric, self.g, self.sigma, self.k, self.reduction = metric, g, sigma, k, reduction
+        self.max_grade, self.validate = max_grade, validate
+        self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return lambdarank_loss(scores, labels, metric=self.metric, g=self.g, sigma=self.sigma, k=self.k,
-                               mask=mask, reduction=self.reduction)
+        return _lambdarank(scores, labels, self._engines, metric=self.metric, g=self.g, sigma=self.sigma, k=self.k,
+                           mask=mask, grade_counts=None, max_grade=self.max_grade, reduction=self.reduction,
+                           validate=self.validate)
 
     def extra_repr(self) -> str:
-        return f"metric={self.metric!r}, g={self.g}, sigma={self.sigma}, k={self.k}, reduction={self.reduction!r}"
+        return (f"metric={self.metric!r}, g={self.g}, sigma={self.sigma}, k={self.k}, reduction={self.reduction!r}, "
+                f"max_grade={self.max_grade}, validate={self.validate}")
 
 
 class RankNetLoss(torch.nn.Module):
@@ -194,9 +219,10 @@ class RankNetLoss(torch.nn.Module):
     def __init__(self, sigma: float = 1.0, reduction: str = "mean") -> None:
         super().__init__()
         self.sigma, self.reduction = sigma, reduction
+        self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return ranknet_loss(scores, labels, sigma=self.sigma, mask=mask, reduction=self.reduction)
+        return _ranknet(scores, labels, self._engines, sigma=self.sigma, mask=mask, reduction=self.reduction)
 
     def extra_repr(self) -> str:
         return f"sigma={self.sigma}, reduction={self.reduction!r}"

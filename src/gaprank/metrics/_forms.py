@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError
+from .._inputs import GaprankInputError, on_device
 from ._kernels import Kernel, pivot_sum, safe_divide
 from ._ranking import RankedLists
 
@@ -125,7 +125,7 @@ class GainDiscountForm(Form):
 
     def gains(self, num_grades: int, params: Params, device: torch.device) -> torch.Tensor:
         """``[c+1]`` float64 on ``device``."""
-        return torch.as_tensor(self.gain(num_grades, params), dtype=torch.float64).to(device)
+        return on_device(torch.as_tensor(self.gain(num_grades, params), dtype=torch.float64), device)
 
     def discounts(self, positions: torch.Tensor, params: Params, k: int | None) -> torch.Tensor:
         """The discount at each 1-based rank in ``positions`` (float64), 0 beyond rank ``k``."""

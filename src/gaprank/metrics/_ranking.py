@@ -41,6 +41,9 @@ class RankedLists:
     counts: torch.Tensor  # [B, c+1] float64: R(k), the judged documents of each grade
     num_grades: int  # c
     spec: OutputSpec
+    # a bound on RB(1) known without reading the data (the list width when the counts are the lists' own);
+    # None: the ideal ranking's length is read from the counts
+    ideal_length: int | None = None
 
     @property
     def batch(self) -> int:
@@ -70,7 +73,10 @@ class RankedLists:
         The i-th ideal grade (1-based) is #{k >= 1 : RB(k) >= i}; zeros pad shorter queries.
         """
         rb = self.recall_base[:, 1:]  # [B, c]
-        length = int(rb[:, 0].max().item()) if rb.shape[1] else 0
+        if self.ideal_length is not None:  # past a query's RB(1) the ideal holds grade 0, as in the padding
+            length = self.ideal_length
+        else:
+            length = int(rb[:, 0].max().item()) if rb.shape[1] else 0
         pos = self.positions(max(length, 1))
         return (rb[:, None, :] >= pos[None, :, None]).sum(-1)  # [B, L]
 
@@ -107,7 +113,7 @@ def _rank_order(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, 
 
 
 def _check_grade_counts(
-    grade_counts: ArrayLike, in_list: torch.Tensor, num_grades: int, device: torch.device
+    grade_counts: ArrayLike, in_list: torch.Tensor, num_grades: int, device: torch.device, validate: bool = True
 ) -> torch.Tensor:
     batch = in_list.shape[0]
     gc = _as_tensor(grade_counts, "grade_counts", device).to(torch.float64)
@@ -118,6 +124,8 @@ def _check_grade_counts(
             f"grade_counts must have shape [c+1] or [batch, c+1] = [{num_grades + 1}] or "
             f"[{batch}, {num_grades + 1}] (R(0)..R(c)); got {tuple(gc.shape)}"
         )
+    if not validate:
+        return gc.contiguous()
     if not bool(torch.isfinite(gc).all()) or bool((gc < 0).any()) or bool((gc != torch.round(gc)).any()):
         raise GaprankInputError("grade_counts must hold non-negative integer counts R(k)")
     short = (gc[:, 1:] < in_list[:, 1:]) if num_grades else torch.zeros(1, dtype=torch.bool)
@@ -140,19 +148,27 @@ def rank_lists(
     num_grades: int | None = None,
     scale_source: str = "",
     by_score: bool = True,
+    validate: bool = True,
 ) -> RankedLists:
     """Validate inputs, fix the grade scale, sort each list by score and count grades.
 
     ``num_grades`` is c when a parameter fixes the scale (``scale_source`` names it for errors).
     ``by_score=False`` skips the sort for callers that use only what the scores do not decide (the grade
     counts, normalisers, which lists can be ranked): the documents keep their input order, padding last.
+    ``validate=False`` reads nothing back from the device (no synchronisation on a GPU): scores, labels and
+    ``grade_counts`` are trusted (see :func:`~gaprank._inputs.prepare_scores_labels`), and the grade scale
+    must be fixed by ``num_grades`` or ``grade_counts``' shape, since the largest label is not read.
     """
     check_choice(ties, "ties", TIE_RULES)
-    if not isinstance(by_score, bool):
-        raise GaprankInputError(f"by_score must be True or False; got {by_score!r}")
-    s, y, m, spec = prepare_scores_labels(scores, labels, mask)
+    for flag, name in ((by_score, "by_score"), (validate, "validate")):
+        if not isinstance(flag, bool):
+            raise GaprankInputError(f"{name} must be True or False; got {flag!r}")
+    s, y, m, spec = prepare_scores_labels(scores, labels, mask, validate=validate)
     device = s.device
-    max_label = int(y.max().item())
+    if num_grades is None and grade_counts is None and not validate:
+        raise GaprankInputError("validate=False reads no label back from the device, so the grade scale must be "
+                                "given (max_grade, or a parameter that fixes it such as g or grade_counts)")
+    max_label = int(y.max().item()) if validate else 0
     if num_grades is None and grade_counts is not None:
         gc_shape = _as_tensor(grade_counts, "grade_counts", device).shape
         if len(gc_shape) not in (1, 2) or gc_shape[-1] < 1:
@@ -173,10 +189,14 @@ def rank_lists(
         order = torch.empty_like(slot).scatter_(-1, slot, torch.arange(s.shape[-1], device=device).expand_as(slot))
     grades = y.gather(-1, order)
     valid = m.gather(-1, order)
-    onehot = torch.nn.functional.one_hot(grades, num_grades + 1) * valid[..., None]
+    # a comparison, not one_hot: one_hot reads the labels' range back to the host
+    onehot = (grades[..., None] == torch.arange(num_grades + 1, device=device)) & valid[..., None]
     in_list = onehot.sum(1).to(torch.float64)  # [B, c+1]
     if grade_counts is None:
         counts = in_list
     else:
-        counts = _check_grade_counts(grade_counts, in_list, num_grades, device)
-    return RankedLists(grades, valid, order, m.sum(-1), counts, num_grades, spec)
+        counts = _check_grade_counts(grade_counts, in_list, num_grades, device, validate)
+    # Unvalidated lists bound the ideal ranking by their width, so that its length is not read back; validated
+    # ones keep the exact length (a longer sum of the same terms could round differently).
+    ideal_length = s.shape[-1] if grade_counts is None and not validate else None
+    return RankedLists(grades, valid, order, m.sum(-1), counts, num_grades, spec, ideal_length)

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError, check_positive_int, finalize
+from .._inputs import GaprankInputError, check_positive_int, finalize, on_device
 from .._typing import MetricValue
 from ._docs import document_metric
 from ._forms import Form
@@ -225,7 +225,7 @@ class MeasureInfo:
             value = values[param.keyword]
             if value is None and param.fill is not None:
                 value = param.fill(num_grades)
-            out[param.keyword] = value.to(device) if isinstance(value, torch.Tensor) else value
+            out[param.keyword] = on_device(value, device) if isinstance(value, torch.Tensor) else value
         return out
 
 
