@@ -294,6 +294,28 @@ def test_unvalidated_lambdarank_equals_validated(monkeypatch, use_kernel, metric
     torch.testing.assert_close(g2, g1, rtol=1e-13, atol=1e-15)
 
 
+def test_unvalidated_ranknet_reads_nothing_back_and_equals_validated():
+    """RankNet with ``validate=False``: on the meta device no read back and no copy from the host (after the first
+    call); on the CPU the numbers of the validated call, bit for bit (its labels are counted on the widest scale,
+    which RankNet's value does not depend on)."""
+    loss = L.RankNetLoss(sigma=0.7, validate=False)
+    scores = torch.randn(5, 12, device="meta", requires_grad=True)
+    labels, mask = torch.randint(0, 4, (5, 12), device="meta"), torch.rand(5, 12, device="meta") > 0.2
+    loss(scores, labels, mask).backward()
+    with _host_traffic("meta") as copies:
+        loss(scores, labels, mask).backward()
+    assert copies == [] and scores.grad.shape == (5, 12)
+    scores, labels, mask = _random_batch(24, b=6, n=13, grades=4)
+    results = []
+    for validate in (True, False):
+        s = scores.clone().requires_grad_(True)
+        value = L.ranknet_loss(s, labels, sigma=0.7, mask=mask, reduction="none", validate=validate)
+        value.sum().backward()
+        results.append((value.detach(), s.grad))
+    torch.testing.assert_close(results[1][0], results[0][0], rtol=0, atol=0)
+    torch.testing.assert_close(results[1][1], results[0][1], rtol=0, atol=0)
+
+
 def test_max_grade_fixes_the_scale_of_every_batch():
     """``max_grade`` sets the grade scale whatever a batch's largest label: ERR's g_max, which defaults to the
     scale's top, is then 4 as if passed. It must agree with a setting that fixes the scale; ``validate=False``
@@ -316,10 +338,11 @@ def test_max_grade_fixes_the_scale_of_every_batch():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
-@pytest.mark.parametrize("metric, k, sigma", UNVALIDATED)
+@pytest.mark.parametrize("metric, k, sigma", [*UNVALIDATED, ("RankNet", None, 1.0)])
 def test_unvalidated_lambdarank_never_synchronises_on_cuda(metric, k, sigma):
     """On a GPU, ``validate=False`` forward and backward run with CUDA's synchronisation check set to fail."""
-    loss = L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric))
+    loss = (L.RankNetLoss(validate=False) if metric == "RankNet"
+            else L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric)))
     scores, labels, mask = (x.cuda() for x in _random_batch(23, b=6, n=13, grades=4))
     s = scores.requires_grad_(True)
     loss(s, labels, mask).backward()  # copies the settings to the device once

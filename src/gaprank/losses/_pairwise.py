@@ -23,7 +23,7 @@ from .._engine.batches import BatchPairs
 from .._engine.factors import GainDiscountInputs, KernelInputs, plan_inputs, rank_for_measure
 from .._engine.pairs import PairwiseTerms
 from .._engine.slots import SlotLayout
-from .._inputs import check_positive_int, check_sigma
+from .._inputs import MAX_GRADE, check_positive_int, check_sigma
 from ..metrics import GainDiscountForm, KernelForm, objective_measure, rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
 
@@ -160,9 +160,12 @@ def ranknet_loss(
     sigma: float = 1.0,
     mask: torch.Tensor | None = None,
     reduction: str = "mean",
+    validate: bool = True,
 ) -> torch.Tensor:
     r"""RankNet: :math:`L = \sum_{l_i > l_j} \log(1 + e^{-\sigma (s_i - s_j)})` per query
     (Burges et al., ICML 2005), computed pair-block by pair-block with a direct gradient.
+    ``validate=False``: trusted input, nothing read back from the device (as in :func:`lambdarank_loss`; RankNet
+    needs no grade scale, so none is asked for).
 
     Examples
     --------
@@ -171,14 +174,17 @@ def ranknet_loss(
     >>> round(ranknet_loss(torch.tensor([0.0, 0.0]), torch.tensor([1, 0])).item(), 4)   # log 2
     0.6931
     """
-    return _ranknet(scores, labels, BatchPairs(kept=0), sigma=sigma, mask=mask, reduction=reduction)
+    return _ranknet(scores, labels, BatchPairs(kept=0), sigma=sigma, mask=mask, reduction=reduction,
+                    validate=validate)
 
 
 def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float, mask: torch.Tensor | None,
-             reduction: str) -> torch.Tensor:
+             reduction: str, validate: bool) -> torch.Tensor:
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
-    ranked = rank_lists(scores.detach(), labels, mask=mask)
+    # unvalidated, the labels are counted on the widest scale: RankNet's value does not depend on it
+    ranked = rank_lists(scores.detach(), labels, mask=mask, validate=validate,
+                        num_grades=None if validate else MAX_GRADE, scale_source="RankNet")
     s, _ = as_batch(scores.detach(), mask)
     terms = engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma)
     return _attach_terms(scores, mask, ranked, terms, reduction)
@@ -216,13 +222,14 @@ class LambdaRankLoss(torch.nn.Module):
 class RankNetLoss(torch.nn.Module):
     """RankNet's pairwise logistic loss; see :func:`ranknet_loss`."""
 
-    def __init__(self, sigma: float = 1.0, reduction: str = "mean") -> None:
+    def __init__(self, sigma: float = 1.0, reduction: str = "mean", validate: bool = True) -> None:
         super().__init__()
-        self.sigma, self.reduction = sigma, reduction
+        self.sigma, self.reduction, self.validate = sigma, reduction, validate
         self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return _ranknet(scores, labels, self._engines, sigma=self.sigma, mask=mask, reduction=self.reduction)
+        return _ranknet(scores, labels, self._engines, sigma=self.sigma, mask=mask, reduction=self.reduction,
+                        validate=self.validate)
 
     def extra_repr(self) -> str:
-        return f"sigma={self.sigma}, reduction={self.reduction!r}"
+        return f"sigma={self.sigma}, reduction={self.reduction!r}, validate={self.validate}"
