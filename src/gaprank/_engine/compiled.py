@@ -78,6 +78,7 @@ class CompiledPlan:
     truncation: int
     norm: bool
     orders: np.ndarray  # each query's last ranking (local indices), where the next call's sort starts
+    warm_start: bool = True  # sort from the last call's ranking (boosting); False: sort afresh (a new batch)
 
 
 def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -94,11 +95,13 @@ def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarra
 
 
 def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, rows: np.ndarray, labels: np.ndarray,
-               discounts: np.ndarray | None, sigma: float, truncation: int | None, norm: bool) -> CompiledPlan:
+               discounts: np.ndarray | None, sigma: float, truncation: int | None, norm: bool,
+               warm_start: bool = True) -> CompiledPlan:
     """The kernel's plan for queries of ``sizes`` documents whose rows (into the scores) and labels come
     query after query in ``rows`` and ``labels``, from the same score-independent inputs as the torch
     engine's factor plan (``discounts``: a discounted-gain measure's discount per 0-based rank, as long as
-    the longest query). Queries are dealt to ``thread_count()`` lanes."""
+    the longest query). Queries are dealt to ``thread_count()`` lanes. ``warm_start``: each call's sort starts
+    from the last call's ranking (boosting's rounds move few documents); False for a plan used once."""
     longest = max(1, int(sizes.max()) if sizes.size else 1)
     inverse_ranks = 1.0 / np.arange(1, longest + 1, dtype=np.float64)
     if inputs.k is not None:
@@ -122,15 +125,24 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
         gains=np.ascontiguousarray(gains, dtype=np.float64), discounts=np.ascontiguousarray(per_rank, dtype=np.float64),
         inverse_norm=np.ascontiguousarray(inverse_norm, dtype=np.float64), inverse_ranks=inverse_ranks,
         lane_queries=lane_queries, lane_starts=lane_starts, sigma=float(sigma), truncation=cut, norm=bool(norm),
-        orders=np.arange(int(starts[-1]), dtype=np.int64) - np.repeat(starts[:-1], sizes))  # 0..n-1 per query
+        orders=np.arange(int(starts[-1]), dtype=np.int64) - np.repeat(starts[:-1], sizes),  # 0..n-1 per query
+        warm_start=bool(warm_start))
 
 
 if numba is not None:
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _sort(order, keys, n):
+        """Order ``0..n-1`` by ``keys`` descending, ties by index: a stable merge sort."""
+        negated = np.empty(n)
+        for m in range(n):
+            negated[m] = -keys[m]
+        order[:] = np.argsort(negated, kind="mergesort")
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _sort_from(order, keys, n):
-        """Order ``0..n-1`` by ``keys`` descending, ties by index, starting from last round's ``order``:
-        insertion sort, linear in the few places boosting moved; past ``16 n`` moves, a merge sort."""
+        """:func:`_sort`, starting from last round's ``order``: insertion sort, linear in the few places boosting
+        moved; past ``16 n`` moves, the merge sort."""
         moves = 0
         for i in range(1, n):
             current = order[i]
@@ -142,10 +154,7 @@ if numba is not None:
             moves += i - 1 - j
             order[j + 1] = current
             if moves > 16 * n:
-                negated = np.empty(n)
-                for m in range(n):
-                    negated[m] = -keys[m]
-                order[:] = np.argsort(negated, kind="mergesort")
+                _sort(order, keys, n)
                 return
 
     @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -157,19 +166,23 @@ if numba is not None:
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _query(q, scores, plan_rows, start, n, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-               sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q, table_v, v_own, u_a, s_rank, e_rank,
-               g_rank, gain_rank, grad_rank, hess_rank, table_w, cost):
+               sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q, table_v, v_own, u_a,
+               s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, cost):
         rows = plan_rows[start:start + n]
         for i in range(n):
             keys[i] = scores[rows[i]]
         order = orders[start:start + n]
-        _sort_from(order, keys, n)  # descending scores, ties in row order
+        if warm_start:  # descending scores, ties in row order
+            _sort_from(order, keys, n)
+        else:
+            _sort(order, keys, n)
         c1 = kernel.shape[1]
         for i in range(n):
             s_rank[i] = scores[rows[order[i]]]
             g_rank[i] = labels[start + order[i]]
             grad_rank[i] = 0.0
-            hess_rank[i] = 0.0
+            if hess is not None:
+                hess_rank[i] = 0.0
         if mode == 0:
             # A[n, u] = sum_{m<n} K[r_m, u]; Q[n, u] = sum_{m<=n} K[u, r_m] / m; V[n, u] = Q[n-1, u] - (D_u + A[n, u]) / n
             for u in range(c1):
@@ -231,12 +244,13 @@ if numba is not None:
                     e_b = e_rank[b]
                     rho = (e_b if better_up else e_a) / (e_a + e_b)
                     lam = weight * rho
-                    h = lam - lam * rho
                     sum_lambda += lam
                     sum_grad -= sign * lam
-                    sum_hess += h
                     grad_rank[b] += sign * lam
-                    hess_rank[b] += h
+                    if hess is not None:  # (pruned when None: the loss asks for the gradient alone)
+                        h = lam - lam * rho
+                        sum_hess += h
+                        hess_rank[b] += h
                 if cost is not None:  # a loop of its own (merged into the one above, with a log for every pair,
                     # it ran slower): one log per pair that counts,
                     # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better)
@@ -257,17 +271,19 @@ if numba is not None:
                     weight = abs(delta) / (abs(diff) + offset) if norm else abs(delta)
                     rho = 1.0 / (1.0 + math.exp(-diff * sign))  # z = -sigma (s_better - s_worse)
                     lam = weight * rho
-                    h = lam - lam * rho
                     sum_lambda += lam
                     sum_grad -= sign * lam
-                    sum_hess += h
                     grad_rank[b] += sign * lam
-                    hess_rank[b] += h
+                    if hess is not None:
+                        h = lam - lam * rho
+                        sum_hess += h
+                        hess_rank[b] += h
                     if cost is not None and weight != 0.0:  # log(1 + e^z), z = sigma (s_worse - s_better), no overflow
                         z = diff * sign
                         sum_cost += weight * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
             grad_rank[a] += sum_grad
-            hess_rank[a] += sum_hess
+            if hess is not None:
+                hess_rank[a] += sum_hess
             weight_sum += sum_lambda
             query_cost += sum_cost
         factor = 1.0
@@ -278,13 +294,14 @@ if numba is not None:
         for i in range(n):
             row = rows[order[i]]
             grad[row] = grad_rank[i] * factor * sigma
-            hess[row] = hess_rank[i] * factor * (sigma * sigma)
+            if hess is not None:
+                hess[row] = hess_rank[i] * factor * (sigma * sigma)
         if cost is not None:
             cost[q] = query_cost
 
     @numba.njit(parallel=True, cache=True, error_model="numpy")
     def _lambdamart(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
-                    truncation, norm, lane_queries, lane_starts, orders, grad, hess, cost):
+                    truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
         lanes = lane_starts.size - 1
         c1 = kernel.shape[1]
         longest = 0
@@ -307,21 +324,23 @@ if numba is not None:
             for i in range(lane_starts[lane], lane_starts[lane + 1]):
                 q = lane_queries[i]
                 _query(q, scores, plan_rows, starts[q], starts[q + 1] - starts[q], labels, mode, kernel, diag, gains,
-                       discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, keys, table_a, table_q,
-                       table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, cost)
+                       discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys,
+                       table_a, table_q, table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank,
+                       table_w, cost)
 
 
-def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray,
+def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray | None,
                          cost: np.ndarray | None = None) -> None:
     r"""Write every planned query's gradients and hessians into ``grad`` and ``hess`` (float64, one per row;
-    rows of other queries are left as they are), and, when ``cost`` (one per query) is given, each query's
+    rows of other queries are left as they are; ``hess`` None: the gradient alone), and, when ``cost`` (one per
+    query) is given, each query's
     pairwise logistic cost :math:`\sum |\Delta M| \log(1 + e^{-\sigma (s_{better} - s_{worse})})` (the
     weight with ``norm`` being LightGBM's normalised one)."""
     first = not COMPILE_SECONDS
     start = time.perf_counter()
-    # cost None: numba compiles a version without the cost's branches (pruned on the None type)
+    # hess or cost None: numba compiles a version without their branches (pruned on the None type)
     _lambdamart(scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
                 plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
-                plan.lane_queries, plan.lane_starts, plan.orders, grad, hess, cost)
+                plan.lane_queries, plan.lane_starts, plan.orders, plan.warm_start, grad, hess, cost)
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)

@@ -55,10 +55,10 @@ def _compiled_terms(s: torch.Tensor, m: torch.Tensor, ranked, measure, params, s
     flat_mask = m.reshape(-1).numpy()
     plan = compiled.build_plan(inputs, sizes=m.sum(1).numpy(), rows=np.flatnonzero(flat_mask),
                                labels=ranked.document_grades().reshape(-1).numpy()[flat_mask], discounts=discounts,
-                               sigma=sigma, truncation=k, norm=False)
+                               sigma=sigma, truncation=k, norm=False, warm_start=False)
     scores = s.detach().to(torch.float64).reshape(-1).numpy()
-    grad, hess, cost = np.zeros(batch * width), np.zeros(batch * width), np.zeros(batch)
-    compiled.lambdamart_gradients(plan, scores, grad, hess, cost)
+    grad, cost = np.zeros(batch * width), np.zeros(batch)
+    compiled.lambdamart_gradients(plan, scores, grad, None, cost)
     return torch.from_numpy(cost).to(s.dtype), torch.from_numpy(grad).reshape(batch, width).to(s.dtype)
 
 
