@@ -3,7 +3,7 @@ measures) and the discounted-gain family; the same arithmetic as :class:`~gapran
 on the same factor plan, in float64.
 
 Per query: sort by score (descending, ties in row order; an insertion sort from the last call's ranking, which
-boosting moves little), build O(Nc) tables of the kernel's swap deltas
+boosting moves little, or a merge sort for a new batch), build O(Nc) tables of the kernel's swap deltas
 (docs: The maths, "Swap deltas in O(c) per pair"): with 1/n zero beyond the cutoff,
 ``A[n, u] = sum_{m<n} K[r_m, u]``, ``Q[n, u] = sum_{m<=n} K[u, r_m] / m``,
 ``V[n, u] = Q[n-1, u] - (D_u + A[n, u]) / n`` and, per upper rank, ``U_a[u] = (D_u + A[a, u]) / a - Q[a, u]``.
@@ -17,7 +17,9 @@ for x, y the grades at ranks a < b, with ``W`` built per query in O(Nc): two tab
 number of grades (a discounted-gain measure's is :math:`(g_y - g_x)(d_a - d_b)/Z`). Every pair of different grades with its upper
 rank within the truncation level then takes its sigmoid -- :math:`\rho = e_{worse} / (e_a + e_b)` with
 :math:`e_n = e^{\sigma (s_n - s_1)}` computed once per rank -- LightGBM's ``lambdarank_norm`` when asked, and
-its lambda and hessian term, summed into the query's rows. Queries are dealt to the threads in lanes balanced
+its lambda and hessian term (the hessian only when asked for), summed into the query's rows. The PyTorch loss
+also asks for the cost, :math:`\sum |\Delta M| (\log(e_a + e_b) - \log e_{better})`, whose logarithms are
+taken a row of pairs at a time in a vectorised pass. Queries are dealt to the threads in lanes balanced
 by pair count; a query is one thread's, start to end, so the result does not depend on the number of threads.
 Compiled on first use and cached on disk (numba's cache).
 """
