@@ -285,12 +285,13 @@ if numba is not None:
                     e_b = e_rank[b]
                     rho = (e_b if better_up else e_a) / (e_a + e_b)
                     lam = weight * rho
+                    h = lam - lam * rho
                     sum_lambda += lam
                     sum_grad -= sign * lam
-                    grad_rank[b] += sign * lam
                     if hess is not None:  # (pruned when None: the loss asks for the gradient alone)
-                        h = lam - lam * rho
                         sum_hess += h
+                    grad_rank[b] += sign * lam
+                    if hess is not None:
                         hess_rank[b] += h
                 if cost is not None:  # loops of their own (merged into the one above they ran slower):
                     # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better), the logarithms of
@@ -315,12 +316,13 @@ if numba is not None:
                     weight = abs(delta) / (abs(diff) + offset) if norm else abs(delta)
                     rho = 1.0 / (1.0 + math.exp(-diff * sign))  # z = -sigma (s_better - s_worse)
                     lam = weight * rho
+                    h = lam - lam * rho
                     sum_lambda += lam
                     sum_grad -= sign * lam
+                    if hess is not None:
+                        sum_hess += h
                     grad_rank[b] += sign * lam
                     if hess is not None:
-                        h = lam - lam * rho
-                        sum_hess += h
                         hess_rank[b] += h
                     if cost is not None and weight != 0.0:  # log(1 + e^z), z = sigma (s_worse - s_better), no overflow
                         z = diff * sign
