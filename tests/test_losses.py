@@ -316,6 +316,25 @@ def test_unvalidated_ranknet_reads_nothing_back_and_equals_validated():
     torch.testing.assert_close(results[1][1], results[0][1], rtol=0, atol=0)
 
 
+def test_settings_are_copied_to_a_device_once_per_value():
+    """``on_device``: a settings tensor's copy to another device is made once per value and device and then
+    reused, a different value gets its own, the oldest are dropped past ``ON_DEVICE_KEPT``; on the tensor's own
+    device, and from another device than the host, nothing is kept."""
+    from gaprank import _inputs
+
+    meta = torch.device("meta")
+    _inputs._ON_DEVICE.clear()
+    g = torch.tensor([0.2, 0.8], dtype=torch.float64)
+    first = _inputs.on_device(g, meta)
+    assert first.device == meta and _inputs.on_device(g.clone(), meta) is first  # the same value: the same copy
+    assert _inputs.on_device(torch.tensor([0.3, 0.7], dtype=torch.float64), meta) is not first
+    assert _inputs.on_device(g.float(), meta) is not first  # another dtype is another value
+    assert _inputs.on_device(g, torch.device("cpu")) is g and _inputs.on_device(first, meta) is first
+    for i in range(_inputs.ON_DEVICE_KEPT):
+        _inputs.on_device(torch.tensor([float(i)]), meta)
+    assert len(_inputs._ON_DEVICE) == _inputs.ON_DEVICE_KEPT and _inputs.on_device(g, meta) is not first
+
+
 def test_max_grade_fixes_the_scale_of_every_batch():
     """``max_grade`` sets the grade scale whatever a batch's largest label: ERR's g_max, which defaults to the
     scale's top, is then 4 as if passed. It must agree with a setting that fixes the scale; ``validate=False``
@@ -844,11 +863,12 @@ def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
     assert float(done.stdout.strip()) < 256, done.stdout
 
 
-@pytest.mark.parametrize("metric", ["gap", "ndcg"])  # the AP family shares GAP's plan
-def test_lambdarank_loss_compiles_across_batch_shapes(metric):
+@pytest.mark.parametrize("metric, validate", [("gap", True), ("ndcg", True), ("ERR", False)])  # AP family: GAP's plan
+def test_lambdarank_loss_compiles_across_batch_shapes(metric, validate):
     """torch.compile (dynamo, eager backend) at three batch shapes: the second shape recompiles with
-    symbolic sizes, where an out= into a plan's buffer used to fail; values and gradients equal eager."""
-    kw = {"g": [0.5, 0.5]} if metric == "gap" else {}
+    symbolic sizes, where an out= into a plan's buffer used to fail; values and gradients equal eager. ERR runs
+    on the tensor engine on the CPU too, here unvalidated."""
+    kw = {"g": [0.5, 0.5]} if metric == "gap" else {"max_grade": 2, "validate": validate}
     torch._dynamo.reset()
     compiled = torch.compile(L.LambdaRankLoss(metric, **kw), backend="eager")
     eager = L.LambdaRankLoss(metric, **kw)

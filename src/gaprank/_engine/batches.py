@@ -59,14 +59,14 @@ class BatchPairs:
 
     def _shape(self, ranked: RankedLists, scores: torch.Tensor) -> _Shape:
         batch, width = ranked.grades.shape
+        if self.kept == 0 or torch.compiler.is_compiling():  # traced code keeps nothing between calls
+            return _Shape(SlotLayout.single(ranked.n_docs, width))
         key = (threading.get_ident(), batch, width, scores.device, scores.dtype)
-        kept = self._shapes.get(key) if self.kept else None
+        kept = self._shapes.get(key)
         if kept is None:
-            kept = _Shape(SlotLayout.single(ranked.n_docs, width))
-            if self.kept:
-                self._shapes[key] = kept
-                while len(self._shapes) > self.kept:
-                    self._shapes.popitem(last=False)
+            kept = self._shapes[key] = _Shape(SlotLayout.single(ranked.n_docs, width))
+            while len(self._shapes) > self.kept:
+                self._shapes.popitem(last=False)
         else:
             kept.layout.resize(ranked.n_docs)
             self._shapes.move_to_end(key)
@@ -78,8 +78,6 @@ class BatchPairs:
         the |Delta M| weights (its ``params`` filled); None: unit weights (RankNet). ``truncation`` k: only
         pairs whose upper document is in the top k, and the ideal ranking of a normaliser without a cutoff of
         its own taken at depth k (LightGBM's rules). As :func:`~gaprank._engine.pairs.pairwise_logistic`."""
-        if torch.compiler.is_compiling():  # traced code keeps nothing between calls
-            return BatchPairs(kept=0).terms(measure, ranked, params, ranked_scores, sigma=sigma, truncation=truncation)
         kept = self._shape(ranked, ranked_scores)
         layout = kept.layout
         factors = None

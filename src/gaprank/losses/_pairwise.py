@@ -117,7 +117,9 @@ def lambdarank_loss(
     is the largest label of the batch (which then also sets a default uniform ``g``): pass ``max_grade`` so
     that every batch is scored on the data set's scale. ``validate=False`` is for trusted inputs on a GPU:
     nothing is read back from the device, so the call never waits for it (the checks of finite scores and of
-    integer labels within the scale are skipped, and the scale must be fixed: ``max_grade`` or a setting).
+    integer labels within the scale are skipped, and the scale must be fixed: ``max_grade`` or a setting). With
+    ``grade_counts`` a measure normalised by its ideal ranking (nDCG, vG, Q, ...) still reads that ranking's
+    length back, since the counts, unlike the lists, do not bound it.
 
     Examples
     --------
