@@ -68,7 +68,7 @@ class RankedLists:
         return torch.zeros_like(self.grades).scatter_(1, self.order, self.grades)
 
     def ideal_grades(self) -> torch.Tensor:
-        """Grades of the ideal ranking built from R(k), shape [B, L] with L = max RB(1).
+        """Grades of the ideal ranking built from R(k), shape [B, L] with L = max RB(1) (``ideal_length`` when set).
 
         The i-th ideal grade (1-based) is #{k >= 1 : RB(k) >= i}; zeros pad shorter queries.
         """
