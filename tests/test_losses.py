@@ -316,6 +316,36 @@ def test_unvalidated_ranknet_reads_nothing_back_and_equals_validated():
     torch.testing.assert_close(results[1][1], results[0][1], rtol=0, atol=0)
 
 
+SOFT_UNVALIDATED = [(L.SoftGAPLoss, {"g": [0.2, 0.3, 0.5]}), (L.SoftEGAPLoss, {"g": [0.2, 0.3, 0.5]}),
+                    (L.SoftAPLoss, {"max_grade": 3}), (L.SoftNDCGLoss, {"max_grade": 3})]
+
+
+@pytest.mark.parametrize("make, kw", SOFT_UNVALIDATED, ids=lambda x: getattr(x, "__name__", ""))
+def test_unvalidated_soft_losses_read_nothing_back_and_equal_validated(monkeypatch, make, kw):
+    """The SoftRank losses (the paper's mode, SoftNDCG) with ``validate=False``: on the meta device no read back
+    and, after the first call, no copy from the host; on the CPU the validated call's numbers, on both of
+    SoftNDCG's paths."""
+    loss = make(sigma=0.7, validate=False, **kw)
+    scores = torch.randn(5, 12, device="meta", requires_grad=True)
+    labels, mask = torch.randint(0, 4, (5, 12), device="meta"), torch.rand(5, 12, device="meta") > 0.2
+    loss(scores, labels, mask).backward()
+    with _host_traffic("meta") as copies:
+        loss(scores, labels, mask).backward()
+    assert copies == [] and scores.grad.shape == (5, 12)
+    scores, labels, mask = _random_batch(25, b=6, n=13, grades=4)
+    for compiled in (True, False):
+        monkeypatch.setattr(distributions_module, "_compiled_path", lambda s, c=compiled: c)
+        results = []
+        for validate in (True, False):
+            s = scores.clone().requires_grad_(True)
+            value = make(sigma=0.7, validate=validate, reduction="none", **kw)(s, labels, mask)
+            value.sum().backward()
+            results.append((value.detach(), s.grad))
+        assert results[0][0].abs().sum() > 0
+        torch.testing.assert_close(results[1][0], results[0][0], rtol=1e-13, atol=1e-15)
+        torch.testing.assert_close(results[1][1], results[0][1], rtol=1e-13, atol=1e-15)
+
+
 def test_settings_are_copied_to_a_device_once_per_value():
     """``on_device``: a settings tensor's copy to another device is made once per value and device and then
     reused, a different value gets its own, the oldest are dropped past ``ON_DEVICE_KEPT``; on the tensor's own
@@ -357,10 +387,13 @@ def test_max_grade_fixes_the_scale_of_every_batch():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
-@pytest.mark.parametrize("metric, k, sigma", [*UNVALIDATED, ("RankNet", None, 1.0)])
+@pytest.mark.parametrize("metric, k, sigma", [*UNVALIDATED, ("RankNet", None, 1.0), ("SoftGAP", None, 0.7),
+                                             ("SoftNDCG", None, 0.7)])
 def test_unvalidated_lambdarank_never_synchronises_on_cuda(metric, k, sigma):
     """On a GPU, ``validate=False`` forward and backward run with CUDA's synchronisation check set to fail."""
     loss = (L.RankNetLoss(validate=False) if metric == "RankNet"
+            else L.SoftGAPLoss(g=[0.2, 0.3, 0.5], sigma=sigma, validate=False) if metric == "SoftGAP"
+            else L.SoftNDCGLoss(sigma=sigma, max_grade=3, validate=False) if metric == "SoftNDCG"
             else L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric)))
     scores, labels, mask = (x.cuda() for x in _random_batch(23, b=6, n=13, grades=4))
     s = scores.requires_grad_(True)

@@ -82,7 +82,8 @@ class _GradedPairSums(torch.autograd.Function):
 
 def _paper_kernel_metric(s, m, labels, kernel, sigma):
     num_classes = kernel.matrix.shape[-1]
-    onehot = torch.nn.functional.one_hot(labels, num_classes).to(s.dtype) * m[..., None]
+    # a comparison, not one_hot, which reads the labels' range back to the host on some devices
+    onehot = (labels[..., None] == torch.arange(num_classes, device=labels.device)).to(s.dtype) * m[..., None]
     # [B, c+1, N]: sum_m pi_mn 1[l_m = t], and [B, N]: sum_m pi_mn
     above_by_grade, above = _GradedPairSums.apply(s, m, onehot, sigma)
     matrix = kernel.matrix.to(s.dtype)
@@ -98,7 +99,7 @@ def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts
     return expected_score_rank_values(s, m, sigma, discounts) * m
 
 
-def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
+def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade, validate):
     """(soft values [B], best values [B] float64, defined [B] bool, ranked lists)."""
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
@@ -106,7 +107,7 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts):
     measure = objective_measure(metric, mode="exact" if mode == "exact" else "soft")
     # an expectation over the score distributions reads no ranking: the grade counts only, lists left unsorted
     ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts,
-                                      by_score=False)
+                                      max_grade=max_grade, by_score=False, validate=validate)
     s, m = as_batch(scores, mask)
     doc_labels = ranked.document_grades()
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
@@ -142,6 +143,8 @@ def soft_metric(
     mode: str = "paper",
     mask: torch.Tensor | None = None,
     grade_counts=None,
+    max_grade: int | None = None,
+    validate: bool = True,
 ) -> torch.Tensor:
     r"""The smooth value of ``metric`` under SoftRank's Gaussian score model, per query.
 
@@ -156,7 +159,9 @@ def soft_metric(
     pivot's score; computed in float64; cost O(T N^2 c) per query, T ~ 4 range/sigma + 64), for the AP
     family.
     Returns ``[B]`` (a scalar for a 1-D query) in the scores' dtype; 0 where the metric is undefined
-    (no relevant document). Equal scores give :math:`\pi = 1/2`.
+    (no relevant document). Equal scores give :math:`\pi = 1/2`. ``max_grade`` and ``validate`` as in
+    :func:`~gaprank.losses.lambdarank_loss`: unvalidated, the paper's mode and the discounted-gain measures read
+    nothing back from the device; the exact mode still reads the scores' span (its grid depends on it).
 
     Examples
     --------
@@ -168,7 +173,8 @@ def soft_metric(
     >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, mode="exact").item(), 6)
     0.888889
     """
-    values, _, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts)
+    values, _, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade,
+                                              validate)
     values = torch.where(defined, values, torch.zeros_like(values)).to(scores.dtype)
     return values[0] if ranked.spec.squeeze else values
 
@@ -184,6 +190,8 @@ def soft_metric_loss(
     mask: torch.Tensor | None = None,
     grade_counts=None,
     reduction: str = "mean",
+    max_grade: int | None = None,
+    validate: bool = True,
 ) -> torch.Tensor:
     r"""Loss to minimise: :math:`M(\text{ideal}) - \mathrm{Soft}M` per query, then ``reduction``.
 
@@ -191,7 +199,7 @@ def soft_metric_loss(
     larger recall base; the papers' :math:`\sum_{k \le \tau} g_k` for xGAP and eGAP), a constant, so the
     gradient is that of :math:`-\mathrm{Soft}M` and the loss is 0 at a perfect, confident ranking.
     Queries without two different labels, or without a relevant document, give 0 loss and 0 gradient.
-    See :func:`soft_metric` for ``metric``, ``sigma``, ``mode``.
+    See :func:`soft_metric` for ``metric``, ``sigma``, ``mode``, ``max_grade`` and ``validate``.
 
     Examples
     --------
@@ -202,16 +210,18 @@ def soft_metric_loss(
     >>> loss.backward(); bool(scores.grad[0, 0] < 0)   # raising the grade-2 document lowers the loss
     True
     """
-    values, best, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts)
+    values, best, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade,
+                                                 validate)
     keep = defined & rankable(ranked)
     regret = torch.where(keep, best.to(values.dtype) - values, torch.zeros_like(values)).to(scores.dtype)
     return reduce_loss(regret, reduction, ranked.spec.squeeze)
 
 
 def _named_loss(metric: str, title: str, reference: str):
-    def loss(scores, labels, *, g=None, sigma=1.0, mode="paper", mask=None, grade_counts=None, reduction="mean"):
+    def loss(scores, labels, *, g=None, sigma=1.0, mode="paper", mask=None, grade_counts=None, reduction="mean",
+             max_grade=None, validate=True):
         return soft_metric_loss(scores, labels, metric=metric, g=g, sigma=sigma, mode=mode, mask=mask,
-                                grade_counts=grade_counts, reduction=reduction)
+                                grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
     loss.__name__ = loss.__qualname__ = f"soft_{metric}_loss"
     loss.__doc__ = (
@@ -231,7 +241,8 @@ soft_egap_loss = _named_loss("egap", "eGAP", "kernel of Ferrante et al., eq. 6")
 soft_ap_loss = _named_loss("ap", "AP", "binary AP, labels >= 1 relevant")
 
 
-def soft_ndcg_loss(scores, labels, *, sigma=1.0, mask=None, grade_counts=None, reduction="mean"):
+def soft_ndcg_loss(scores, labels, *, sigma=1.0, mask=None, grade_counts=None, reduction="mean", max_grade=None,
+                   validate=True):
     """SoftNDCG loss: ``1 - SoftNDCG`` per query (Taylor et al. 2008); :func:`soft_metric_loss` with
     ``metric="ndcg"``.
 
@@ -243,22 +254,25 @@ def soft_ndcg_loss(scores, labels, *, sigma=1.0, mask=None, grade_counts=None, r
     0.0
     """
     return soft_metric_loss(scores, labels, metric="ndcg", sigma=sigma, mask=mask, grade_counts=grade_counts,
-                            reduction=reduction)
+                            reduction=reduction, max_grade=max_grade, validate=validate)
 
 
 class _SoftMetricLoss(torch.nn.Module):
     metric = ""
 
-    def __init__(self, g=None, sigma: float = 1.0, mode: str = "paper", reduction: str = "mean") -> None:
+    def __init__(self, g=None, sigma: float = 1.0, mode: str = "paper", reduction: str = "mean",
+                 max_grade: int | None = None, validate: bool = True) -> None:
         super().__init__()
         self.g, self.sigma, self.mode, self.reduction = g, sigma, mode, reduction
+        self.max_grade, self.validate = max_grade, validate
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
         return soft_metric_loss(scores, labels, metric=self.metric, g=self.g, sigma=self.sigma, mode=self.mode,
-                                mask=mask, reduction=self.reduction)
+                                mask=mask, reduction=self.reduction, max_grade=self.max_grade, validate=self.validate)
 
     def extra_repr(self) -> str:
-        return f"g={self.g}, sigma={self.sigma}, mode={self.mode!r}, reduction={self.reduction!r}"
+        return (f"g={self.g}, sigma={self.sigma}, mode={self.mode!r}, reduction={self.reduction!r}, "
+                f"max_grade={self.max_grade}, validate={self.validate}")
 
 
 class SoftGAPLoss(_SoftMetricLoss):
@@ -294,8 +308,9 @@ class SoftAPLoss(_SoftMetricLoss):
 
     metric = "ap"
 
-    def __init__(self, sigma: float = 1.0, mode: str = "paper", reduction: str = "mean") -> None:
-        super().__init__(None, sigma, mode, reduction)
+    def __init__(self, sigma: float = 1.0, mode: str = "paper", reduction: str = "mean", max_grade: int | None = None,
+                 validate: bool = True) -> None:
+        super().__init__(None, sigma, mode, reduction, max_grade, validate)
 
 
 class SoftNDCGLoss(_SoftMetricLoss):
@@ -303,5 +318,6 @@ class SoftNDCGLoss(_SoftMetricLoss):
 
     metric = "ndcg"
 
-    def __init__(self, sigma: float = 1.0, reduction: str = "mean") -> None:
-        super().__init__(None, sigma, "paper", reduction)
+    def __init__(self, sigma: float = 1.0, reduction: str = "mean", max_grade: int | None = None,
+                 validate: bool = True) -> None:
+        super().__init__(None, sigma, "paper", reduction, max_grade, validate)
