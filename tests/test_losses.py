@@ -249,23 +249,45 @@ def _scale(metric):
     return {"g": [0.2, 0.3, 0.5]} if metric in ("gap", "egap") else {} if metric.startswith("eRAP") else {"max_grade": 3}
 
 
+def _meta_batch():
+    scores = torch.randn(5, 12, device="meta", requires_grad=True)
+    return scores, torch.randint(0, 4, (5, 12), device="meta"), torch.rand(5, 12, device="meta") > 0.2
+
+
+def _assert_reads_and_copies_nothing(loss) -> torch.Tensor:
+    """Forward and backward of ``loss`` on a meta batch, where a read back raises; after a first call (which
+    copies the measure's settings to the device once), nothing is copied from the host either."""
+    scores, labels, mask = _meta_batch()
+    loss(scores, labels, mask).backward()
+    with _host_traffic("meta") as copies:
+        value = loss(scores, labels, mask)
+        value.backward()
+    assert copies == [] and scores.grad.shape == (5, 12)
+    return value
+
+
+def _validated_and_not(call, scores):
+    """``[(values, gradient)]`` of ``call(scores, validate)`` for validate True, then False."""
+    results = []
+    for validate in (True, False):
+        s = scores.clone().requires_grad_(True)
+        value = call(s, validate)
+        value.sum().backward()
+        results.append((value.detach(), s.grad))
+    return results
+
+
 @pytest.mark.parametrize("metric, k, sigma", UNVALIDATED)
 def test_unvalidated_lambdarank_reads_nothing_back_and_copies_nothing(metric, k, sigma):
     """``validate=False`` on the meta device, where every read back to the host (``.item()``, ``bool()``,
     ``nonzero``, a size that depends on the values) raises: forward and backward run through, and after the
     first call (which copies the measure's settings to the device once) nothing is copied from the host either.
     This is the tensor engine's path on a GPU, where each of those would make the call wait."""
-    loss = L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric))
-    scores = torch.randn(5, 12, device="meta", requires_grad=True)
-    labels = torch.randint(0, 4, (5, 12), device="meta")
-    mask = torch.rand(5, 12, device="meta") > 0.2
-    loss(scores, labels, mask).backward()
-    with _host_traffic("meta") as copies:
-        value = loss(scores, labels, mask)
-        value.backward()
-    assert copies == [] and value.shape == () and scores.grad.shape == (5, 12)
+    value = _assert_reads_and_copies_nothing(L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False,
+                                                              **_scale(metric)))
+    assert value.shape == ()
     with pytest.raises(RuntimeError, match="meta"):  # the probe itself: the validated path reads back
-        L.LambdaRankLoss(metric, k=k, sigma=sigma, **_scale(metric))(scores, labels, mask)
+        L.LambdaRankLoss(metric, k=k, sigma=sigma, **_scale(metric))(*_meta_batch())
 
 
 @pytest.mark.parametrize("use_kernel", [True, False], ids=["compiled", "pair-engine"])
@@ -281,14 +303,9 @@ def test_unvalidated_lambdarank_equals_validated(monkeypatch, use_kernel, metric
     labels[2] = 2
     mask[3] = False
     mask[3, 0] = True
-    results = []
-    for validate in (True, False):
-        s = scores.clone().requires_grad_(True)
-        value = L.lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none",
-                                  validate=validate, **_scale(metric))
-        value.sum().backward()
-        results.append((value.detach(), s.grad))
-    (v1, g1), (v2, g2) = results
+    (v1, g1), (v2, g2) = _validated_and_not(
+        lambda s, validate: L.lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none",
+                                              validate=validate, **_scale(metric)), scores)
     assert torch.all(v1[[2, 3]] == 0) and torch.all(g1[[2, 3]] == 0) and v1.abs().sum() > 0
     torch.testing.assert_close(v2, v1, rtol=1e-13, atol=1e-15)
     torch.testing.assert_close(g2, g1, rtol=1e-13, atol=1e-15)
@@ -298,20 +315,10 @@ def test_unvalidated_ranknet_reads_nothing_back_and_equals_validated():
     """RankNet with ``validate=False``: on the meta device no read back and no copy from the host (after the first
     call); on the CPU the numbers of the validated call, bit for bit (its labels are counted on the widest scale,
     which RankNet's value does not depend on)."""
-    loss = L.RankNetLoss(sigma=0.7, validate=False)
-    scores = torch.randn(5, 12, device="meta", requires_grad=True)
-    labels, mask = torch.randint(0, 4, (5, 12), device="meta"), torch.rand(5, 12, device="meta") > 0.2
-    loss(scores, labels, mask).backward()
-    with _host_traffic("meta") as copies:
-        loss(scores, labels, mask).backward()
-    assert copies == [] and scores.grad.shape == (5, 12)
+    _assert_reads_and_copies_nothing(L.RankNetLoss(sigma=0.7, validate=False))
     scores, labels, mask = _random_batch(24, b=6, n=13, grades=4)
-    results = []
-    for validate in (True, False):
-        s = scores.clone().requires_grad_(True)
-        value = L.ranknet_loss(s, labels, sigma=0.7, mask=mask, reduction="none", validate=validate)
-        value.sum().backward()
-        results.append((value.detach(), s.grad))
+    results = _validated_and_not(
+        lambda s, validate: L.ranknet_loss(s, labels, sigma=0.7, mask=mask, reduction="none", validate=validate), scores)
     torch.testing.assert_close(results[1][0], results[0][0], rtol=0, atol=0)
     torch.testing.assert_close(results[1][1], results[0][1], rtol=0, atol=0)
 
@@ -325,22 +332,12 @@ def test_unvalidated_soft_losses_read_nothing_back_and_equal_validated(monkeypat
     """The SoftRank losses (the paper's mode, SoftNDCG) with ``validate=False``: on the meta device no read back
     and, after the first call, no copy from the host; on the CPU the validated call's numbers, on both of
     SoftNDCG's paths."""
-    loss = make(sigma=0.7, validate=False, **kw)
-    scores = torch.randn(5, 12, device="meta", requires_grad=True)
-    labels, mask = torch.randint(0, 4, (5, 12), device="meta"), torch.rand(5, 12, device="meta") > 0.2
-    loss(scores, labels, mask).backward()
-    with _host_traffic("meta") as copies:
-        loss(scores, labels, mask).backward()
-    assert copies == [] and scores.grad.shape == (5, 12)
+    _assert_reads_and_copies_nothing(make(sigma=0.7, validate=False, **kw))
     scores, labels, mask = _random_batch(25, b=6, n=13, grades=4)
     for compiled in (True, False):
         monkeypatch.setattr(distributions_module, "_compiled_path", lambda s, c=compiled: c)
-        results = []
-        for validate in (True, False):
-            s = scores.clone().requires_grad_(True)
-            value = make(sigma=0.7, validate=validate, reduction="none", **kw)(s, labels, mask)
-            value.sum().backward()
-            results.append((value.detach(), s.grad))
+        results = _validated_and_not(
+            lambda s, validate: make(sigma=0.7, validate=validate, reduction="none", **kw)(s, labels, mask), scores)
         assert results[0][0].abs().sum() > 0
         torch.testing.assert_close(results[1][0], results[0][0], rtol=1e-13, atol=1e-15)
         torch.testing.assert_close(results[1][1], results[0][1], rtol=1e-13, atol=1e-15)
