@@ -7,6 +7,8 @@
   in O(c) per pair"), and the plans that keep what does not depend on the ranking;
 * :mod:`.pairs`: the pair engine, the |Delta M|-weighted pairwise logistic cost with its gradient and
   hessian, shared by :mod:`gaprank.losses` and :mod:`gaprank.lightgbm`;
+* :mod:`.batches`: the pair engine on ``[B, N]`` batches with its layout, plans and buffers kept per batch
+  shape (the PyTorch losses' modules);
 * :mod:`.compiled`: the same gradients and hessians for LambdaMART in one compiled pass per query (numba),
   for kernel and discounted-gain measures.
 
