@@ -9,8 +9,9 @@ Run by hand, with nothing else running:
   text is parsed and the cache written), then again in a new process (cached). Target: cached <= 1/10
   of cold.
 * ``epoch``: one training epoch (Adam, batches of ``--batch`` queries of similar length, built per
-  bucket) of the MLP ranker (136-256-1, ReLU) with gaprank's LambdaRank-GAP (g uniform over grades 1..4, sigma 1),
-  then the same epoch with allRank's lambdaLoss (its lambdaRank_scheme, all pairs, on the same batches
+  bucket) of the MLP ranker (136-256-1, ReLU) with gaprank's LambdaRank-GAP (g uniform over grades 1..4, sigma 1;
+  the module, which keeps its buffers per batch shape, with ``validate=False`` as docs/losses.md advises for a
+  GPU), then the same epoch with allRank's lambdaLoss (its lambdaRank_scheme, all pairs, on the same batches
   with allRank's -1 padding labels), each in its own process from the same seeded model. Peak memory is
   the process's peak resident set (loading included) against the float32 feature matrix of the fold.
   Targets: gaprank <= 0.5x allRank's time, peak <= 2x the feature matrix.
@@ -63,7 +64,7 @@ def part_load(args) -> dict:
 def part_epoch(args) -> dict:
     import torch
 
-    from gaprank.losses import lambdarank_loss
+    from gaprank.losses import LambdaRankLoss
     from training.cv import QueryBatches
 
     torch.set_num_threads(args.threads)
@@ -76,8 +77,7 @@ def part_epoch(args) -> dict:
                                 torch.nn.Flatten(-2)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     if args.loss == "gaprank":
-        def loss_fn(scores, labels, mask):
-            return lambdarank_loss(scores, labels, metric="gap", g=G, sigma=1.0, mask=mask)
+        loss_fn = LambdaRankLoss("gap", g=G, sigma=1.0, validate=False)
     else:
         sys.path.insert(0, str(HERE))
         from bench_losses import _allrank
