@@ -288,7 +288,9 @@ if numba is not None:
                     h = lam - lam * rho
                     sum_lambda += lam
                     sum_grad -= sign * lam
-                    if hess is not None:  # (pruned when None: the loss asks for the gradient alone)
+                    # (pruned when None: the loss asks for the gradient alone); two checks, so that the statements
+                    # keep the order in which LambdaMART's call measured fastest
+                    if hess is not None:
                         sum_hess += h
                     grad_rank[b] += sign * lam
                     if hess is not None:

@@ -155,15 +155,15 @@ class PairwiseEngine:
         slots, queries = layout.num_slots, layout.num_queries
         self.scores = torch.empty(slots, dtype=scores_dtype, device=device)
         self.grades = torch.empty(slots, dtype=dtype, device=device)
-        self.valid = layout.valid.to(dtype)
+        self.valid = torch.empty(slots, dtype=dtype, device=device)  # layout.valid, taken in run()
         self.sums = torch.zeros(parts, slots, dtype=dtype, device=device)
         self.cost = torch.zeros(queries, dtype=dtype, device=device)
         self.weight_sum = torch.zeros(queries, dtype=dtype, device=device)
         self.top = torch.empty(queries, dtype=scores_dtype, device=device)
         self.slot_factor = torch.empty(slots, dtype=dtype, device=device)
         self.last = torch.empty(queries, dtype=scores_dtype, device=device)
-        self.empty_lists = ~layout.valid[layout.first_slot]
-        self.layout_version = layout.version
+        self.empty_lists = torch.empty(queries, dtype=torch.bool, device=device)  # set in run(), with self.valid
+        self.layout_version: int | None = None
         self.slot_top = torch.empty(slots, dtype=scores_dtype, device=device)
         # Row sums enter the upper document's gradient with a minus and its hessian with a plus.
         # (filled on the device: a copy from a host list would wait for it)
@@ -241,9 +241,9 @@ class PairwiseEngine:
         buffers, valid until its next run."""
         self._bind(factors)
         layout, sigma, s = self.layout, self.sigma, self.scores
-        if self.layout_version != layout.version:  # a kept engine's layout took the next batch's list sizes
+        if self.layout_version != layout.version:  # the first run, or a kept layout took the next batch's sizes
             self.valid.copy_(layout.valid)
-            self.empty_lists = ~layout.valid[layout.first_slot]
+            torch.index_select(layout.valid, 0, layout.first_slot, out=self.empty_lists).logical_not_()
             self.layout_version = layout.version
         # Padding takes its list's top score (0 for an empty list), so whatever it held never reaches
         # a number and the list's score range stays the same. Scores stay in their own dtype:

@@ -38,7 +38,7 @@ import torch
 
 from .._autograd import first_derivatives_only
 from .._inputs import GaprankInputError
-from ..metrics import Kernel
+from ..metrics import Kernel, grade_indicators
 
 GRID_STEP = 0.25  # t-grid step, in units of sigma (0.5 leaves ~1e-9 error, 0.25 none in float64)
 GRID_HALF_WIDTH = 8.0  # the grid reaches this many sigmas beyond the extreme scores
@@ -137,7 +137,7 @@ def expected_kernel_metric(
         grid, node_weight = _lattice(s.detach(), mask, sigma, step)
     nodes = grid.shape[1]
     num_classes = kernel.matrix.shape[-1]
-    onehot = torch.nn.functional.one_hot(labels, num_classes).to(torch.float64) * mask[..., None]
+    onehot = grade_indicators(labels, num_classes).to(torch.float64) * mask[..., None]
     k_cols = kernel.matrix.gather(2, labels[:, None, :].expand(-1, num_classes, -1))  # K[g, l_n]
     d_own = kernel.diag.gather(1, labels)
     k_own = torch.diagonal(kernel.matrix, dim1=-2, dim2=-1).gather(1, labels)

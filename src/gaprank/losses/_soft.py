@@ -23,7 +23,7 @@ import torch
 from .._engine.factors import rank_for_measure
 from .._inputs import check_choice, check_sigma
 from ..distributions import expected_score_rank_values, pair_block
-from ..metrics import GainDiscountForm, objective_measure, pivot_sum
+from ..metrics import GainDiscountForm, grade_indicators, objective_measure, pivot_sum
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
 
@@ -82,8 +82,7 @@ class _GradedPairSums(torch.autograd.Function):
 
 def _paper_kernel_metric(s, m, labels, kernel, sigma):
     num_classes = kernel.matrix.shape[-1]
-    # a comparison, not one_hot, which reads the labels' range back to the host on some devices
-    onehot = (labels[..., None] == torch.arange(num_classes, device=labels.device)).to(s.dtype) * m[..., None]
+    onehot = grade_indicators(labels, num_classes).to(s.dtype) * m[..., None]
     # [B, c+1, N]: sum_m pi_mn 1[l_m = t], and [B, N]: sum_m pi_mn
     above_by_grade, above = _GradedPairSums.apply(s, m, onehot, sigma)
     matrix = kernel.matrix.to(s.dtype)

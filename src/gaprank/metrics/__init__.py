@@ -25,7 +25,7 @@ from ._measures import (
     xgap,
 )
 from ._names import Measure, objective_measure, parse_measure
-from ._ranking import RankedLists, rank_lists, resolve_g
+from ._ranking import RankedLists, grade_indicators, rank_lists, resolve_g
 from ._registry import (
     MeasureInfo,
     ParamInfo,
@@ -76,6 +76,7 @@ __all__ = [
     "Kernel",
     "RankedLists",
     "rank_lists",
+    "grade_indicators",
     "resolve_g",
     "pivot_sum",
     "ideal_sum",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._ranking import RankedLists
+from ._ranking import RankedLists, grade_indicators
 
 
 @dataclass
@@ -52,7 +52,7 @@ def pivot_sum(grades: torch.Tensor, valid: torch.Tensor, kernel: Kernel, k: int 
     O(B N c^2): prefix counts per grade replace the inner sum over documents.
     """
     num_classes = kernel.matrix.shape[-1]
-    onehot = torch.nn.functional.one_hot(grades, num_classes).to(torch.float64) * valid[..., None]
+    onehot = grade_indicators(grades, num_classes).to(torch.float64) * valid[..., None]
     above = torch.cumsum(onehot, dim=1) - onehot  # [B, N, c+1]: grade counts strictly above rank n
     from_above = torch.bmm(above, kernel.matrix).gather(-1, grades[..., None]).squeeze(-1)
     own = kernel.diag.gather(-1, grades)

@@ -81,6 +81,12 @@ class RankedLists:
         return (rb[:, None, :] >= pos[None, :, None]).sum(-1)  # [B, L]
 
 
+def grade_indicators(grades: torch.Tensor, classes: int) -> torch.Tensor:
+    """``[..., classes]`` bool: ``grades[...] == t`` for t = 0..classes-1. A comparison rather than ``one_hot``,
+    which reads the grades' range back to the host on some devices (a wait on a GPU)."""
+    return grades[..., None] == torch.arange(classes, device=grades.device)
+
+
 def resolve_g(g: ArrayLike | None, device: torch.device) -> torch.Tensor | None:
     """Validate user threshold probabilities g_1..g_c (non-negative, summing to 1 within 1e-6)."""
     if g is None:
@@ -189,8 +195,7 @@ def rank_lists(
         order = torch.empty_like(slot).scatter_(-1, slot, torch.arange(s.shape[-1], device=device).expand_as(slot))
     grades = y.gather(-1, order)
     valid = m.gather(-1, order)
-    # a comparison, not one_hot: one_hot reads the labels' range back to the host
-    onehot = (grades[..., None] == torch.arange(num_grades + 1, device=device)) & valid[..., None]
+    onehot = grade_indicators(grades, num_grades + 1) & valid[..., None]
     in_list = onehot.sum(1).to(torch.float64)  # [B, c+1]
     if grade_counts is None:
         counts = in_list
