@@ -343,6 +343,23 @@ def test_unvalidated_soft_losses_read_nothing_back_and_equal_validated(monkeypat
         torch.testing.assert_close(results[1][1], results[0][1], rtol=1e-13, atol=1e-15)
 
 
+def test_grade_indicators_compare_and_refuse_garbage():
+    """``grade_indicators``: the one-hot grades by comparison (as ``one_hot`` gives them, without its read back),
+    and a one-line error for non-integer grades or a bad number of classes."""
+    from gaprank.metrics import grade_indicators
+
+    grades = torch.tensor([[0, 2, 1], [1, 1, 0]])
+    assert torch.equal(grade_indicators(grades, 3), torch.nn.functional.one_hot(grades, 3).bool())
+    assert grade_indicators(grades, 4).shape == (2, 3, 4)
+    for bad, message in ((grades.double(), "grades must be an integer tensor; got dtype torch.float64"),
+                         (grades.bool(), "grades must be an integer tensor")):
+        with pytest.raises(GaprankInputError, match=message):
+            grade_indicators(bad, 3)
+    for classes in (0, 2.0, True):
+        with pytest.raises(GaprankInputError, match="classes must be a positive integer"):
+            grade_indicators(grades, classes)
+
+
 def test_settings_are_copied_to_a_device_once_per_value():
     """``on_device``: a settings tensor's copy to another device is made once per value and device and then
     reused, a different value gets its own, the oldest are dropped past ``ON_DEVICE_KEPT``; on the tensor's own

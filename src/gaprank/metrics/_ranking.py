@@ -83,7 +83,12 @@ class RankedLists:
 
 def grade_indicators(grades: torch.Tensor, classes: int) -> torch.Tensor:
     """``[..., classes]`` bool: ``grades[...] == t`` for t = 0..classes-1. A comparison rather than ``one_hot``,
-    which reads the grades' range back to the host on some devices (a wait on a GPU)."""
+    which reads the grades' range back to the host on some devices (a wait on a GPU). Checks only what needs no
+    value read back: integer grades, a positive number of classes."""
+    if grades.is_floating_point() or grades.is_complex() or grades.dtype == torch.bool:
+        raise GaprankInputError(f"grades must be an integer tensor; got dtype {grades.dtype}")
+    if isinstance(classes, bool) or not isinstance(classes, (int, torch.SymInt)) or classes < 1:
+        raise GaprankInputError(f"classes must be a positive integer; got {classes!r}")
     return grades[..., None] == torch.arange(classes, device=grades.device)
 
 
