@@ -209,6 +209,93 @@ def test_expected_score_rank_values_keep_the_dtype_and_do_not_depend_on_threads(
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
 
 
+def _expectation_and_gradient(s, mask, values, weights, buffers):
+    leaf = s.clone().requires_grad_(True)
+    out = distributions_module.expected_score_rank_values(leaf, mask, 0.7, values, buffers)
+    (out * weights).sum().backward()
+    return out.detach(), leaf.grad
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_rank_law_buffers_reuse_arrays_and_change_no_result(monkeypatch, kept):
+    """A holder of working arrays gives, bit for bit, what fresh arrays give: over batches of one shape (the
+    arrays reused), another shape, and the laws kept or made again; it keeps no more than its bound."""
+    pytest.importorskip("numba")
+    if not kept:
+        monkeypatch.setattr(distributions_module, "SAVED_LAW_ELEMENTS", 0)
+    s, mask, weights = _expected_values_cases()
+    values = 1.0 / torch.log2(torch.arange(13, dtype=torch.float64) + 2.0)
+    holder = distributions_module.RankLawBuffers()
+    batches = [(s, mask, weights), (s * 2.0 - 0.5, mask, -weights), (s[:2, :9], mask[:2, :9], weights[:2, :9])]
+    for index, (scores, m, w) in enumerate(batches):
+        reused = [array.data_ptr() for array in holder._free]
+        got = _expectation_and_gradient(scores, m, values[:scores.shape[1]], w, holder)
+        fresh = _expectation_and_gradient(scores, m, values[:scores.shape[1]], w, None)
+        assert torch.equal(got[0], fresh[0]) and torch.equal(got[1], fresh[1])
+        assert len(holder._free) == (2, 2, 4)[index]  # a new shape: the old arrays stay, up to KEPT_ARRAYS
+        assert all(array.shape == (scores.shape[0], scores.shape[1], scores.shape[1]) for array in holder._free[-2:])
+        if index == 1:  # same shape as before: the same two arrays came back
+            assert sorted(array.data_ptr() for array in holder._free) == sorted(reused)
+    monkeypatch.setattr(distributions_module, "KEPT_ARRAY_ELEMENTS", 10)
+    small = distributions_module.RankLawBuffers()
+    _expectation_and_gradient(s, mask, values, weights, small)
+    assert small._free == []
+    nothing = distributions_module.RankLawBuffers(kept=0)
+    _expectation_and_gradient(s, mask, values, weights, nothing)
+    assert nothing._free == []
+
+
+def test_rank_law_buffers_never_share_an_array_between_live_graphs():
+    """Two graphs alive at once take their own arrays; a second backward pass through a retained graph
+    (its arrays already handed back and reused by another call) makes them again and gives the same
+    gradient; a forward pass without gradients hands its array back at once."""
+    pytest.importorskip("numba")
+    s, mask, weights = _expected_values_cases()
+    values = 1.0 / torch.log2(torch.arange(13, dtype=torch.float64) + 2.0)
+    expected_first = _expectation_and_gradient(s, mask, values, weights, None)
+    expected_second = _expectation_and_gradient(-s, mask, values, weights, None)
+    holder = distributions_module.RankLawBuffers()
+    first, second = s.clone().requires_grad_(True), (-s).clone().requires_grad_(True)
+    out_first = distributions_module.expected_score_rank_values(first, mask, 0.7, values, holder)
+    out_second = distributions_module.expected_score_rank_values(second, mask, 0.7, values, holder)
+    (out_second * weights).sum().backward()
+    (out_first * weights).sum().backward(retain_graph=True)
+    assert torch.equal(first.grad, expected_first[1]) and torch.equal(second.grad, expected_second[1])
+    _expectation_and_gradient(-s, mask, values, weights, holder)  # overwrites the arrays the first graph used
+    gradient = first.grad.clone()
+    first.grad = None
+    (out_first * weights).sum().backward()
+    assert torch.equal(first.grad, gradient)
+    holder = distributions_module.RankLawBuffers()
+    with torch.no_grad():
+        distributions_module.expected_score_rank_values(s, mask, 0.7, values, holder)
+    assert len(holder._free) == 1
+
+
+def test_soft_loss_modules_keep_arrays_that_copies_do_not_share():
+    pytest.importorskip("numba")
+    import copy
+    import pickle
+
+    import gaprank.losses as L
+
+    rng = np.random.default_rng(3)
+    s, y = torch.tensor(rng.normal(size=(4, 20))), torch.tensor(rng.integers(0, 3, (4, 20)))
+    loss = L.SoftNDCGLoss(sigma=0.5)
+    for _ in range(2):
+        x = s.clone().requires_grad_(True)
+        loss(x, y).backward()
+    assert len(loss._arrays._free) == 2
+    reference = s.clone().requires_grad_(True)
+    L.soft_ndcg_loss(reference, y, sigma=0.5).backward()
+    assert torch.equal(x.grad, reference.grad)
+    for twin in (copy.deepcopy(loss), pickle.loads(pickle.dumps(loss))):
+        assert twin._arrays._free == [] and twin._arrays is not loss._arrays
+        x = s.clone().requires_grad_(True)
+        twin(x, y).backward()
+        assert torch.equal(x.grad, reference.grad)
+
+
 def test_compiled_laws_drop_only_negligible_ends(monkeypatch):
     """Long lists with spread scores: the compiled laws keep each law's numerical support (entries below
     1e-24 dropped at the ends as the law is built); what they drop is below 1e-18 in all,

@@ -13,6 +13,8 @@ input, boolean ``mask`` (True = a real document); padding never counts.
 from __future__ import annotations
 
 import math
+import threading
+from typing import Any
 
 import torch
 
@@ -119,6 +121,52 @@ CORRELATION_BLOCK_ELEMENTS = 1 << 24
 SAVED_LAW_ELEMENTS = 1 << 25
 
 
+# The largest working array (elements) a RankLawBuffers keeps between calls (64 MB in float64), and how many
+# it keeps: above that, the kernels' own work dwarfs what a fresh array costs (its pages' first touch).
+KEPT_ARRAY_ELEMENTS = 1 << 23
+KEPT_ARRAYS = 4
+
+
+class RankLawBuffers:
+    """The ``[B, N, N]`` float64 working arrays of the compiled SoftRank kernels (the pair probabilities and
+    the kept laws, which the backward pass then overwrites with its gradient), kept between calls so that a
+    new batch of the same shape touches no fresh memory.
+
+    An array is handed back only when the backward pass has consumed it (or, without one, when the forward
+    pass ends), so two graphs alive at once never share one. At most ``KEPT_ARRAYS`` arrays of at most
+    ``KEPT_ARRAY_ELEMENTS`` elements are kept. What is kept is working memory, not state: a copy or a pickle
+    starts empty. A holder made with ``kept=0`` keeps nothing."""
+
+    def __init__(self, kept: int = KEPT_ARRAYS) -> None:
+        self.kept = kept
+        self._free: list[torch.Tensor] = []
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"kept": self.kept}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["kept"])  # type: ignore[misc]
+
+    def take(self, shape: tuple[int, ...]) -> torch.Tensor:
+        """A float64 CPU array of ``shape``, kept from an earlier call when one fits, else a new one."""
+        with self._lock:
+            for index, array in enumerate(self._free):
+                if array.shape == shape:
+                    return self._free.pop(index)
+        return torch.empty(shape, dtype=torch.float64)
+
+    def give(self, *arrays: torch.Tensor) -> None:
+        """Hand back arrays that nothing reads any more; the newest are kept."""
+        if self.kept == 0:
+            return
+        with self._lock:
+            for array in arrays:
+                if 0 < array.numel() <= KEPT_ARRAY_ELEMENTS:
+                    self._free.append(array)
+            del self._free[:max(0, len(self._free) - self.kept)]
+
+
 def _compiled_path(tensor: torch.Tensor) -> bool:
     """Whether the compiled kernels take work on ``tensor``'s device (the CPU, with numba)."""
     return tensor.device.type == "cpu" and _compiled.available()
@@ -175,10 +223,10 @@ class _RankRecursion(torch.autograd.Function):
     @staticmethod
     def forward(ctx, pi):  # noqa: D102 - [B, M(other), N(pivot)] -> [B, N, M]
         if _compiled_path(pi):
-            pi64 = pi.detach().to(torch.float64).contiguous()
-            laws = pi64.new_empty(pi.shape[0], pi.shape[2], pi.shape[1])
-            _compiled.rank_laws(pi64.numpy(), laws.numpy())
-            ctx.save_for_backward(pi64)
+            beats = pi.detach().to(torch.float64).transpose(1, 2).contiguous()  # pivot-major, as the kernels read
+            laws = beats.new_empty(beats.shape)
+            _compiled.rank_laws(beats.numpy(), laws.numpy(), _compiled.threads())
+            ctx.save_for_backward(beats)
             return laws.to(pi.dtype)
         laws = _torch_rank_laws(pi)
         ctx.save_for_backward(pi, laws)
@@ -187,51 +235,73 @@ class _RankRecursion(torch.autograd.Function):
     @staticmethod
     @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
     def backward(ctx, grad_laws):  # noqa: D102
-        pi = ctx.saved_tensors[0]
-        if _compiled_path(pi):
-            grad_pi = torch.empty_like(pi)
+        if _compiled_path(grad_laws):
+            beats = ctx.saved_tensors[0]
+            grad_beats = torch.empty_like(beats)
             grad64 = grad_laws.to(torch.float64).contiguous()
-            _compiled.rank_laws_adjoint(pi.numpy(), grad64.numpy(), grad_pi.numpy())
-            return grad_pi.to(grad_laws.dtype)
-        return _torch_rank_laws_adjoint(pi, ctx.saved_tensors[1], grad_laws)
+            _compiled.rank_laws_adjoint(beats.numpy(), grad64.numpy(), grad_beats.numpy(), _compiled.threads())
+            return grad_beats.transpose(1, 2).to(grad_laws.dtype)
+        return _torch_rank_laws_adjoint(ctx.saved_tensors[0], ctx.saved_tensors[1], grad_laws)
 
 
 class _ExpectedScoreRankValues(torch.autograd.Function):
     r""":math:`\sum_r p_n(r)\, v_r` from the scores, compiled end to end on the CPU, in float64: the kernel
     makes the pair probabilities (one erfc per pair) and the expectations, keeps the laws for the backward
     pass when they fit in ``SAVED_LAW_ELEMENTS`` (else it makes them again), and takes the gradient in ``pi``
-    back to the scores itself (one exp per pair): no [B, N, N] tensor is recorded by autograd."""
+    back to the scores itself (one exp per pair): no [B, N, N] tensor is recorded by autograd.
+
+    The backward pass writes the gradient in pi over the kept laws (each pivot's row after reading its own
+    law) and then hands its arrays back to ``buffers``; a later backward pass through the same graph
+    (``retain_graph``) makes them again from the scores."""
 
     @staticmethod
-    def forward(ctx, s, m, sigma, values):  # noqa: D102 - [B, N], [B, N], float, [N] -> [B, N]
+    def forward(ctx, s, m, sigma, values, buffers):  # noqa: D102 - [B, N], [B, N], float, [N], holder -> [B, N]
         batch, size = s.shape
         s64 = s.detach().to(torch.float64).contiguous()
         m = m.contiguous()
         c = 1.0 / (2.0 * sigma)
-        pi = s64.new_empty(batch, size, size).transpose(1, 2)  # pi[b, m, n], each pivot n's column contiguous
-        _compiled.row_pairs(s64.numpy(), m.numpy(), c, pi.numpy(), False)
+        beats = _pair_probabilities(s64, m, c, buffers)
         values64 = values.detach().to(device=s.device, dtype=torch.float64).contiguous()
         keep = ctx.needs_input_grad[0] and batch * size * size <= SAVED_LAW_ELEMENTS
-        laws = s64.new_empty((batch, size, size) if keep else (0, 0, 0))  # read only within ``bounds``
+        laws = buffers.take((batch, size, size)) if keep else s64.new_empty((0, 0, 0))  # read only within ``bounds``
         bounds = torch.zeros((batch, size, 2) if keep else (0, 0, 0), dtype=torch.int64)
         out = s64.new_empty(s.shape)
-        _compiled.expected_values(pi.numpy(), values64.numpy(), out.numpy(), laws.numpy(), bounds.numpy())
-        ctx.save_for_backward(s64, m, pi, values64, laws, bounds)
-        ctx.c = c
+        _compiled.expected_values(beats.numpy(), values64.numpy(), out.numpy(), laws.numpy(), bounds.numpy(),
+                                  _compiled.threads())
+        if ctx.needs_input_grad[0]:
+            ctx.save_for_backward(s64, m, values64, bounds)
+            ctx.arrays = (beats, laws)
+        else:
+            buffers.give(beats)
+        ctx.c, ctx.buffers = c, buffers
         return out.to(s.dtype)
 
     @staticmethod
     @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
     def backward(ctx, grad_out):  # noqa: D102
-        s64, m, pi, values, laws, bounds = ctx.saved_tensors
-        grad_pi = torch.empty_like(pi.transpose(1, 2)).transpose(1, 2)  # pi's layout
+        s64, m, values, bounds = ctx.saved_tensors
+        buffers = ctx.buffers
+        if ctx.arrays is None:  # an earlier backward pass consumed them: the pair probabilities again, no laws
+            beats, laws = _pair_probabilities(s64, m, ctx.c, buffers), s64.new_empty((0, 0, 0))
+        else:
+            beats, laws = ctx.arrays
+            ctx.arrays = None
+        grad_beats = laws if laws.numel() else buffers.take(tuple(beats.shape))
         weights = grad_out.to(torch.float64).contiguous()
-        _compiled.expected_values_adjoint(pi.numpy(), values.numpy(), weights.numpy(), laws.numpy(), bounds.numpy(),
-                                          grad_pi.numpy())
-        _compiled.row_pairs(s64.numpy(), m.numpy(), ctx.c, grad_pi.numpy(), True)  # the terms A over grad_pi
+        _compiled.expected_values_adjoint(beats.numpy(), values.numpy(), weights.numpy(), laws.numpy(),
+                                          bounds.numpy(), grad_beats.numpy(), _compiled.threads())
+        _compiled.row_pairs(s64.numpy(), m.numpy(), ctx.c, grad_beats.numpy(), True)  # the terms A over it
         grad_s = torch.empty_like(s64)
-        _compiled.column_sums(grad_pi.numpy(), -ctx.c / math.sqrt(math.pi), grad_s.numpy())
-        return grad_s.to(grad_out.dtype), None, None, None
+        _compiled.row_sums(grad_beats.numpy(), -ctx.c / math.sqrt(math.pi), grad_s.numpy())
+        buffers.give(beats, grad_beats)
+        return grad_s.to(grad_out.dtype), None, None, None, None
+
+
+def _pair_probabilities(s64: torch.Tensor, m: torch.Tensor, c: float, buffers: RankLawBuffers) -> torch.Tensor:
+    """``beats[b, n, m] = pi_mn`` ([B, N, N] float64, each pivot's row contiguous), compiled."""
+    beats = buffers.take((s64.shape[0], s64.shape[1], s64.shape[1]))
+    _compiled.row_pairs(s64.numpy(), m.numpy(), c, beats.numpy(), False)
+    return beats
 
 
 def rank_recursion(pi: torch.Tensor) -> torch.Tensor:
@@ -241,13 +311,16 @@ def rank_recursion(pi: torch.Tensor) -> torch.Tensor:
     return _RankRecursion.apply(pi)
 
 
-def expected_score_rank_values(s: torch.Tensor, m: torch.Tensor, sigma: float, values: torch.Tensor) -> torch.Tensor:
+def expected_score_rank_values(s: torch.Tensor, m: torch.Tensor, sigma: float, values: torch.Tensor,
+                               buffers: RankLawBuffers | None = None) -> torch.Tensor:
     r"""``[B, N]``: :math:`\sum_r p_n(r)\, v_r`, the expectation of ``values`` ``[N]`` (a constant per 0-based
     rank) under each document's rank law given the scores ``s`` (padding at 0) and ``mask`` ``m``,
-    differentiable in ``s``. On the CPU compiled from the scores on (:class:`_ExpectedScoreRankValues`);
-    elsewhere the laws times the values."""
+    differentiable in ``s``. On the CPU compiled from the scores on (:class:`_ExpectedScoreRankValues`), its
+    working arrays taken from and handed back to ``buffers`` (None: new ones, kept by no one); elsewhere
+    the laws times the values."""
     if _compiled_path(s):
-        return _ExpectedScoreRankValues.apply(s, m, float(sigma), values)
+        holder = RankLawBuffers(kept=0) if buffers is None or torch.compiler.is_compiling() else buffers
+        return _ExpectedScoreRankValues.apply(s, m, float(sigma), values, holder)
     return rank_recursion(pairwise_matrix(s, m, sigma)) @ values.to(s.dtype)
 
 

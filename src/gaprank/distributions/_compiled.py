@@ -2,7 +2,7 @@ r"""SoftRank's rank laws and their adjoint, compiled (numba), one pivot per task
 
 For pivot n the law of the count above it is the coefficient vector of
 :math:`P(x) = \prod_m f_m(x)`, :math:`f_m(x) = 1 - \pi_m + \pi_m x` (the others' factors; a factor with
-:math:`\pi_m = 0` -- the pivot itself, padding -- is 1 and is skipped). Forward: the product, four factors at
+:math:`\pi_m = 0` -- the pivot itself, padding -- is 1 and is skipped). Forward: the product, eight factors at
 a time, over the law's numerical support: entries at its ends below ``NEGLIGIBLE`` (1e-24) are
 dropped as it grows, at most M^2 x 1e-24 of probability in all (1e-18 at M = 1000), below float64's
 rounding of any result, and the support that remains is a window of W counts, about 21 standard deviations
@@ -24,13 +24,17 @@ Both ratios have modulus at most 1, so neither substitution amplifies rounding; 
 law's window too (:math:`q_m[r] \le 2 \max(p_r, p_{r+1})`), so the sums run over it. Per pivot: the law
 again (nothing is kept from the forward pass, O(N W)), the two correlations (O(W^2)), then one Horner
 evaluation of degree W per other document (O(N W)), vectorised over the others. Pivots are independent
-tasks, so the result does not depend on the number of threads. Everything is float64.
+tasks, dealt to the threads in turn (each thread allocates its workspace once per call), so the result does
+not depend on the number of threads. Everything is float64.
+
+Layout: the kernels read ``beats[b, n, m]`` = :math:`\pi_{mn}` (pivot-major, [B, N, M], C-contiguous), so that a
+pivot's factors, its ratios and its row of the gradient are contiguous and their loops vectorise.
 
 Two forms: the laws themselves (``rank_laws``, [B, N, M] out, any incoming gradient), and the expectation of a
 per-rank value ``v`` under each law (``expected_values``: :math:`\sum_r p_n(r) v_r`, SoftNDCG's expected
 discount), whose gradient :math:`G_n = w_n v` needs no [B, N, M] array of incoming gradients; its forward pass
 can keep each law (over its support) so that the backward pass need not make it again. SoftNDCG's pair
-probabilities from the scores and the gradient back to the scores (``row_pairs``, ``column_sums``) are
+probabilities from the scores and the gradient back to the scores (``row_pairs``, ``row_sums``) are
 compiled too, each pair's erfc and exp taken once.
 """
 
@@ -50,7 +54,12 @@ def available() -> bool:
     return numba is not None
 
 
-LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r are read without a check
+def threads() -> int:
+    """The threads a kernel deals its pivots to (numba's current setting)."""
+    return int(numba.get_num_threads())
+
+
+LEAD = 8  # zeros ahead of count 0 in a law's buffer, so that counts r - 8 .. r are read without a check
 # A law's entries below this probability are dropped from its ends as it is built: at most M^2 of them over a
 # law's M factors, so at most M^2 x 1e-24 of probability in all (1e-18 at M = 1000), below float64's rounding
 # of the result; what remains is each law's numerical support, about 21 standard deviations of the count
@@ -58,52 +67,64 @@ LEAD = 4  # zeros ahead of count 0 in a law's buffer, so that counts r - 4 .. r 
 NEGLIGIBLE = 1e-24
 
 
-def _multiply(source, target, at, length, c0, c1, c2, c3, c4):  # pragma: no cover - compiled
-    """``target[at + r] = sum_i c_i source[at + r - i]`` for r < length: one group of four factors."""
+def _quartic(p0, p1, p2, p3):  # pragma: no cover - compiled
+    """The coefficients of (q0 + p0 x)(q1 + p1 x)(q2 + p2 x)(q3 + p3 x), q = 1 - p."""
+    q0, q1, q2, q3 = 1.0 - p0, 1.0 - p1, 1.0 - p2, 1.0 - p3
+    a0, a1, a2 = q0 * q1, q0 * p1 + p0 * q1, p0 * p1
+    b0, b1, b2 = q2 * q3, q2 * p3 + p2 * q3, p2 * p3
+    return (a0 * b0, a0 * b1 + a1 * b0, a0 * b2 + a1 * b1 + a2 * b0, a1 * b2 + a2 * b1, a2 * b2)
+
+
+def _multiply(source, target, at, length, c0, c1, c2, c3, c4, c5, c6, c7, c8):  # pragma: no cover - compiled
+    """``target[at + r] = sum_i c_i source[at + r - i]`` for r < length: one group of eight factors."""
     # shifted views indexed from 0: no negative index, so the loop vectorises
     s0, s1, s2, s3, s4 = source[at:], source[at - 1:], source[at - 2:], source[at - 3:], source[at - 4:]
+    s5, s6, s7, s8 = source[at - 5:], source[at - 6:], source[at - 7:], source[at - 8:]
     out = target[at:]
     for r in range(length):
-        out[r] = c0 * s0[r] + c1 * s1[r] + c2 * s2[r] + c3 * s3[r] + c4 * s4[r]
+        out[r] = (c0 * s0[r] + c1 * s1[r] + c2 * s2[r] + c3 * s3[r] + c4 * s4[r]
+                  + c5 * s5[r] + c6 * s6[r] + c7 * s7[r] + c8 * s8[r])
 
 
-def _pivot_law(pi, b, n):  # pragma: no cover - compiled
+def _pivot_law(beats, b, n, factors, prev, nxt):  # pragma: no cover - compiled
     """The law of the count above pivot n of query b: ``(buffer, low, high)``, the law at counts
-    ``low..high`` held at ``buffer[LEAD + low: LEAD + high + 1]``, with zeros for four counts either side
-    (the rest of the buffer is scratch).
+    ``low..high`` held at ``buffer[LEAD + low: LEAD + high + 1]``, with zeros for eight counts either side
+    (the rest of the buffer is scratch). ``factors`` (M + 8), ``prev`` and ``nxt`` (``LEAD + M + 32``) are
+    the thread's workspace; the result is one of the last two.
 
-    The factors with pi > 0 are multiplied in four at a time (a quartic's five coefficients, all
-    non-negative, so the grouping costs no accuracy): five multiply-adds per count and four factors; after
-    each group the ends below ``NEGLIGIBLE`` are dropped."""
-    others = pi.shape[1]
-    factors, prev, nxt = np.empty(others + 4), np.zeros(LEAD + others + 16), np.zeros(LEAD + others + 16)
+    The factors with pi > 0 are multiplied in eight at a time (the nine coefficients of their product, all
+    non-negative, so the grouping costs no accuracy): nine multiply-adds per count and eight factors;
+    after each group the ends below ``NEGLIGIBLE`` are dropped."""
+    others = beats.shape[2]
+    prev[:] = 0.0
+    nxt[:] = 0.0
     used = 0
     for m in range(others):
-        v = pi[b, m, n]
+        v = beats[b, n, m]
         if v != 0.0:  # the pivot itself and padding: the factor 1
             factors[used] = v
             used += 1
-    factors[used:used + 4] = 0.0
+    factors[used:used + 8] = 0.0
     prev[LEAD] = 1.0
     low = high = 0
-    for first in range(0, used, 4):
-        p0, p1, p2, p3 = factors[first], factors[first + 1], factors[first + 2], factors[first + 3]
-        q0, q1, q2, q3 = 1.0 - p0, 1.0 - p1, 1.0 - p2, 1.0 - p3
-        a0, a1, a2 = q0 * q1, q0 * p1 + p0 * q1, p0 * p1  # (q0 + p0 x)(q1 + p1 x)
-        b0, b1, b2 = q2 * q3, q2 * p3 + p2 * q3, p2 * p3
-        c0, c1, c2 = a0 * b0, a0 * b1 + a1 * b0, a0 * b2 + a1 * b1 + a2 * b0
-        c3, c4 = a1 * b2 + a2 * b1, a2 * b2
-        _multiply(prev, nxt, LEAD + low, high - low + 5, c0, c1, c2, c3, c4)
-        high += 4
+    for first in range(0, used, 8):
+        a0, a1, a2, a3, a4 = _quartic(factors[first], factors[first + 1], factors[first + 2], factors[first + 3])
+        b0, b1, b2, b3, b4 = _quartic(factors[first + 4], factors[first + 5], factors[first + 6],
+                                      factors[first + 7])
+        _multiply(prev, nxt, LEAD + low, high - low + 9,
+                  a0 * b0, a0 * b1 + a1 * b0, a0 * b2 + a1 * b1 + a2 * b0,
+                  a0 * b3 + a1 * b2 + a2 * b1 + a3 * b0, a0 * b4 + a1 * b3 + a2 * b2 + a3 * b1 + a4 * b0,
+                  a1 * b4 + a2 * b3 + a3 * b2 + a4 * b1, a2 * b4 + a3 * b3 + a4 * b2, a3 * b4 + a4 * b3, a4 * b4)
+        high += 8
         while nxt[LEAD + low] < NEGLIGIBLE:
             nxt[LEAD + low] = 0.0
             low += 1
         while nxt[LEAD + high] < NEGLIGIBLE:
             nxt[LEAD + high] = 0.0
             high -= 1
-        # the next group reads counts low - 4 .. high + 4 of this buffer: zero what an earlier use left there
-        nxt[LEAD + low - 4: LEAD + low] = 0.0
-        nxt[LEAD + high + 1: LEAD + high + 5] = 0.0
+        # the next group reads counts low - 8 .. high + 8 of this buffer: zero what an earlier use left there
+        nxt[LEAD + low - 8: LEAD + low] = 0.0
+        nxt[LEAD + high + 1: LEAD + high + 9] = 0.0
         prev, nxt = nxt, prev
     return prev, low, min(high, used)
 
@@ -124,122 +145,141 @@ def _correlations(p, h, size, low, high):  # pragma: no cover - compiled
             high[d] += h0 * b0[d] + h1 * b1[d] + h2 * b2[d] + h3 * b3[d]
 
 
-def _horner(coefficients, size, ratios, count, values):  # pragma: no cover - compiled
-    """``values[i] = sum_{d < size} coefficients[d] ratios[i]^d`` for i < count, vectorised over i, four
-    degrees per pass over the values (four multiply-adds per load and store)."""
+# rows of a thread's float workspace (each ``LEAD + M + 32`` long; M = the others)
+FACTORS, PREV, NEXT, LAW, INCOMING, STEP, LOW, HIGH, RATIOS, SCALES, LOWER, VALUES, ROWS = range(13)
+
+
+def _workspace(others):  # pragma: no cover - compiled
+    """One thread's scratch (``ROWS`` rows), allocated once per thread and call, not per pivot."""
+    return np.empty((ROWS, LEAD + others + 32))
+
+
+def _split_horner(low, high, size, ratios, lower, count, values):  # pragma: no cover - compiled
+    """``values[i] = sum_{d < size} c_d ratios[i]^d`` for i < count, with c = ``low`` where ``lower[i]`` is
+    1 and ``high`` where it is 0: vectorised over i, four degrees per pass over the values (four
+    multiply-adds per load and store), the coefficients chosen per lane by a select."""
     values[:count] = 0.0
     top = size
     while top % 4:
         top -= 1
-        c = coefficients[top]
+        cl, ch = low[top], high[top]
         for i in range(count):
-            values[i] = values[i] * ratios[i] + c
+            values[i] = values[i] * ratios[i] + (cl if lower[i] != 0.0 else ch)
     for d in range(top - 4, -1, -4):
-        c3, c2, c1, c0 = coefficients[d + 3], coefficients[d + 2], coefficients[d + 1], coefficients[d]
+        l3, l2, l1, l0 = low[d + 3], low[d + 2], low[d + 1], low[d]
+        h3, h2, h1, h0 = high[d + 3], high[d + 2], high[d + 1], high[d]
         for i in range(count):
             r = ratios[i]
-            values[i] = (((values[i] * r + c3) * r + c2) * r + c1) * r + c0
+            below = lower[i] != 0.0
+            v = values[i] * r + (l3 if below else h3)
+            v = v * r + (l2 if below else h2)
+            v = v * r + (l1 if below else h1)
+            values[i] = v * r + (l0 if below else h0)
 
 
-def _pivot_adjoint(pi, b, n, p, h, size, grad_pi):  # pragma: no cover - compiled
-    """``grad_pi[b, m, n] = <h, p / f_m>`` for every other m, given pivot n's law ``p`` and ``h`` over the
-    counts ``o .. o + size - 1`` (a common offset o; both zero from ``size`` on for at least four places,
-    as :func:`_correlations` reads them, ``p`` zero at 0)."""
-    others = pi.shape[1]
-    low, high = np.empty(size + 8), np.empty(size + 8)
+def _pivot_adjoint(beats, b, n, p, h, size, grad_beats, work):  # pragma: no cover - compiled
+    """``grad_beats[b, n, m] = <h, p / f_m>`` for every other m, given pivot n's law ``p`` and ``h`` over
+    the counts ``o .. o + size - 1`` (a common offset o; both zero from ``size`` on for at least four
+    places, as :func:`_correlations` reads them, ``p`` zero at 0). Forward substitution's ratio where
+    pi_m <= 1/2, backward's where not, every other m in one vectorised pass."""
+    others = beats.shape[2]
+    low, high = work[LOW], work[HIGH]
     _correlations(p, h, size, low, high)
-    ratio_low, ratio_high = np.empty(others), np.empty(others)
-    index_low, index_high = np.empty(others, dtype=np.int64), np.empty(others, dtype=np.int64)
-    n_low = n_high = 0
+    ratios, scales, lower, values = work[RATIOS], work[SCALES], work[LOWER], work[VALUES]
+    row = beats[b, n]
     for m in range(others):
-        v = pi[b, m, n]
-        if v <= 0.5:
-            ratio_low[n_low] = -v / (1.0 - v)
-            index_low[n_low] = m
-            n_low += 1
-        else:
-            ratio_high[n_high] = -(1.0 - v) / v
-            index_high[n_high] = m
-            n_high += 1
-    values = np.empty(others)
-    _horner(low, size, ratio_low, n_low, values)
-    for i in range(n_low):
-        m = index_low[i]
-        grad_pi[b, m, n] = values[i] / (1.0 - pi[b, m, n])
-    _horner(high, size, ratio_high, n_high, values)
-    for i in range(n_high):
-        m = index_high[i]
-        grad_pi[b, m, n] = values[i] / pi[b, m, n]
+        v = row[m]
+        below = v <= 0.5
+        rest = 1.0 - v
+        ratios[m] = -(v if below else rest) / (rest if below else v)
+        scales[m] = rest if below else v
+        lower[m] = 1.0 if below else 0.0
+    _split_horner(low, high, size, ratios, lower, others, values)
+    out = grad_beats[b, n]
+    for m in range(others):
+        out[m] = values[m] / scales[m]
 
 
-def _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi):  # pragma: no cover - compiled
+def _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats, work):  # pragma: no cover - compiled
     """The adjoint over the law's support ``low..high``: p and h taken from count ``low - 1`` on (where the
     law is zero), which both correlations then read at the offsets the module doc's sums need; ``incoming``
     gives G at each count (0 past the law's last column)."""
     size = high - low + 2
-    h = np.zeros(size + 8)
-    for i in range(size):
-        r = low - 1 + i
-        if r >= 0:
-            h[i] = incoming[r + 1] - incoming[r]
-    _pivot_adjoint(pi, b, n, law[LEAD + low - 1:], h, size, grad_pi)
+    h = work[STEP]
+    h[size:size + 8] = 0.0
+    h[0] = incoming[low] - incoming[low - 1] if low > 0 else 0.0
+    for i in range(1, size):
+        h[i] = incoming[low + i] - incoming[low - 1 + i]
+    _pivot_adjoint(beats, b, n, law[LEAD + low - 1:], h, size, grad_beats, work)
 
 
-def _rank_laws(pi, out):  # pragma: no cover - compiled
-    """``pi`` [B, M, N] (others x pivots) -> ``out`` [B, N, M]: the law of the count above each pivot."""
-    batch, others, pivots = pi.shape
-    for task in numba.prange(batch * pivots):
-        b, n = task // pivots, task % pivots
-        law, low, high = _pivot_law(pi, b, n)
-        out[b, n, :] = 0.0
-        for r in range(low, min(high + 1, others)):
-            out[b, n, r] = law[LEAD + r]
+def _rank_laws(beats, out, threads):  # pragma: no cover - compiled
+    """``beats`` [B, N, M] (pivots x others) -> ``out`` [B, N, M]: the law of the count above each pivot."""
+    batch, pivots, others = beats.shape
+    for thread in numba.prange(threads):
+        work = _workspace(others)
+        for task in range(thread, batch * pivots, threads):
+            b, n = task // pivots, task % pivots
+            law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+            out[b, n, :] = 0.0
+            for r in range(low, min(high + 1, others)):
+                out[b, n, r] = law[LEAD + r]
 
 
-def _rank_laws_adjoint(pi, grad_laws, grad_pi):  # pragma: no cover - compiled
-    """``grad_pi`` [B, M, N]: the gradient of <grad_laws, _rank_laws(pi)>."""
-    batch, others, pivots = pi.shape
-    for task in numba.prange(batch * pivots):
-        b, n = task // pivots, task % pivots
-        law, low, high = _pivot_law(pi, b, n)
-        incoming = np.zeros(others + 2)
-        incoming[:others] = grad_laws[b, n, :]
-        _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi)
+def _rank_laws_adjoint(beats, grad_laws, grad_beats, threads):  # pragma: no cover - compiled
+    """``grad_beats`` [B, N, M]: the gradient of <grad_laws, _rank_laws(beats)>."""
+    batch, pivots, others = beats.shape
+    for thread in numba.prange(threads):
+        work = _workspace(others)
+        incoming = work[INCOMING]
+        incoming[:] = 0.0
+        for task in range(thread, batch * pivots, threads):
+            b, n = task // pivots, task % pivots
+            law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+            incoming[:others] = grad_laws[b, n, :]
+            _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats, work)
 
 
-def _expected_values(pi, values, out, laws, bounds):  # pragma: no cover - compiled
+def _expected_values(beats, values, out, laws, bounds, threads):  # pragma: no cover - compiled
     """``out[b, n] = sum_r p_n(r) values[r]`` ([B, N]; ``values`` [M]). Unless ``laws`` is empty, each law
     is kept there ([B, N, M], its support ``bounds[b, n]``) for the adjoint."""
-    batch, others, pivots = pi.shape
+    batch, pivots, others = beats.shape
     keep = laws.shape[0] > 0
-    for task in numba.prange(batch * pivots):
-        b, n = task // pivots, task % pivots
-        law, low, high = _pivot_law(pi, b, n)
-        total = 0.0
-        for r in range(low, min(high + 1, others)):
-            total += law[LEAD + r] * values[r]
-        out[b, n] = total
-        if keep:
-            bounds[b, n, 0], bounds[b, n, 1] = low, high
-            laws[b, n, low:high + 1] = law[LEAD + low:LEAD + high + 1]
+    for thread in numba.prange(threads):
+        work = _workspace(others)
+        for task in range(thread, batch * pivots, threads):
+            b, n = task // pivots, task % pivots
+            law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+            total = 0.0
+            for r in range(low, min(high + 1, others)):
+                total += law[LEAD + r] * values[r]
+            out[b, n] = total
+            if keep:
+                bounds[b, n, 0], bounds[b, n, 1] = low, high
+                laws[b, n, low:high + 1] = law[LEAD + low:LEAD + high + 1]
 
 
-def _expected_values_adjoint(pi, values, weights, laws, bounds, grad_pi):  # pragma: no cover - compiled
-    """``grad_pi`` [B, M, N]: the gradient of sum_{b, n} weights[b, n] _expected_values(pi, values)[b, n];
+def _expected_values_adjoint(beats, values, weights, laws, bounds, grad_beats, threads):  # pragma: no cover
+    """``grad_beats`` [B, N, M]: the gradient of sum_{b, n} weights[b, n] _expected_values(beats, values)[b, n];
     the laws are read from ``laws`` and ``bounds`` as the forward pass kept them, or made again if empty."""
-    batch, others, pivots = pi.shape
+    batch, pivots, others = beats.shape
     kept = laws.shape[0] > 0
-    for task in numba.prange(batch * pivots):
-        b, n = task // pivots, task % pivots
-        if kept:
-            low, high = bounds[b, n, 0], bounds[b, n, 1]
-            law = np.zeros(LEAD + others + 16)
-            law[LEAD + low:LEAD + high + 1] = laws[b, n, low:high + 1]
-        else:
-            law, low, high = _pivot_law(pi, b, n)
-        incoming = np.zeros(others + 2)
-        incoming[:others] = weights[b, n] * values
-        _windowed_adjoint(pi, b, n, law, low, high, incoming, grad_pi)
+    for thread in numba.prange(threads):
+        work = _workspace(others)
+        incoming = work[INCOMING]
+        incoming[:] = 0.0
+        saved = work[LAW]
+        for task in range(thread, batch * pivots, threads):
+            b, n = task // pivots, task % pivots
+            if kept:
+                low, high = bounds[b, n, 0], bounds[b, n, 1]
+                saved[:] = 0.0
+                saved[LEAD + low:LEAD + high + 1] = laws[b, n, low:high + 1]
+                law = saved
+            else:
+                law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+            incoming[:others] = weights[b, n] * values
+            _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats, work)
 
 
 def _pair_row(scores, mask, c, out, b, i, gradient):  # pragma: no cover - compiled
@@ -252,24 +292,24 @@ def _pair_row(scores, mask, c, out, b, i, gradient):  # pragma: no cover - compi
                 term = (out[b, i, j] - out[b, j, i]) * math.exp(-d * d)
                 out[b, i, j], out[b, j, i] = term, -term
             else:
-                tail = 0.5 * math.erfc(abs(d))
-                out[b, i, j], out[b, j, i] = (1.0 - tail, tail) if d >= 0.0 else (tail, 1.0 - tail)
+                tail = 0.5 * math.erfc(abs(d))  # P(s_j > s_i) when d >= 0
+                out[b, i, j], out[b, j, i] = (tail, 1.0 - tail) if d >= 0.0 else (1.0 - tail, tail)
         else:
             out[b, i, j] = out[b, j, i] = 0.0
 
 
 def _row_pairs(scores, mask, c, out, gradient):  # pragma: no cover - compiled
     r"""Every pair of real documents i != j once (else 0), with ``c = 1 / (2 sigma)``; a task takes rows i
-    and N - 1 - i, so every task has N - 1 pairs.
+    and N - 1 - i, so every task has N - 1 pairs. ``out`` is pivot-major, as the laws read it.
 
-    * ``gradient`` False: ``out[b, i, j] = P(s_i > s_j) = erfc(-(s_i - s_j) c) / 2``, one erfc per pair, at the
-      smaller probability (the tail, accurate to float64's rounding); the other is 1 minus it, accurate too
-      since it is at least 1/2.
-    * ``gradient`` True: ``out`` holds the gradient in pi on entry and the antisymmetric terms
-      :math:`A_{ij} = (G_{ij} - G_{ji})\, e^{-((s_i - s_j) c)^2}` on exit, one exp per pair: since
-      :math:`\partial \pi_{ij} / \partial s_i = -\partial \pi_{ij} / \partial s_j = c\, e^{-((s_i - s_j) c)^2} / \sqrt\pi`
-      and :math:`\pi_{ji} = 1 - \pi_{ij}`, the gradient in :math:`s_k` is
-      :math:`(c / \sqrt\pi) \sum_j A_{kj} = -(c / \sqrt\pi) \sum_j A_{jk}` (:func:`_column_sums`)."""
+    * ``gradient`` False: ``out[b, n, m] = pi_mn = P(s_m > s_n) = erfc((s_n - s_m) c) / 2``, one erfc per
+      pair, at the smaller probability (the tail, accurate to float64's rounding); the other is 1 minus it,
+      accurate too since it is at least 1/2.
+    * ``gradient`` True: ``out`` holds the gradient in pi on entry (``G[n, m]`` for pi_mn) and the
+      antisymmetric terms :math:`A_{nm} = (G_{nm} - G_{mn})\, e^{-((s_n - s_m) c)^2}` on exit, one exp per
+      pair: since :math:`\partial \pi_{mn} / \partial s_m = -\partial \pi_{mn} / \partial s_n
+      = c\, e^{-((s_m - s_n) c)^2} / \sqrt\pi`, the gradient in :math:`s_k` is
+      :math:`(c / \sqrt\pi) \sum_j A_{jk} = -(c / \sqrt\pi) \sum_j A_{kj}` (:func:`_row_sums`)."""
     batch, size = scores.shape
     half = (size + 1) // 2
     for task in numba.prange(batch * half):
@@ -279,29 +319,31 @@ def _row_pairs(scores, mask, c, out, gradient):  # pragma: no cover - compiled
             _pair_row(scores, mask, c, out, b, size - 1 - i, gradient)
 
 
-def _column_sums(terms, scale, out):  # pragma: no cover - compiled
-    """``out[b, k] = scale * sum_j terms[b, j, k]``, each sum in a fixed order (down a column)."""
+def _row_sums(terms, scale, out):  # pragma: no cover - compiled
+    """``out[b, k] = scale * sum_j terms[b, k, j]``, each sum in a fixed order (along the row)."""
     batch, size = out.shape
     for task in numba.prange(batch * size):
         b, k = task // size, task % size
+        row = terms[b, k]
         total = 0.0
         for j in range(size):
-            total += terms[b, j, k]
+            total += row[j]
         out[b, k] = total * scale
 
 
+def _compile(function, parallel=False):
+    # contract: multiply-adds fused, never reordered; error_model numpy: a division raises nothing, so its
+    # loops vectorise; cache: compiled once, kept on disk
+    return numba.njit(parallel=parallel, cache=True, fastmath={"contract"}, error_model="numpy")(function)
+
+
 if numba is not None:
-    # contract: multiply-adds fused, never reordered; cache: compiled once, kept on disk
-    _multiply = numba.njit(cache=True, fastmath={"contract"})(_multiply)
-    _pivot_law = numba.njit(cache=True, fastmath={"contract"})(_pivot_law)
-    _correlations = numba.njit(cache=True, fastmath={"contract"})(_correlations)
-    _horner = numba.njit(cache=True, fastmath={"contract"})(_horner)
-    _pivot_adjoint = numba.njit(cache=True, fastmath={"contract"})(_pivot_adjoint)
-    _windowed_adjoint = numba.njit(cache=True, fastmath={"contract"})(_windowed_adjoint)
-    rank_laws = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_rank_laws)
-    rank_laws_adjoint = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_rank_laws_adjoint)
-    expected_values = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values)
-    expected_values_adjoint = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_expected_values_adjoint)
-    _pair_row = numba.njit(cache=True, fastmath={"contract"})(_pair_row)
-    row_pairs = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_row_pairs)
-    column_sums = numba.njit(parallel=True, cache=True, fastmath={"contract"})(_column_sums)
+    _quartic, _multiply, _pivot_law = _compile(_quartic), _compile(_multiply), _compile(_pivot_law)
+    _correlations, _workspace, _split_horner = _compile(_correlations), _compile(_workspace), _compile(_split_horner)
+    _pivot_adjoint, _windowed_adjoint, _pair_row = _compile(_pivot_adjoint), _compile(_windowed_adjoint), _compile(_pair_row)
+    rank_laws = _compile(_rank_laws, parallel=True)
+    rank_laws_adjoint = _compile(_rank_laws_adjoint, parallel=True)
+    expected_values = _compile(_expected_values, parallel=True)
+    expected_values_adjoint = _compile(_expected_values_adjoint, parallel=True)
+    row_pairs = _compile(_row_pairs, parallel=True)
+    row_sums = _compile(_row_sums, parallel=True)

@@ -22,7 +22,7 @@ import torch
 
 from .._engine.factors import rank_for_measure
 from .._inputs import check_choice, check_sigma
-from ..distributions import expected_score_rank_values, pair_block
+from ..distributions import RankLawBuffers, expected_score_rank_values, pair_block
 from ..metrics import GainDiscountForm, grade_indicators, objective_measure, pivot_sum
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
@@ -92,13 +92,14 @@ def _paper_kernel_metric(s, m, labels, kernel, sigma):
     return (num / den * m).sum(-1)
 
 
-def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts: torch.Tensor) -> torch.Tensor:
+def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts: torch.Tensor,
+                       buffers: RankLawBuffers | None = None) -> torch.Tensor:
     """``[B, N]``: :math:`\\sum_r p_n(r)\\, \\mathrm{disc}(r)` over ranks r (SoftRank's rank laws), ``discounts``
-    ``[N]`` the discount at each rank."""
-    return expected_score_rank_values(s, m, sigma, discounts) * m
+    ``[N]`` the discount at each rank; ``buffers`` as in ``expected_score_rank_values``."""
+    return expected_score_rank_values(s, m, sigma, discounts, buffers) * m
 
 
-def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade, validate):
+def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade, validate, buffers=None):
     """(soft values [B], best values [B] float64, defined [B] bool, ranked lists)."""
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
@@ -116,7 +117,7 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max
         gains = form.gains(ranked.num_grades, params, doc_labels.device)
         inverse, defined = form.inverse_norm(ranked, gains, measure.k, params)
         discounts = form.discounts(ranked.positions(), params, measure.k)
-        values = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma, discounts)).sum(-1)
+        values = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma, discounts, buffers)).sum(-1)
         values = values * inverse.to(s.dtype)
         best = (gains[ideal_grades] * discounts * ideal_valid).sum(-1) * inverse
         return values, best, torch.ones_like(inverse, dtype=torch.bool) if defined is None else defined, ranked
@@ -209,8 +210,13 @@ def soft_metric_loss(
     >>> loss.backward(); bool(scores.grad[0, 0] < 0)   # raising the grade-2 document lowers the loss
     True
     """
+    return _soft_metric_loss(scores, labels, metric, g, sigma, mode, mask, grade_counts, reduction, max_grade, validate)
+
+
+def _soft_metric_loss(scores, labels, metric, g, sigma, mode, mask, grade_counts, reduction, max_grade, validate,
+                      buffers: RankLawBuffers | None = None):
     values, best, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade,
-                                                 validate)
+                                                 validate, buffers)
     keep = defined & rankable(ranked)
     regret = torch.where(keep, best.to(values.dtype) - values, torch.zeros_like(values)).to(scores.dtype)
     return reduce_loss(regret, reduction, ranked.spec.squeeze)
@@ -264,10 +270,11 @@ class _SoftMetricLoss(torch.nn.Module):
         super().__init__()
         self.g, self.sigma, self.mode, self.reduction = g, sigma, mode, reduction
         self.max_grade, self.validate = max_grade, validate
+        self._arrays = RankLawBuffers()  # working arrays of the rank laws (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return soft_metric_loss(scores, labels, metric=self.metric, g=self.g, sigma=self.sigma, mode=self.mode,
-                                mask=mask, reduction=self.reduction, max_grade=self.max_grade, validate=self.validate)
+        return _soft_metric_loss(scores, labels, self.metric, self.g, self.sigma, self.mode, mask, None, self.reduction,
+                                 self.max_grade, self.validate, self._arrays)
 
     def extra_repr(self) -> str:
         return (f"g={self.g}, sigma={self.sigma}, mode={self.mode!r}, reduction={self.reduction!r}, "
