@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._elementwise import log_into
 from .factors import GainDiscountInputs, KernelInputs
 
 try:
@@ -44,10 +45,6 @@ NORM_OFFSET = float(np.float32(0.01))
 KERNEL, GAIN_DISCOUNT = 0, 1
 
 COMPILE_SECONDS: list[float] = []  # the first call's compile (or cache load) time, once per process
-
-# log 2 in two parts (the high one with trailing zero bits, so that e * LN2_HI is exact for |e| < 2^11)
-LN2_HI, LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
-SQRT2 = math.sqrt(2.0)
 
 
 def available() -> bool:
@@ -163,40 +160,6 @@ if numba is not None:
                 _sort(order, keys, n)
                 return
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _log_into(values, logs, scratch, count):
-        """``logs[i] = log(values[i])`` for i < count, positive normal values, within 1 ulp of the correctly
-        rounded logarithm: a loop without calls or branches, which the compiler vectorises (a library log per
-        element, called from the pair loop, cost more than the rest of the kernel). With the exponent e and
-        m in [sqrt(1/2), sqrt(2)), log = e log 2 + 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, and the series
-        of atanh to s^21 (the next term is below 2^-60 of the result)."""
-        bits = values.view(np.int64)
-        for i in range(count):  # the mantissa with the exponent of 1: m in [1, 2)
-            scratch[i] = (bits[i] & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000
-        mantissas = scratch.view(np.float64)
-        for i in range(count):
-            m = mantissas[i]
-            e = float((bits[i] >> 52) - 1023)
-            high = m > SQRT2
-            m = m * 0.5 if high else m
-            e = e + 1.0 if high else e
-            f = m - 1.0
-            s = f / (2.0 + f)
-            z = s * s
-            p = 1.0 / 21.0
-            p = p * z + 1.0 / 19.0
-            p = p * z + 1.0 / 17.0
-            p = p * z + 1.0 / 15.0
-            p = p * z + 1.0 / 13.0
-            p = p * z + 1.0 / 11.0
-            p = p * z + 1.0 / 9.0
-            p = p * z + 1.0 / 7.0
-            p = p * z + 1.0 / 5.0
-            p = p * z + 1.0 / 3.0
-            tail = 2.0 * s * z * p  # 2 atanh(s) - 2 s
-            # 2 s = f - s f, so log m = f - (s f - tail), the small terms first
-            logs[i] = e * LN2_HI + ((f - (s * f - tail)) + e * LN2_LO)
-
     @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
     def _delta(mode, x, y, b, u_a, up, table_w, gain_rank, gain_x, disc_a, discounts, z_q):
         """The swap delta of ranks a < b (grades x, y): exactly 0 when x = y."""
@@ -301,7 +264,7 @@ if numba is not None:
                     count = n - a - 1
                     for j in range(count):
                         pair_sums[j] = e_a + e_rank[a + 1 + j]
-                    _log_into(pair_sums, pair_logs, log_scratch, count)
+                    log_into(pair_sums, pair_logs, log_scratch, count)
                     for b in range(a + 1, n):  # branch-free, as above: equal grades add weight 0
                         y = g_rank[b]
                         delta = _delta(mode, x, y, b, u_a, up, table_w, gain_rank, gain_x, disc_a, discounts, z_q)

@@ -290,7 +290,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
         weights = grad_out.to(torch.float64).contiguous()
         _compiled.expected_values_adjoint(beats.numpy(), values.numpy(), weights.numpy(), laws.numpy(),
                                           bounds.numpy(), grad_beats.numpy(), _compiled.threads())
-        _compiled.row_pairs(s64.numpy(), m.numpy(), ctx.c, grad_beats.numpy(), True)  # the terms A over it
+        _compiled.row_pairs(s64.numpy(), m.numpy(), ctx.c, grad_beats.numpy(), True, _compiled.threads())  # terms A
         grad_s = torch.empty_like(s64)
         _compiled.row_sums(grad_beats.numpy(), -ctx.c / math.sqrt(math.pi), grad_s.numpy())
         buffers.give(beats, grad_beats)
@@ -300,7 +300,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
 def _pair_probabilities(s64: torch.Tensor, m: torch.Tensor, c: float, buffers: RankLawBuffers) -> torch.Tensor:
     """``beats[b, n, m] = pi_mn`` ([B, N, N] float64, each pivot's row contiguous), compiled."""
     beats = buffers.take((s64.shape[0], s64.shape[1], s64.shape[1]))
-    _compiled.row_pairs(s64.numpy(), m.numpy(), c, beats.numpy(), False)
+    _compiled.row_pairs(s64.numpy(), m.numpy(), c, beats.numpy(), False, _compiled.threads())
     return beats
 
 

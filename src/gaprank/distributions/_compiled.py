@@ -40,9 +40,9 @@ compiled too, each pair's erfc and exp taken once.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from .._elementwise import erfc_into, exp_into
 
 try:
     import numba
@@ -282,25 +282,43 @@ def _expected_values_adjoint(beats, values, weights, laws, bounds, grad_beats, t
             _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats, work)
 
 
-def _pair_row(scores, mask, c, out, b, i, gradient):  # pragma: no cover - compiled
-    """Row i's pairs (i, j > i), both orders, of :func:`_row_pairs`."""
+def _pair_row(scores, mask, c, out, b, i, gradient, work, bits):  # pragma: no cover - compiled
+    """Row i's pairs (i, j > i), both orders, of :func:`_row_pairs`: the differences, then one vectorised
+    pass of erfc (or exp) over the row, then the writes."""
+    size = scores.shape[1]
     out[b, i, i] = 0.0
-    for j in range(i + 1, scores.shape[1]):
-        if mask[b, i] and mask[b, j]:
-            d = (scores[b, i] - scores[b, j]) * c
-            if gradient:
-                term = (out[b, i, j] - out[b, j, i]) * math.exp(-d * d)
-                out[b, i, j], out[b, j, i] = term, -term
-            else:
-                tail = 0.5 * math.erfc(abs(d))  # P(s_j > s_i) when d >= 0
-                out[b, i, j], out[b, j, i] = (tail, 1.0 - tail) if d >= 0.0 else (1.0 - tail, tail)
-        else:
-            out[b, i, j] = out[b, j, i] = 0.0
+    count = size - 1 - i
+    if count == 0:
+        return
+    differences, magnitudes, values, spare = work[0], work[1], work[2], work[3:5]
+    s_i, real = scores[b, i], mask[b, i]
+    others, real_others = scores[b, i + 1:], mask[b, i + 1:]
+    for k in range(count):
+        d = (s_i - others[k]) * c
+        differences[k] = d
+        magnitudes[k] = abs(d)
+    if gradient:
+        for k in range(count):
+            magnitudes[k] = -(differences[k] * differences[k])
+        exp_into(magnitudes, values, bits, count)
+        for k in range(count):
+            j = i + 1 + k
+            term = (out[b, i, j] - out[b, j, i]) * values[k] if real and real_others[k] else 0.0
+            out[b, i, j], out[b, j, i] = term, -term
+    else:
+        erfc_into(magnitudes, values, spare, bits, count)
+        for k in range(count):
+            j = i + 1 + k
+            tail = 0.5 * values[k]  # P(s_j > s_i) when d >= 0
+            upper, lower = (tail, 1.0 - tail) if differences[k] >= 0.0 else (1.0 - tail, tail)
+            keep = real and real_others[k]
+            out[b, i, j], out[b, j, i] = (upper, lower) if keep else (0.0, 0.0)
 
 
-def _row_pairs(scores, mask, c, out, gradient):  # pragma: no cover - compiled
+def _row_pairs(scores, mask, c, out, gradient, threads):  # pragma: no cover - compiled
     r"""Every pair of real documents i != j once (else 0), with ``c = 1 / (2 sigma)``; a task takes rows i
-    and N - 1 - i, so every task has N - 1 pairs. ``out`` is pivot-major, as the laws read it.
+    and N - 1 - i, so every task has N - 1 pairs, and the tasks are dealt to the threads in turn. ``out`` is
+    pivot-major, as the laws read it.
 
     * ``gradient`` False: ``out[b, n, m] = pi_mn = P(s_m > s_n) = erfc((s_n - s_m) c) / 2``, one erfc per
       pair, at the smaller probability (the tail, accurate to float64's rounding); the other is 1 minus it,
@@ -312,11 +330,13 @@ def _row_pairs(scores, mask, c, out, gradient):  # pragma: no cover - compiled
       :math:`(c / \sqrt\pi) \sum_j A_{jk} = -(c / \sqrt\pi) \sum_j A_{kj}` (:func:`_row_sums`)."""
     batch, size = scores.shape
     half = (size + 1) // 2
-    for task in numba.prange(batch * half):
-        b, i = task // half, task % half
-        _pair_row(scores, mask, c, out, b, i, gradient)
-        if size - 1 - i != i:
-            _pair_row(scores, mask, c, out, b, size - 1 - i, gradient)
+    for thread in numba.prange(threads):
+        work, bits = np.empty((5, size)), np.empty(size, dtype=np.int64)
+        for task in range(thread, batch * half, threads):
+            b, i = task // half, task % half
+            _pair_row(scores, mask, c, out, b, i, gradient, work, bits)
+            if size - 1 - i != i:
+                _pair_row(scores, mask, c, out, b, size - 1 - i, gradient, work, bits)
 
 
 def _row_sums(terms, scale, out):  # pragma: no cover - compiled
