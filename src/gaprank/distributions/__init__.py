@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from .._autograd import first_derivatives_only
+from .._engine.compiled import thread_count
 from .._inputs import GaprankInputError, batch_mask, check_sigma
 from .._typing import ArrayLike
 from . import _compiled
@@ -225,7 +226,7 @@ class _RankRecursion(torch.autograd.Function):
         if _compiled_path(pi):
             beats = pi.detach().to(torch.float64).transpose(1, 2).contiguous()  # pivot-major, as the kernels read
             laws = beats.new_empty(beats.shape)
-            _compiled.rank_laws(beats.numpy(), laws.numpy(), _compiled.threads())
+            _compiled.rank_laws(beats.numpy(), laws.numpy(), thread_count())
             ctx.save_for_backward(beats)
             return laws.to(pi.dtype)
         laws = _torch_rank_laws(pi)
@@ -239,7 +240,7 @@ class _RankRecursion(torch.autograd.Function):
             beats = ctx.saved_tensors[0]
             grad_beats = torch.empty_like(beats)
             grad64 = grad_laws.to(torch.float64).contiguous()
-            _compiled.rank_laws_adjoint(beats.numpy(), grad64.numpy(), grad_beats.numpy(), _compiled.threads())
+            _compiled.rank_laws_adjoint(beats.numpy(), grad64.numpy(), grad_beats.numpy(), thread_count())
             return grad_beats.transpose(1, 2).to(grad_laws.dtype)
         return _torch_rank_laws_adjoint(ctx.saved_tensors[0], ctx.saved_tensors[1], grad_laws)
 
@@ -267,7 +268,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
         bounds = torch.zeros((batch, size, 2) if keep else (0, 0, 0), dtype=torch.int64)
         out = s64.new_empty(s.shape)
         _compiled.expected_values(beats.numpy(), values64.numpy(), out.numpy(), laws.numpy(), bounds.numpy(),
-                                  _compiled.threads())
+                                  thread_count())
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(s64, m, values64, bounds)
             ctx.arrays = (beats, laws)
@@ -289,8 +290,8 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
         grad_beats = laws if laws.numel() else buffers.take(tuple(beats.shape))
         weights = grad_out.to(torch.float64).contiguous()
         _compiled.expected_values_adjoint(beats.numpy(), values.numpy(), weights.numpy(), laws.numpy(),
-                                          bounds.numpy(), grad_beats.numpy(), _compiled.threads())
-        _compiled.row_pairs(s64.numpy(), m.numpy(), ctx.c, grad_beats.numpy(), True, _compiled.threads())  # terms A
+                                          bounds.numpy(), grad_beats.numpy(), thread_count())
+        _compiled.row_pairs(s64.numpy(), m.numpy(), ctx.c, grad_beats.numpy(), True, thread_count())  # terms A
         grad_s = torch.empty_like(s64)
         _compiled.row_sums(grad_beats.numpy(), -ctx.c / math.sqrt(math.pi), grad_s.numpy())
         buffers.give(beats, grad_beats)
@@ -300,7 +301,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
 def _pair_probabilities(s64: torch.Tensor, m: torch.Tensor, c: float, buffers: RankLawBuffers) -> torch.Tensor:
     """``beats[b, n, m] = pi_mn`` ([B, N, N] float64, each pivot's row contiguous), compiled."""
     beats = buffers.take((s64.shape[0], s64.shape[1], s64.shape[1]))
-    _compiled.row_pairs(s64.numpy(), m.numpy(), c, beats.numpy(), False, _compiled.threads())
+    _compiled.row_pairs(s64.numpy(), m.numpy(), c, beats.numpy(), False, thread_count())
     return beats
 
 

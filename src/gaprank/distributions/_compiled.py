@@ -54,11 +54,6 @@ def available() -> bool:
     return numba is not None
 
 
-def threads() -> int:
-    """The threads a kernel deals its pivots to (numba's current setting)."""
-    return int(numba.get_num_threads())
-
-
 LEAD = 8  # zeros ahead of count 0 in a law's buffer, so that counts r - 8 .. r are read without a check
 # A law's entries below this probability are dropped from its ends as it is built: at most M^2 of them over a
 # law's M factors, so at most M^2 x 1e-24 of probability in all (1e-18 at M = 1000), below float64's rounding
@@ -294,18 +289,18 @@ def _pair_row(scores, mask, c, out, b, i, gradient, work, bits):  # pragma: no c
     s_i, real = scores[b, i], mask[b, i]
     others, real_others = scores[b, i + 1:], mask[b, i + 1:]
     for k in range(count):
-        d = (s_i - others[k]) * c
-        differences[k] = d
-        magnitudes[k] = abs(d)
+        differences[k] = (s_i - others[k]) * c
     if gradient:
         for k in range(count):
-            magnitudes[k] = -(differences[k] * differences[k])
+            magnitudes[k] = -(differences[k] * differences[k])  # the exponents
         exp_into(magnitudes, values, bits, count)
         for k in range(count):
             j = i + 1 + k
             term = (out[b, i, j] - out[b, j, i]) * values[k] if real and real_others[k] else 0.0
             out[b, i, j], out[b, j, i] = term, -term
     else:
+        for k in range(count):
+            magnitudes[k] = abs(differences[k])
         erfc_into(magnitudes, values, spare, bits, count)
         for k in range(count):
             j = i + 1 + k
