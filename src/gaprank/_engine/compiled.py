@@ -18,9 +18,12 @@ number of grades (a discounted-gain measure's is :math:`(g_y - g_x)(d_a - d_b)/Z
 rank within the truncation level then takes its sigmoid -- :math:`\rho = e_{worse} / (e_a + e_b)` with
 :math:`e_n = e^{\sigma (s_n - s_1)}` computed once per rank -- LightGBM's ``lambdarank_norm`` when asked, and
 its lambda and hessian term (the hessian only when asked for), summed into the query's rows. The PyTorch loss
-also asks for the cost, :math:`\sum |\Delta M| (\log(e_a + e_b) - \log e_{better})`, whose logarithms are
-taken a row of pairs at a time in a vectorised pass. Queries are dealt to the threads in lanes balanced
-by pair count; a query is one thread's, start to end, so the result does not depend on the number of threads.
+also asks for the cost, :math:`\sum |\Delta M| (\log(e_a + e_b) - \log e_{better})`. A row of pairs (one
+upper rank) runs as passes over its lower ranks that the compiler vectorises -- the weights, then the lambdas
+and hessians added to the lower ranks, then the cost's logarithms and terms -- and one scalar pass that sums the
+upper rank's terms in the pairs' order, so the result is the same on any machine. Queries are dealt to the
+threads in lanes balanced by pair count; a query is one thread's, start to end, so the result does not depend on
+the number of threads.
 Compiled on first use and cached on disk (numba's cache).
 """
 
@@ -160,18 +163,11 @@ if numba is not None:
                 _sort(order, keys, n)
                 return
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-    def _delta(mode, x, y, b, u_a, up, table_w, gain_rank, gain_x, disc_a, discounts, z_q):
-        """The swap delta of ranks a < b (grades x, y): exactly 0 when x = y."""
-        if mode == 0:
-            return (u_a[y] - up) + table_w[x, b]
-        return (gain_rank[b] - gain_x) * (disc_a - discounts[b]) * z_q
-
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _query(q, scores, plan_rows, start, n, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
                sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q, table_v, v_own, u_a,
-               s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, pair_sums, pair_logs, log_scratch,
-               cost):
+               s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas, hessians, pair_sums,
+               pair_logs, log_scratch, cost):
         rows = plan_rows[start:start + n]
         for i in range(n):
             keys[i] = scores[rows[i]]
@@ -223,62 +219,70 @@ if numba is not None:
         for a in range(top):
             x = g_rank[a]
             e_a = e_rank[a]
+            s_a = s_rank[a]
+            count = n - a - 1
+            # the lower ranks are b = lo + j, j < count, indexed unsigned: the compiler then knows the indices in
+            # bounds (no wraparound of negative ones), and the passes over j vectorise
+            lo = np.uint64(a + 1)
+            lower = range(np.uint64(count))
+            # the row's weights |delta| (normalised) in a pass of their own; equal grades give exactly 0
             if mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
                 for u in range(c1):
                     u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
-            up = u_a[x] if mode == 0 else 0.0
-            gain_x = gain_rank[a]
-            disc_a = discounts[a] if mode == 1 else 0.0
-            s_a = s_rank[a]
+                up = u_a[x]
+                for j in lower:
+                    weights[j] = abs((u_a[np.uint64(g_rank[lo + j])] - up) + table_w[x, lo + j])
+            else:
+                gain_x = gain_rank[a]
+                disc_a = discounts[a]
+                for j in lower:
+                    weights[j] = abs((gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q)
+            if norm:
+                for j in lower:
+                    weights[j] = weights[j] / (abs(s_rank[lo + j] - s_a) + offset)
             sum_grad = 0.0
             sum_hess = 0.0
             sum_lambda = 0.0
             sum_cost = 0.0
             if e_a > 1e-290:
-                # branch-free over the lower ranks (equal grades give a delta of exactly 0, so nothing): no
-                # mispredicted branch per pair; the running sums keep their order, so the loop stays scalar (the
-                # same result on any machine); rho = e_worse / (e_a + e_b)
-                for b in range(a + 1, n):
-                    y = g_rank[b]
-                    delta = _delta(mode, x, y, b, u_a, up, table_w, gain_rank, gain_x, disc_a, discounts, z_q)
-                    better_up = x > y
+                # the row's lambdas, hessians and costs in vectorised passes (rho = e_worse / (e_a + e_b)), then
+                # the upper rank's sums in a scalar pass, pair after pair: the same result on any machine
+                for j in lower:
+                    e_b = e_rank[lo + j]
+                    better_up = x > g_rank[lo + j]
                     sign = 1.0 if better_up else -1.0
-                    diff = s_rank[b] - s_a  # sigma (s_low - s_up)
-                    weight = abs(delta) / (abs(diff) + offset) if norm else abs(delta)
-                    e_b = e_rank[b]
-                    rho = (e_b if better_up else e_a) / (e_a + e_b)
-                    lam = weight * rho
-                    h = lam - lam * rho
-                    sum_lambda += lam
-                    sum_grad -= sign * lam
-                    # (pruned when None: the loss asks for the gradient alone); two checks, so that the statements
-                    # keep the order in which LambdaMART's call measured fastest
+                    total = e_a + e_b
+                    rho = (e_b if better_up else e_a) / total
+                    lam = weights[j] * rho
+                    lambdas[j] = sign * lam
+                    grad_rank[lo + j] += sign * lam
+                    pair_sums[j] = total
+                    if hess is not None:  # (pruned when None: the loss asks for the gradient alone)
+                        h = lam - lam * rho
+                        hessians[j] = h
+                        hess_rank[lo + j] += h
+                if cost is not None:
+                    # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better); the logarithms
+                    # over whole blocks of eight (the arrays have room; the entries past count are not read)
+                    log_into(pair_sums, pair_logs, log_scratch, (count + 7) & ~7)
+                    for j in lower:
+                        s_b = s_rank[lo + j]  # (loaded on both arms of the select, which then vectorises)
+                        better = s_a if x > g_rank[lo + j] else s_b
+                        pair_logs[j] = weights[j] * (pair_logs[j] - (better - s_top))
+                for j in range(count):
+                    sum_grad -= lambdas[j]
                     if hess is not None:
-                        sum_hess += h
-                    grad_rank[b] += sign * lam
-                    if hess is not None:
-                        hess_rank[b] += h
-                if cost is not None:  # loops of their own (merged into the one above they ran slower):
-                    # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better), the logarithms of
-                    # the row's pairs taken in one vectorised pass
-                    count = n - a - 1
-                    for j in range(count):
-                        pair_sums[j] = e_a + e_rank[a + 1 + j]
-                    log_into(pair_sums, pair_logs, log_scratch, count)
-                    for b in range(a + 1, n):  # branch-free, as above: equal grades add weight 0
-                        y = g_rank[b]
-                        delta = _delta(mode, x, y, b, u_a, up, table_w, gain_rank, gain_x, disc_a, discounts, z_q)
-                        weight = abs(delta) / (abs(s_rank[b] - s_a) + offset) if norm else abs(delta)
-                        better = s_a if x > y else s_rank[b]
-                        sum_cost += weight * (pair_logs[b - a - 1] - (better - s_top))
-            else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself (kept apart
-                # from the loop above, which without this branch runs about a tenth faster)
-                for b in range(a + 1, n):
-                    y = g_rank[b]
-                    delta = _delta(mode, x, y, b, u_a, up, table_w, gain_rank, gain_x, disc_a, discounts, z_q)
-                    sign = 1.0 if x > y else -1.0
+                        sum_hess += hessians[j]
+                    if norm:
+                        sum_lambda += abs(lambdas[j])
+                    if cost is not None:
+                        sum_cost += pair_logs[j]
+            else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself
+                for j in range(count):
+                    b = a + 1 + j
+                    sign = 1.0 if x > g_rank[b] else -1.0
                     diff = s_rank[b] - s_a
-                    weight = abs(delta) / (abs(diff) + offset) if norm else abs(delta)
+                    weight = weights[j]
                     rho = 1.0 / (1.0 + math.exp(-diff * sign))  # z = -sigma (s_better - s_worse)
                     lam = weight * rho
                     h = lam - lam * rho
@@ -332,15 +336,18 @@ if numba is not None:
             gain_rank = np.empty(longest)
             grad_rank = np.empty(longest)
             hess_rank = np.empty(longest)
-            pair_sums = np.empty(longest)
-            pair_logs = np.empty(longest)
-            log_scratch = np.empty(longest, dtype=np.int64)
+            weights = np.empty(longest)
+            lambdas = np.empty(longest)
+            hessians = np.empty(longest)
+            pair_sums = np.ones(longest + 8)  # + 8: the logarithms run over whole blocks of eight
+            pair_logs = np.empty(longest + 8)
+            log_scratch = np.empty(longest + 8, dtype=np.int64)
             for i in range(lane_starts[lane], lane_starts[lane + 1]):
                 q = lane_queries[i]
                 _query(q, scores, plan_rows, starts[q], starts[q + 1] - starts[q], labels, mode, kernel, diag, gains,
                        discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys,
                        table_a, table_q, table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank,
-                       table_w, pair_sums, pair_logs, log_scratch, cost)
+                       table_w, weights, lambdas, hessians, pair_sums, pair_logs, log_scratch, cost)
 
 
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray | None,
