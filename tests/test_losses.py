@@ -379,6 +379,19 @@ def test_settings_are_copied_to_a_device_once_per_value():
     assert len(_inputs._ON_DEVICE) == _inputs.ON_DEVICE_KEPT and _inputs.on_device(g, meta) is not first
 
 
+@pytest.mark.parametrize("metric", ["gap", "ndcg"])
+@pytest.mark.parametrize("label", [3, -1, 10**9])
+def test_unvalidated_labels_off_the_scale_stop_before_the_compiled_kernel(label, metric):
+    """``validate=False`` trusts the labels, but the compiled kernel (the CPU's) reads its tables by grade without
+    bounds checks: a label off the scale is refused there, on the CPU where reading it costs nothing, rather than
+    read past the tables (a label of 10**9 crashed the process)."""
+    scores, labels, mask = _random_batch(23, b=3, n=9, grades=3)
+    labels[1, 4], mask[1, 4] = label, True
+    loss = L.LambdaRankLoss(metric, validate=False, **({"g": [0.5, 0.5]} if metric == "gap" else {"max_grade": 2}))
+    with pytest.raises(GaprankInputError, match=rf"label {label} is outside the grade scale 0\.\.2"):
+        loss(scores, labels, mask=mask)
+
+
 def test_max_grade_fixes_the_scale_of_every_batch():
     """``max_grade`` sets the grade scale whatever a batch's largest label: ERR's g_max, which defaults to the
     scale's top, is then 4 as if passed. It must agree with a setting that fixes the scale; ``validate=False``
