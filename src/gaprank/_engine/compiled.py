@@ -124,10 +124,10 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
     # the kernel reads its tables by grade without bounds checks: a label off the scale (which validate=False
     # lets through, unread on a device) must stop here, not read outside them
     grades = kernel.shape[1] if mode == KERNEL else gains.size
-    if labels.size and (labels.min() < 0 or labels.max() >= grades):
-        bad = int(labels.min()) if labels.min() < 0 else int(labels.max())
-        raise GaprankInputError(f"label {bad} is outside the grade scale 0..{grades - 1} (labels are read on the CPU "
-                                "even with validate=False)")
+    low, high = (int(labels.min()), int(labels.max())) if labels.size else (0, 0)
+    if low < 0 or high >= grades:
+        raise GaprankInputError(f"label {low if low < 0 else high} is outside the grade scale 0..{grades - 1} (labels "
+                                "are read on the CPU even with validate=False)")
     cut = longest if truncation is None else int(truncation)
     upper = np.minimum(cut, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
     pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
