@@ -15,6 +15,7 @@ import yaml
 from gaprank import GaprankInputError
 from gaprank.data import load_fold
 from gaprank.lightgbm import ranking_feval
+from training._runner import cpu_name
 from training.config import ConfigError, load_config
 from training.cv import CVConfig, LossConfig, ModelConfig, length_batches, main, predict, run, run_fold
 
@@ -313,7 +314,9 @@ def test_changed_data_is_retrained_never_reused(tmp_path, toy_data, capsys):
     first = run(config, progress=False)
     record = json.loads((tmp_path / "out" / "folds" / "Fold1.json").read_text())
     assert record["provenance"]["data"]["test"][0]["file"] == "P1.txt"
-    assert set(record["provenance"]) == {"config", "data", "gaprank", "versions"}
+    assert set(record["provenance"]) == {"config", "data", "gaprank", "versions", "machine"}
+    assert set(record["provenance"]["versions"]) == {"torch", "gaprank", "numpy", "numba"}
+    assert record["provenance"]["machine"].endswith(cpu_name()) and cpu_name()
     assert run(config, progress=False)["trained_now"] == []  # same config, data and version: reused
     write_toy_dataset(toy_data, seed=5)  # same config, new data
     second = run(config, progress=True)

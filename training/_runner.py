@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -90,13 +91,40 @@ def locked(directory: Path) -> FileLock:
     return lock
 
 
+def cpu_name() -> str:
+    """The CPU's model name ("unknown CPU" where the system does not say)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def machine_description() -> str:
+    """Architecture, system, Python and CPU model. Recorded with results because a float32 model trained
+    on another CPU can land elsewhere (torch's kernels differ by CPU), not used to decide reuse."""
+    return f"{platform.machine()}, {platform.system()}, python {platform.python_version()}, {cpu_name()}"
+
+
+def numeric_versions() -> dict[str, str]:
+    """The numerical libraries every trainer computes with (recorded beside the engine's version)."""
+    import numba
+
+    return {"numpy": np.__version__, "numba": numba.__version__}
+
+
 def fold_provenance(config: Any, number: int, versions: dict[str, str]) -> dict[str, Any]:
     """What produced a fold's result: the config, the fold's data fingerprint, gaprank's version (the
-    reuse key) and the engines' versions (recorded)."""
+    reuse key), the engines' versions and the machine (recorded)."""
     data = config.data
     return {"config": to_dict(config),
             "data": fold_fingerprint(data.dataset, number, variant=data.variant, data_dir=data.data_dir),
-            "gaprank": gaprank.__version__, "versions": versions}
+            "gaprank": gaprank.__version__, "versions": versions | numeric_versions(),
+            "machine": machine_description()}
 
 
 def fields_at_default(config: Any) -> set[str]:
@@ -256,7 +284,7 @@ def run_folds(
             "conventions": get_conventions(conventions).describe(),
             "g": g,
             "config": to_dict(config),
-            "versions": versions,
+            "versions": versions | numeric_versions(),
         }
         write_json_atomic(out / "summary.json", summary)
         lines = ["fold\tqid\t" + "\t".join(measures) + "\n"]

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import platform
 import shlex
 import sys
 import time
@@ -51,7 +50,7 @@ from gaprank.metrics import get_conventions, objective_measure
 
 from . import tune as tuning
 from ._baselines import find_baselines, letor_baselines
-from ._runner import checkout_commit, locked, log_event, output_root, script_parser
+from ._runner import checkout_commit, locked, log_event, machine_description, output_root, script_parser
 from ._trainers import REPO, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, load_config, output_path, to_dict, with_params
 
@@ -570,7 +569,7 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
         "wall_seconds": round(time.perf_counter() - started, 1),
         "train_seconds": round(sum(o["seconds"] for o in objectives.values()), 1),
         "runs_reused": [n for n, o in objectives.items() if not o["folds_trained_in_this_invocation"]],
-        "machine": f"{platform.machine()}, {platform.system()}, python {platform.python_version()}",
+        "machine": machine_description(),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     write_json_atomic(root / "summary.json", summary)
