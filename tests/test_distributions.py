@@ -186,6 +186,37 @@ def test_expected_score_rank_values_equal_the_laws_times_the_values(monkeypatch,
             lambda x: distributions_module.expected_score_rank_values(x, mask, sigma, values), (s.clone().requires_grad_(True),))
 
 
+@pytest.mark.parametrize("kept", [True, False])
+def test_expected_score_rank_values_over_several_blocks_equal_the_oracle(monkeypatch, kept):
+    """Lists longer than the kernels' blocks (32 x 32 pairs for the probabilities, 16 pivots a task for the
+    gradient), with a ragged last block and padding spread over them: values and score gradients against
+    autograd through the pair matrix and the whole-tensor recursion."""
+    pytest.importorskip("numba")
+    from gaprank.distributions import _compiled
+    size = 2 * _compiled.TILE + 7
+    assert size % _compiled.PIVOT_BLOCK and size > 4 * _compiled.PIVOT_BLOCK
+    rng = np.random.default_rng(11)
+    mask = torch.tensor(rng.random((2, size)) > 0.2)
+    s = torch.tensor(rng.normal(size=(2, size))).masked_fill(~mask, 0.0)
+    s[0, 40:44] = 0.5  # ties across a block's edge
+    weights = torch.tensor(rng.normal(size=(2, size)))
+    values = 1.0 / torch.log2(torch.arange(size, dtype=torch.float64) + 2.0)
+    if not kept:
+        monkeypatch.setattr(distributions_module, "SAVED_LAW_ELEMENTS", 0)
+    leaf = s.clone().requires_grad_(True)
+    got = distributions_module.expected_score_rank_values(leaf, mask, 0.7, values)
+    (got * weights).sum().backward()
+    oracle_leaf = s.clone().requires_grad_(True)
+    with monkeypatch.context() as patch:
+        patch.setattr(distributions_module, "_compiled_path", lambda pi: False)
+        expected = distributions_module._RankRecursion.apply(
+            distributions_module.pairwise_matrix(oracle_leaf, mask, 0.7)) @ values
+        (expected * weights).sum().backward()
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-13)
+    torch.testing.assert_close(leaf.grad, oracle_leaf.grad, rtol=0, atol=1e-12)
+    assert leaf.grad[~mask].abs().max() == 0
+
+
 def test_expected_score_rank_values_keep_the_dtype_and_do_not_depend_on_threads():
     numba = pytest.importorskip("numba")
     rng = np.random.default_rng(9)
@@ -232,8 +263,10 @@ def test_rank_law_buffers_reuse_arrays_and_change_no_result(monkeypatch, kept):
         got = _expectation_and_gradient(scores, m, values[:scores.shape[1]], w, holder)
         fresh = _expectation_and_gradient(scores, m, values[:scores.shape[1]], w, None)
         assert torch.equal(got[0], fresh[0]) and torch.equal(got[1], fresh[1])
-        assert len(holder._free) == (2, 2, 4)[index]  # a new shape: the old arrays stay, up to KEPT_ARRAYS
-        assert all(array.shape == (scores.shape[0], scores.shape[1], scores.shape[1]) for array in holder._free[-2:])
+        per_batch = 2 if kept else 1  # the pair probabilities, and the laws when kept
+        assert len(holder._free) == (1, 1, 2)[index] * per_batch  # a new shape: the old arrays stay, up to KEPT_ARRAYS
+        assert all(array.shape == (scores.shape[0], scores.shape[1], scores.shape[1])
+                   for array in holder._free[-per_batch:])
         if index == 1:  # same shape as before: the same two arrays came back
             assert sorted(array.data_ptr() for array in holder._free) == sorted(reused)
     monkeypatch.setattr(distributions_module, "KEPT_ARRAY_ELEMENTS", 10)

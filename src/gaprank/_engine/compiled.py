@@ -172,155 +172,161 @@ if numba is not None:
                 return
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _query(q, scores, plan_rows, start, n, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-               sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q, table_v, v_own, u_a,
-               s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas, hessians, pair_sums,
-               pair_logs, log_scratch, cost):
-        rows = plan_rows[start:start + n]
-        for i in range(n):
-            keys[i] = scores[rows[i]]
-        order = orders[start:start + n]
-        if warm_start:  # descending scores, ties in row order
-            _sort_from(order, keys, n)
-        else:
-            _sort(order, keys, n)
-        c1 = kernel.shape[1]
-        for i in range(n):
-            s_rank[i] = scores[rows[order[i]]]
-            g_rank[i] = labels[start + order[i]]
-            grad_rank[i] = 0.0
-            if hess is not None:
-                hess_rank[i] = 0.0
-        if mode == 0:
-            # A[n, u] = sum_{m<n} K[r_m, u]; Q[n, u] = sum_{m<=n} K[u, r_m] / m; V[n, u] = Q[n-1, u] - (D_u + A[n, u]) / n
-            for u in range(c1):
-                above = 0.0
-                weighted = 0.0
-                for i in range(n):
-                    t = g_rank[i]
-                    if i > 0:
-                        table_v[i, u] = weighted - inv[i] * (diag[q, u] + above)
-                    table_a[i, u] = above
-                    above += kernel[q, t, u]
-                    weighted += inv[i] * kernel[q, u, t]
-                    table_q[i, u] = weighted
-            for i in range(1, n):
-                v_own[i] = table_v[i, g_rank[i]]
-            # W[x, b] = V[b, r_b] - V[b, x] + (K[r_b, x] - K[x, x]) / b: the lower rank's part of the delta for an
-            # upper grade x, contiguous in b (exactly 0 when r_b = x)
-            for u in range(c1):
-                for i in range(1, n):
-                    table_w[u, i] = (v_own[i] - table_v[i, u]) + inv[i] * (kernel[q, g_rank[i], u] - kernel[q, u, u])
-        # exp(sigma (s_n - s_1)) per rank, once: a pair's rho = 1 / (1 + e^{sigma (s_better - s_worse)}) is then
-        # e_worse / (e_a + e_b), one division instead of an exp per pair (the exp where e_a underflows)
-        for i in range(n):
-            e_rank[i] = math.exp(sigma * s_rank[i] - sigma * s_rank[0])
-        top = min(truncation, n)
-        weight_sum = 0.0
-        query_cost = 0.0
-        for i in range(n):
-            s_rank[i] *= sigma  # sigma s from here on
-            gain_rank[i] = gains[g_rank[i]] if mode == 1 else 0.0
-        s_top = s_rank[0] if n > 0 else 0.0
-        offset = NORM_OFFSET * sigma
-        z_q = inverse_norm[q] if mode == 1 else 0.0
-        for a in range(top):
-            x = g_rank[a]
-            e_a = e_rank[a]
-            s_a = s_rank[a]
-            count = n - a - 1
-            # the lower ranks are b = lo + j, j < count, indexed unsigned: the compiler then knows the indices in
-            # bounds (no wraparound of negative ones), and the passes over j vectorise
-            lo = np.uint64(a + 1)
-            lower = range(np.uint64(count))
-            # the row's weights |delta| (normalised) in a pass of their own; equal grades give exactly 0
-            if mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
-                for u in range(c1):
-                    u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
-                up = u_a[x]
-                for j in lower:
-                    weights[j] = abs((u_a[np.uint64(g_rank[lo + j])] - up) + table_w[x, lo + j])
+    def _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
+              inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q, table_v,
+              v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas, hessians,
+              pair_sums, pair_logs, log_scratch, cost):
+        """One lane's queries, one after another, in the thread's workspace. The loop over them is here, not
+        around a call per query: such a call passes some forty arrays, which cost more than a short query."""
+        for position in range(lane_starts[lane], lane_starts[lane + 1]):
+            q = lane_queries[position]
+            start = starts[q]
+            n = starts[q + 1] - start
+            rows = plan_rows[start:start + n]
+            for i in range(n):
+                keys[i] = scores[rows[i]]
+            order = orders[start:start + n]
+            if warm_start:  # descending scores, ties in row order
+                _sort_from(order, keys, n)
             else:
-                gain_x = gain_rank[a]
-                disc_a = discounts[a]
-                for j in lower:
-                    weights[j] = abs((gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q)
-            if norm:
-                for j in lower:
-                    weights[j] = weights[j] / (abs(s_rank[lo + j] - s_a) + offset)
-            sum_grad = 0.0
-            sum_hess = 0.0
-            sum_lambda = 0.0
-            sum_cost = 0.0
-            if e_a > 1e-290:
-                # the row's lambdas, hessians and costs in vectorised passes (rho = e_worse / (e_a + e_b)), then
-                # the upper rank's sums in a scalar pass, pair after pair: the same result on any machine
-                for j in lower:
-                    e_b = e_rank[lo + j]
-                    better_up = x > g_rank[lo + j]
-                    sign = 1.0 if better_up else -1.0
-                    total = e_a + e_b
-                    rho = (e_b if better_up else e_a) / total
-                    lam = weights[j] * rho
-                    lambdas[j] = sign * lam
-                    grad_rank[lo + j] += sign * lam
-                    pair_sums[j] = total
-                    if hess is not None:  # (pruned when None: the loss asks for the gradient alone)
-                        h = lam - lam * rho
-                        hessians[j] = h
-                        hess_rank[lo + j] += h
-                if cost is not None:
-                    # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better); the logarithms
-                    # over whole blocks of eight (the arrays have room; the entries past count are not read)
-                    log_into(pair_sums, pair_logs, log_scratch, (count + 7) & ~7)
+                _sort(order, keys, n)
+            c1 = kernel.shape[1]
+            for i in range(n):
+                s_rank[i] = scores[rows[order[i]]]
+                g_rank[i] = labels[start + order[i]]
+                grad_rank[i] = 0.0
+                if hess is not None:
+                    hess_rank[i] = 0.0
+            if mode == 0:
+                # A[n, u] = sum_{m<n} K[r_m, u]; Q[n, u] = sum_{m<=n} K[u, r_m] / m; V[n, u] = Q[n-1, u] - (D_u + A[n, u]) / n
+                for u in range(c1):
+                    above = 0.0
+                    weighted = 0.0
+                    for i in range(n):
+                        t = g_rank[i]
+                        if i > 0:
+                            table_v[i, u] = weighted - inv[i] * (diag[q, u] + above)
+                        table_a[i, u] = above
+                        above += kernel[q, t, u]
+                        weighted += inv[i] * kernel[q, u, t]
+                        table_q[i, u] = weighted
+                for i in range(1, n):
+                    v_own[i] = table_v[i, g_rank[i]]
+                # W[x, b] = V[b, r_b] - V[b, x] + (K[r_b, x] - K[x, x]) / b: the lower rank's part of the delta for an
+                # upper grade x, contiguous in b (exactly 0 when r_b = x)
+                for u in range(c1):
+                    for i in range(1, n):
+                        table_w[u, i] = (v_own[i] - table_v[i, u]) + inv[i] * (kernel[q, g_rank[i], u] - kernel[q, u, u])
+            # exp(sigma (s_n - s_1)) per rank, once: a pair's rho = 1 / (1 + e^{sigma (s_better - s_worse)}) is then
+            # e_worse / (e_a + e_b), one division instead of an exp per pair (the exp where e_a underflows)
+            for i in range(n):
+                e_rank[i] = math.exp(sigma * s_rank[i] - sigma * s_rank[0])
+            top = min(truncation, n)
+            weight_sum = 0.0
+            query_cost = 0.0
+            for i in range(n):
+                s_rank[i] *= sigma  # sigma s from here on
+                gain_rank[i] = gains[g_rank[i]] if mode == 1 else 0.0
+            s_top = s_rank[0] if n > 0 else 0.0
+            offset = NORM_OFFSET * sigma
+            z_q = inverse_norm[q] if mode == 1 else 0.0
+            for a in range(top):
+                x = g_rank[a]
+                e_a = e_rank[a]
+                s_a = s_rank[a]
+                count = n - a - 1
+                # the lower ranks are b = lo + j, j < count, indexed unsigned: the compiler then knows the indices in
+                # bounds (no wraparound of negative ones), and the passes over j vectorise
+                lo = np.uint64(a + 1)
+                lower = range(np.uint64(count))
+                # the row's weights |delta| (normalised) in a pass of their own; equal grades give exactly 0
+                if mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
+                    for u in range(c1):
+                        u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
+                    up = u_a[x]
                     for j in lower:
-                        s_b = s_rank[lo + j]  # (loaded on both arms of the select, which then vectorises)
-                        better = s_a if x > g_rank[lo + j] else s_b
-                        pair_logs[j] = weights[j] * (pair_logs[j] - (better - s_top))
-                for j in range(count):
-                    sum_grad -= lambdas[j]
-                    if hess is not None:
-                        sum_hess += hessians[j]
-                    if norm:
-                        sum_lambda += abs(lambdas[j])
+                        weights[j] = abs((u_a[np.uint64(g_rank[lo + j])] - up) + table_w[x, lo + j])
+                else:
+                    gain_x = gain_rank[a]
+                    disc_a = discounts[a]
+                    for j in lower:
+                        weights[j] = abs((gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q)
+                if norm:
+                    for j in lower:
+                        weights[j] = weights[j] / (abs(s_rank[lo + j] - s_a) + offset)
+                sum_grad = 0.0
+                sum_hess = 0.0
+                sum_lambda = 0.0
+                sum_cost = 0.0
+                if e_a > 1e-290:
+                    # the row's lambdas, hessians and costs in vectorised passes (rho = e_worse / (e_a + e_b)), then
+                    # the upper rank's sums in a scalar pass, pair after pair: the same result on any machine
+                    for j in lower:
+                        e_b = e_rank[lo + j]
+                        better_up = x > g_rank[lo + j]
+                        sign = 1.0 if better_up else -1.0
+                        total = e_a + e_b
+                        rho = (e_b if better_up else e_a) / total
+                        lam = weights[j] * rho
+                        lambdas[j] = sign * lam
+                        grad_rank[lo + j] += sign * lam
+                        pair_sums[j] = total
+                        if hess is not None:  # (pruned when None: the loss asks for the gradient alone)
+                            h = lam - lam * rho
+                            hessians[j] = h
+                            hess_rank[lo + j] += h
                     if cost is not None:
-                        sum_cost += pair_logs[j]
-            else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself
-                for j in range(count):
-                    b = a + 1 + j
-                    sign = 1.0 if x > g_rank[b] else -1.0
-                    diff = s_rank[b] - s_a
-                    weight = weights[j]
-                    rho = 1.0 / (1.0 + math.exp(-diff * sign))  # z = -sigma (s_better - s_worse)
-                    lam = weight * rho
-                    h = lam - lam * rho
-                    sum_lambda += lam
-                    sum_grad -= sign * lam
-                    if hess is not None:
-                        sum_hess += h
-                    grad_rank[b] += sign * lam
-                    if hess is not None:
-                        hess_rank[b] += h
-                    if cost is not None and weight != 0.0:  # log(1 + e^z), z = sigma (s_worse - s_better), no overflow
-                        z = diff * sign
-                        sum_cost += weight * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
-            grad_rank[a] += sum_grad
-            if hess is not None:
-                hess_rank[a] += sum_hess
-            weight_sum += sum_lambda
-            query_cost += sum_cost
-        factor = 1.0
-        if norm:
-            unscale = NORM_OFFSET * sigma if s_rank[n - 1] == s_rank[0] else sigma
-            lambda_sum = 2.0 * sigma * weight_sum * unscale
-            factor = (math.log2(1.0 + lambda_sum) / lambda_sum if lambda_sum > 0 else 1.0) * unscale
-        for i in range(n):
-            row = rows[order[i]]
-            grad[row] = grad_rank[i] * factor * sigma
-            if hess is not None:
-                hess[row] = hess_rank[i] * factor * (sigma * sigma)
-        if cost is not None:
-            cost[q] = query_cost
+                        # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better); the logarithms
+                        # over whole blocks of eight (the arrays have room; the entries past count are not read)
+                        log_into(pair_sums, pair_logs, log_scratch, (count + 7) & ~7)
+                        for j in lower:
+                            s_b = s_rank[lo + j]  # (loaded on both arms of the select, which then vectorises)
+                            better = s_a if x > g_rank[lo + j] else s_b
+                            pair_logs[j] = weights[j] * (pair_logs[j] - (better - s_top))
+                    for j in range(count):
+                        sum_grad -= lambdas[j]
+                        if hess is not None:
+                            sum_hess += hessians[j]
+                        if norm:
+                            sum_lambda += abs(lambdas[j])
+                        if cost is not None:
+                            sum_cost += pair_logs[j]
+                else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself
+                    for j in range(count):
+                        b = a + 1 + j
+                        sign = 1.0 if x > g_rank[b] else -1.0
+                        diff = s_rank[b] - s_a
+                        weight = weights[j]
+                        rho = 1.0 / (1.0 + math.exp(-diff * sign))  # z = -sigma (s_better - s_worse)
+                        lam = weight * rho
+                        h = lam - lam * rho
+                        sum_lambda += lam
+                        sum_grad -= sign * lam
+                        if hess is not None:
+                            sum_hess += h
+                        grad_rank[b] += sign * lam
+                        if hess is not None:
+                            hess_rank[b] += h
+                        if cost is not None and weight != 0.0:  # log(1 + e^z), z = sigma (s_worse - s_better), no overflow
+                            z = diff * sign
+                            sum_cost += weight * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
+                grad_rank[a] += sum_grad
+                if hess is not None:
+                    hess_rank[a] += sum_hess
+                weight_sum += sum_lambda
+                query_cost += sum_cost
+            factor = 1.0
+            if norm:
+                unscale = NORM_OFFSET * sigma if s_rank[n - 1] == s_rank[0] else sigma
+                lambda_sum = 2.0 * sigma * weight_sum * unscale
+                factor = (math.log2(1.0 + lambda_sum) / lambda_sum if lambda_sum > 0 else 1.0) * unscale
+            for i in range(n):
+                row = rows[order[i]]
+                grad[row] = grad_rank[i] * factor * sigma
+                if hess is not None:
+                    hess[row] = hess_rank[i] * factor * (sigma * sigma)
+            if cost is not None:
+                cost[q] = query_cost
 
     @numba.njit(parallel=True, cache=True, error_model="numpy")
     def _lambdamart(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
@@ -350,12 +356,10 @@ if numba is not None:
             pair_sums = np.ones(longest + 8)  # + 8: the logarithms run over whole blocks of eight
             pair_logs = np.empty(longest + 8)
             log_scratch = np.empty(longest + 8, dtype=np.int64)
-            for i in range(lane_starts[lane], lane_starts[lane + 1]):
-                q = lane_queries[i]
-                _query(q, scores, plan_rows, starts[q], starts[q + 1] - starts[q], labels, mode, kernel, diag, gains,
-                       discounts, inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys,
-                       table_a, table_q, table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank,
-                       table_w, weights, lambdas, hessians, pair_sums, pair_logs, log_scratch, cost)
+            _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
+                  inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q,
+                  table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas,
+                  hessians, pair_sums, pair_logs, log_scratch, cost)
 
 
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray | None,

@@ -251,9 +251,9 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
     pass when they fit in ``SAVED_LAW_ELEMENTS`` (else it makes them again), and takes the gradient in ``pi``
     back to the scores itself (one exp per pair): no [B, N, N] tensor is recorded by autograd.
 
-    The backward pass writes the gradient in pi over the kept laws (each pivot's row after reading its own
-    law) and then hands its arrays back to ``buffers``; a later backward pass through the same graph
-    (``retain_graph``) makes them again from the scores."""
+    The backward pass takes each pivot's row of the gradient in pi to the scores as it is made (no [B, N, N]
+    array of it) and then hands the forward pass's arrays back to ``buffers``; a later backward pass through
+    the same graph (``retain_graph``) makes them again from the scores."""
 
     @staticmethod
     def forward(ctx, s, m, sigma, values, buffers):  # noqa: D102 - [B, N], [B, N], float, [N], holder -> [B, N]
@@ -287,21 +287,23 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
         else:
             beats, laws = ctx.arrays
             ctx.arrays = None
-        grad_beats = laws if laws.numel() else buffers.take(tuple(beats.shape))
         weights = grad_out.to(torch.float64).contiguous()
-        _compiled.expected_values_adjoint(beats.numpy(), values.numpy(), weights.numpy(), laws.numpy(),
-                                          bounds.numpy(), grad_beats.numpy(), thread_count())
-        _compiled.row_pairs(s64.numpy(), m.numpy(), ctx.c, grad_beats.numpy(), True, thread_count())  # terms A
+        batch, size = s64.shape
+        row_totals = s64.new_empty(batch, size)
+        column_parts = s64.new_empty(batch, -(-size // _compiled.PIVOT_BLOCK), size)
+        _compiled.expected_values_score_adjoint(beats.numpy(), s64.numpy(), m.numpy(), ctx.c, values.numpy(),
+                                                weights.numpy(), laws.numpy(), bounds.numpy(), row_totals.numpy(),
+                                                column_parts.numpy(), thread_count())
         grad_s = torch.empty_like(s64)
-        _compiled.row_sums(grad_beats.numpy(), -ctx.c / math.sqrt(math.pi), grad_s.numpy())
-        buffers.give(beats, grad_beats)
+        _compiled.score_gradient(row_totals.numpy(), column_parts.numpy(), ctx.c / math.sqrt(math.pi), grad_s.numpy())
+        buffers.give(beats, *([laws] if laws.numel() else []))
         return grad_s.to(grad_out.dtype), None, None, None, None
 
 
 def _pair_probabilities(s64: torch.Tensor, m: torch.Tensor, c: float, buffers: RankLawBuffers) -> torch.Tensor:
     """``beats[b, n, m] = pi_mn`` ([B, N, N] float64, each pivot's row contiguous), compiled."""
     beats = buffers.take((s64.shape[0], s64.shape[1], s64.shape[1]))
-    _compiled.row_pairs(s64.numpy(), m.numpy(), c, beats.numpy(), False, thread_count())
+    _compiled.pair_probabilities(s64.numpy(), m.numpy(), c, beats.numpy(), thread_count())
     return beats
 
 

@@ -34,8 +34,10 @@ Two forms: the laws themselves (``rank_laws``, [B, N, M] out, any incoming gradi
 per-rank value ``v`` under each law (``expected_values``: :math:`\sum_r p_n(r) v_r`, SoftNDCG's expected
 discount), whose gradient :math:`G_n = w_n v` needs no [B, N, M] array of incoming gradients; its forward pass
 can keep each law (over its support) so that the backward pass need not make it again. SoftNDCG's pair
-probabilities from the scores and the gradient back to the scores (``row_pairs``, ``row_sums``) are
-compiled too, each pair's erfc and exp taken once.
+probabilities from the scores (``pair_probabilities``: one erfc per pair, in square blocks of pairs) and
+the gradient back to the scores (``expected_values_score_adjoint``: each pivot's row of the gradient in pi
+taken to the scores where it is made, so no [B, N, M] array of it is written; ``score_gradient``) are
+compiled too.
 """
 
 from __future__ import annotations
@@ -141,7 +143,8 @@ def _correlations(p, h, size, low, high):  # pragma: no cover - compiled
 
 
 # rows of a thread's float workspace (each ``LEAD + M + 32`` long; M = the others)
-FACTORS, PREV, NEXT, LAW, INCOMING, STEP, LOW, HIGH, RATIOS, SCALES, LOWER, VALUES, ROWS = range(13)
+(FACTORS, PREV, NEXT, LAW, INCOMING, STEP, LOW, HIGH, RATIOS, SCALES, LOWER, VALUES, GRADIENT, EXPONENTS, EXPS,
+ ROWS) = range(16)
 
 
 def _workspace(others):  # pragma: no cover - compiled
@@ -172,8 +175,9 @@ def _split_horner(low, high, size, ratios, lower, count, values):  # pragma: no 
             values[i] = v * r + (l0 if below else h0)
 
 
-def _pivot_adjoint(beats, b, n, p, h, size, grad_beats, work):  # pragma: no cover - compiled
-    """``grad_beats[b, n, m] = <h, p / f_m>`` for every other m, given pivot n's law ``p`` and ``h`` over
+def _pivot_adjoint(beats, b, n, p, h, size, out, work):  # pragma: no cover - compiled
+    """``out[m] = <h, p / f_m>`` for every other m (pivot n's row of the gradient in pi), given pivot n's
+    law ``p`` and ``h`` over
     the counts ``o .. o + size - 1`` (a common offset o; both zero from ``size`` on for at least four
     places, as :func:`_correlations` reads them, ``p`` zero at 0). Forward substitution's ratio where
     pi_m <= 1/2, backward's where not, every other m in one vectorised pass."""
@@ -190,12 +194,11 @@ def _pivot_adjoint(beats, b, n, p, h, size, grad_beats, work):  # pragma: no cov
         scales[m] = rest if below else v
         lower[m] = 1.0 if below else 0.0
     _split_horner(low, high, size, ratios, lower, others, values)
-    out = grad_beats[b, n]
     for m in range(others):
         out[m] = values[m] / scales[m]
 
 
-def _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats, work):  # pragma: no cover - compiled
+def _windowed_adjoint(beats, b, n, law, low, high, incoming, out, work):  # pragma: no cover - compiled
     """The adjoint over the law's support ``low..high``: p and h taken from count ``low - 1`` on (where the
     law is zero), which both correlations then read at the offsets the module doc's sums need; ``incoming``
     gives G at each count (0 past the law's last column)."""
@@ -205,7 +208,7 @@ def _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats, work): 
     h[0] = incoming[low] - incoming[low - 1] if low > 0 else 0.0
     for i in range(1, size):
         h[i] = incoming[low + i] - incoming[low - 1 + i]
-    _pivot_adjoint(beats, b, n, law[LEAD + low - 1:], h, size, grad_beats, work)
+    _pivot_adjoint(beats, b, n, law[LEAD + low - 1:], h, size, out, work)
 
 
 def _rank_laws(beats, out, threads):  # pragma: no cover - compiled
@@ -232,7 +235,7 @@ def _rank_laws_adjoint(beats, grad_laws, grad_beats, threads):  # pragma: no cov
             b, n = task // pivots, task % pivots
             law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
             incoming[:others] = grad_laws[b, n, :]
-            _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats, work)
+            _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats[b, n], work)
 
 
 def _expected_values(beats, values, out, laws, bounds, threads):  # pragma: no cover - compiled
@@ -254,96 +257,146 @@ def _expected_values(beats, values, out, laws, bounds, threads):  # pragma: no c
                 laws[b, n, low:high + 1] = law[LEAD + low:LEAD + high + 1]
 
 
-def _expected_values_adjoint(beats, values, weights, laws, bounds, grad_beats, threads):  # pragma: no cover
-    """``grad_beats`` [B, N, M]: the gradient of sum_{b, n} weights[b, n] _expected_values(beats, values)[b, n];
-    the laws are read from ``laws`` and ``bounds`` as the forward pass kept them, or made again if empty."""
+PIVOT_BLOCK = 16  # pivots per task of the score adjoint; each block sums its own part of the column sums
+
+
+def _fixed_order_sum(values, count):  # pragma: no cover - compiled
+    """``sum(values[:count])`` in eight interleaved partial sums (independent additions, not one chain),
+    combined in a fixed order: the same result on any machine and for any number of threads."""
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    whole = count - count % 8
+    for j in range(0, whole, 8):
+        s0 += values[j]
+        s1 += values[j + 1]
+        s2 += values[j + 2]
+        s3 += values[j + 3]
+        s4 += values[j + 4]
+        s5 += values[j + 5]
+        s6 += values[j + 6]
+        s7 += values[j + 7]
+    for j in range(whole, count):
+        s0 += values[j]
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+def _expected_values_score_adjoint(beats, scores, mask, c, values, weights, laws, bounds, row_totals, column_parts,
+                                   threads):  # pragma: no cover - compiled
+    r"""The gradient of :math:`\sum_{b, n} w_{bn} E_{bn}` (E = :func:`_expected_values`, w = ``weights``) in the
+    scores, in two parts: ``row_totals[b, n]`` :math:`= \sum_m T_{nm}` and ``column_parts[b, k, m]``
+    :math:`= \sum_{n \in \text{block } k} T_{nm}` (blocks of ``PIVOT_BLOCK`` pivots), with
+    :math:`T_{nm} = G_{nm}\, e^{-((s_n - s_m) c)^2}` over pairs of real documents m != n, G pivot n's row of
+    the gradient in pi (:func:`_windowed_adjoint`, from the law kept in ``laws``/``bounds``, or made again if
+    ``laws`` is empty). Since :math:`\partial \pi_{mn} / \partial s_m = -\partial \pi_{mn} / \partial s_n
+    = c\, e^{-((s_m - s_n) c)^2} / \sqrt\pi`, the gradient in :math:`s_k` is
+    :math:`(c / \sqrt\pi) (\sum_n T_{nk} - \sum_m T_{km})` (:func:`_score_gradient`). Each pivot's row is
+    used where it is made: no [B, N, N] array of G is written. The tasks are the blocks, dealt to the threads
+    in turn."""
     batch, pivots, others = beats.shape
     kept = laws.shape[0] > 0
+    blocks = column_parts.shape[1]
     for thread in numba.prange(threads):
         work = _workspace(others)
         incoming = work[INCOMING]
         incoming[:] = 0.0
-        saved = work[LAW]
-        for task in range(thread, batch * pivots, threads):
-            b, n = task // pivots, task % pivots
-            if kept:
-                low, high = bounds[b, n, 0], bounds[b, n, 1]
-                saved[:] = 0.0
-                saved[LEAD + low:LEAD + high + 1] = laws[b, n, low:high + 1]
-                law = saved
-            else:
-                law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
-            incoming[:others] = weights[b, n] * values
-            _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats, work)
+        saved, row, exponents, exps = work[LAW], work[GRADIENT], work[EXPONENTS], work[EXPS]
+        bits = np.empty(others, dtype=np.int64)
+        for task in range(thread, batch * blocks, threads):
+            b, block = task // blocks, task % blocks
+            part = column_parts[b, block]
+            part[:] = 0.0
+            real_others = mask[b]
+            for n in range(block * PIVOT_BLOCK, min(pivots, (block + 1) * PIVOT_BLOCK)):
+                if kept:
+                    low, high = bounds[b, n, 0], bounds[b, n, 1]
+                    saved[:] = 0.0
+                    saved[LEAD + low:LEAD + high + 1] = laws[b, n, low:high + 1]
+                    law = saved
+                else:
+                    law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+                incoming[:others] = weights[b, n] * values
+                _windowed_adjoint(beats, b, n, law, low, high, incoming, row, work)
+                s_n, real = scores[b, n], mask[b, n]
+                for m in range(others):
+                    d = (s_n - scores[b, m]) * c
+                    exponents[m] = -(d * d)
+                exp_into(exponents, exps, bits, others)
+                for m in range(others):
+                    term = row[m] * exps[m] if real and real_others[m] and m != n else 0.0
+                    exps[m] = term
+                    part[m] += term
+                row_totals[b, n] = _fixed_order_sum(exps, others)
 
 
-def _pair_row(scores, mask, c, out, b, i, gradient, work, bits):  # pragma: no cover - compiled
-    """Row i's pairs (i, j > i), both orders, of :func:`_row_pairs`: the differences, then one vectorised
-    pass of erfc (or exp) over the row, then the writes."""
+def _score_gradient(row_totals, column_parts, scale, out):  # pragma: no cover - compiled
+    """``out[b, k] = scale * (sum over blocks of column_parts[b, :, k] - row_totals[b, k])``, the blocks in
+    order."""
+    batch, blocks, size = column_parts.shape
+    for b in numba.prange(batch):
+        total = out[b]
+        total[:] = 0.0
+        for block in range(blocks):
+            part = column_parts[b, block]
+            for k in range(size):
+                total[k] += part[k]
+        for k in range(size):
+            total[k] = scale * (total[k] - row_totals[b, k])
+
+
+TILE = 32  # the pair kernel's square blocks of (i, j): a block's two halves of ``out`` stay in the cache
+
+
+def _pair_tile(scores, mask, c, out, b, i0, j0, work, bits):  # pragma: no cover - compiled
+    """The pairs (i, j > i) with i in ``i0 .. i0 + TILE`` and j in ``j0 .. j0 + TILE`` (``j0 >= i0``), both
+    orders, of :func:`_pair_probabilities`: the block's differences, one vectorised pass of erfc over the
+    whole block (on the diagonal block, over its lower half too: fewer, longer passes), then the writes,
+    ``out[b, i, j]`` row after row and ``out[b, j, i]`` likewise, so that neither half is written one column
+    at a time."""
     size = scores.shape[1]
-    out[b, i, i] = 0.0
-    count = size - 1 - i
-    if count == 0:
-        return
-    differences, magnitudes, values, spare = work[0], work[1], work[2], work[3:5]
-    s_i, real = scores[b, i], mask[b, i]
-    others, real_others = scores[b, i + 1:], mask[b, i + 1:]
+    i1, j1 = min(i0 + TILE, size), min(j0 + TILE, size)
+    width = j1 - j0
+    differences, magnitudes, values, transposed = work[0], work[1], work[2], work[3]
+    for i in range(i0, i1):
+        s_i, at = scores[b, i], (i - i0) * width
+        for k in range(width):
+            differences[at + k] = (s_i - scores[b, j0 + k]) * c
+    count = (i1 - i0) * width
     for k in range(count):
-        differences[k] = (s_i - others[k]) * c
-    if gradient:
-        for k in range(count):
-            magnitudes[k] = -(differences[k] * differences[k])  # the exponents
-        exp_into(magnitudes, values, bits, count)
-        for k in range(count):
-            j = i + 1 + k
-            term = (out[b, i, j] - out[b, j, i]) * values[k] if real and real_others[k] else 0.0
-            out[b, i, j], out[b, j, i] = term, -term
-    else:
-        for k in range(count):
-            magnitudes[k] = abs(differences[k])
-        erfc_into(magnitudes, values, spare, bits, count)
-        for k in range(count):
-            j = i + 1 + k
-            tail = 0.5 * values[k]  # P(s_j > s_i) when d >= 0
-            upper, lower = (tail, 1.0 - tail) if differences[k] >= 0.0 else (1.0 - tail, tail)
-            keep = real and real_others[k]
-            out[b, i, j], out[b, j, i] = (upper, lower) if keep else (0.0, 0.0)
+        magnitudes[k] = abs(differences[k])
+    erfc_into(magnitudes, values, work[4:6], bits, count)
+    real_others = mask[b]
+    for i in range(i0, i1):
+        if i >= j0:
+            out[b, i, i] = 0.0
+        real, at, row = mask[b, i], (i - i0) * width - j0, out[b, i]
+        for j in range(max(j0, i + 1), j1):
+            tail = 0.5 * values[at + j]  # P(s_j > s_i) when d >= 0
+            upper, lower = (tail, 1.0 - tail) if differences[at + j] >= 0.0 else (1.0 - tail, tail)
+            keep = real and real_others[j]
+            row[j], transposed[at + j] = (upper, lower) if keep else (0.0, 0.0)
+    for j in range(j0, j1):
+        target = out[b, j]
+        for i in range(i0, min(i1, j)):
+            target[i] = transposed[(i - i0) * width + j - j0]
 
 
-def _row_pairs(scores, mask, c, out, gradient, threads):  # pragma: no cover - compiled
-    r"""Every pair of real documents i != j once (else 0), with ``c = 1 / (2 sigma)``; a task takes rows i
-    and N - 1 - i, so every task has N - 1 pairs, and the tasks are dealt to the threads in turn. ``out`` is
-    pivot-major, as the laws read it.
-
-    * ``gradient`` False: ``out[b, n, m] = pi_mn = P(s_m > s_n) = erfc((s_n - s_m) c) / 2``, one erfc per
-      pair, at the smaller probability (the tail, accurate to float64's rounding); the other is 1 minus it,
-      accurate too since it is at least 1/2.
-    * ``gradient`` True: ``out`` holds the gradient in pi on entry (``G[n, m]`` for pi_mn) and the
-      antisymmetric terms :math:`A_{nm} = (G_{nm} - G_{mn})\, e^{-((s_n - s_m) c)^2}` on exit, one exp per
-      pair: since :math:`\partial \pi_{mn} / \partial s_m = -\partial \pi_{mn} / \partial s_n
-      = c\, e^{-((s_m - s_n) c)^2} / \sqrt\pi`, the gradient in :math:`s_k` is
-      :math:`(c / \sqrt\pi) \sum_j A_{jk} = -(c / \sqrt\pi) \sum_j A_{kj}` (:func:`_row_sums`)."""
+def _pair_probabilities(scores, mask, c, out, threads):  # pragma: no cover - compiled
+    r"""``out[b, n, m] = pi_mn = P(s_m > s_n) = erfc((s_n - s_m) c) / 2`` for every pair of real documents
+    m != n (else 0), with ``c = 1 / (2 sigma)``: one erfc per pair, at the smaller probability (the tail,
+    accurate to float64's rounding); the other is 1 minus it, accurate too since it is at least 1/2. In
+    square blocks of ``TILE`` x ``TILE`` pairs (:func:`_pair_tile`); the blocks on and above the diagonal
+    are the tasks, dealt to the threads in turn. ``out`` is pivot-major, as the laws read it."""
     batch, size = scores.shape
-    half = (size + 1) // 2
+    blocks = (size + TILE - 1) // TILE
+    per_query = blocks * (blocks + 1) // 2
     for thread in numba.prange(threads):
-        work, bits = np.empty((5, size)), np.empty(size, dtype=np.int64)
-        for task in range(thread, batch * half, threads):
-            b, i = task // half, task % half
-            _pair_row(scores, mask, c, out, b, i, gradient, work, bits)
-            if size - 1 - i != i:
-                _pair_row(scores, mask, c, out, b, size - 1 - i, gradient, work, bits)
-
-
-def _row_sums(terms, scale, out):  # pragma: no cover - compiled
-    """``out[b, k] = scale * sum_j terms[b, k, j]``, each sum in a fixed order (along the row)."""
-    batch, size = out.shape
-    for task in numba.prange(batch * size):
-        b, k = task // size, task % size
-        row = terms[b, k]
-        total = 0.0
-        for j in range(size):
-            total += row[j]
-        out[b, k] = total * scale
+        work, bits = np.empty((6, TILE * TILE)), np.empty(TILE * TILE, dtype=np.int64)
+        for task in range(thread, batch * per_query, threads):
+            b, rest = task // per_query, task % per_query
+            first = 0  # block row I: the blocks (I, J >= I) are numbered row after row
+            while rest >= blocks - first:
+                rest -= blocks - first
+                first += 1
+            _pair_tile(scores, mask, c, out, b, first * TILE, (first + rest) * TILE, work, bits)
 
 
 def _compile(function, parallel=False):
@@ -355,10 +408,11 @@ def _compile(function, parallel=False):
 if numba is not None:
     _quartic, _multiply, _pivot_law = _compile(_quartic), _compile(_multiply), _compile(_pivot_law)
     _correlations, _workspace, _split_horner = _compile(_correlations), _compile(_workspace), _compile(_split_horner)
-    _pivot_adjoint, _windowed_adjoint, _pair_row = _compile(_pivot_adjoint), _compile(_windowed_adjoint), _compile(_pair_row)
+    _pivot_adjoint, _windowed_adjoint, _pair_tile = _compile(_pivot_adjoint), _compile(_windowed_adjoint), _compile(_pair_tile)
     rank_laws = _compile(_rank_laws, parallel=True)
     rank_laws_adjoint = _compile(_rank_laws_adjoint, parallel=True)
     expected_values = _compile(_expected_values, parallel=True)
-    expected_values_adjoint = _compile(_expected_values_adjoint, parallel=True)
-    row_pairs = _compile(_row_pairs, parallel=True)
-    row_sums = _compile(_row_sums, parallel=True)
+    _fixed_order_sum = _compile(_fixed_order_sum)
+    expected_values_score_adjoint = _compile(_expected_values_score_adjoint, parallel=True)
+    score_gradient = _compile(_score_gradient, parallel=True)
+    pair_probabilities = _compile(_pair_probabilities, parallel=True)
