@@ -228,7 +228,7 @@ def _kernel(ranked):
      "keyword 'k' is one every metric has"),
     (lambda: MeasureInfo("X", KernelForm(_kernel), (_WEIGHT, _WEIGHT)), "a parameter name appears twice"),
     (lambda: MeasureInfo("X", KernelForm(_kernel), ("w",)), "params must be ParamInfo"),
-    (lambda: MeasureInfo("my measure", KernelForm(_kernel)), "must be an identifier"),
+    (lambda: MeasureInfo("my measure", KernelForm(_kernel)), "must be an ASCII letter followed by"),
     (lambda: MeasureInfo("X", KernelForm(_kernel), needs_cutoff=True, takes_cutoff=False), "needs_cutoff"),
 ])
 def test_bad_registry_entries_are_refused_in_one_line(build, message):

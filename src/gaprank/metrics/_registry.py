@@ -21,6 +21,7 @@ without a type, a name already taken) is refused when it is built or registered.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,15 @@ from ._forms import Form
 from ._ranking import rank_lists
 
 PARAM_TYPES = (int, float, str, list)
+# What a measure string can name (gaprank.metrics.parse_measure): an ASCII letter, then letters, digits or _.
+MEASURE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def is_measure_name(name: Any) -> bool:
+    """Whether ``name`` can stand in a measure string."""
+    return isinstance(name, str) and MEASURE_NAME.fullmatch(name) is not None
+
+
 # Keywords every metric function has; a measure's own parameter may not take one of them.
 COMMON_KEYWORDS = ("scores", "labels", "k", "mask", "grade_counts", "ties", "empty_value", "reduction")
 
@@ -147,8 +157,9 @@ class MeasureInfo:
     function: Callable[..., MetricValue] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise GaprankInputError(f"measure name must be an identifier (letters, digits, _); got {self.name!r}")
+        if not is_measure_name(self.name):
+            raise GaprankInputError(f"measure name must be an ASCII letter followed by ASCII letters, digits or _ "
+                                    f"(what a measure string can name); got {self.name!r}")
         if not isinstance(self.form, Form):
             raise GaprankInputError(f"measure {self.name}: form must be a KernelForm, GainDiscountForm or ListForm "
                                     f"(its implementation); got {type(self.form).__name__}")
@@ -328,8 +339,9 @@ def register(info: MeasureInfo) -> MeasureInfo:
         raise GaprankInputError(f"register takes a MeasureInfo; got {type(info).__name__}")
     names = [info.name, *info.aliases]
     for alias in info.aliases:
-        if not isinstance(alias, str) or not alias.isidentifier():
-            raise GaprankInputError(f"measure {info.name}: alias {alias!r} is not an identifier")
+        if not is_measure_name(alias):
+            raise GaprankInputError(f"measure {info.name}: alias {alias!r} is not an ASCII letter followed by ASCII "
+                                    "letters, digits or _ (what a measure string can name)")
     if len({n.lower() for n in names}) != len(names):
         raise GaprankInputError(f"measure {info.name}: a name appears twice in {names}")
     taken = [n for n in names if n.lower() in _LOOKUP]
@@ -349,6 +361,9 @@ def unregister(name: str) -> None:
     name : str
         Its canonical name.
     """
+    if name not in _REGISTRY:
+        raise GaprankInputError(f"unregister: no measure is registered as {name!r} (canonical names: "
+                                f"{', '.join(_REGISTRY)})")
     info = _REGISTRY.pop(name)
     for n in [info.name, *info.aliases]:
         _LOOKUP.pop(n.lower(), None)
