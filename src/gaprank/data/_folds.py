@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,8 @@ NUM_FEATURES = {key: info.num_features for key, info in DATASETS.items()}
 MAX_LABEL = {key: info.max_label for key, info in DATASETS.items()}
 CONVENTIONS = {key: info.conventions for key, info in DATASETS.items()}
 SPLITS = ("train", "vali", "test")
+READ_ATTEMPTS = 5  # reads of a set that a new import replaced while they ran, before giving up
+T = TypeVar("T")
 _SPLIT_FILE_NAMES = {
     "train": ("train", "trainingset"),
     "vali": ("vali", "validationset"),
@@ -124,6 +126,33 @@ def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Pat
     return _fold_spec_in(locate_dataset(dataset, variant=variant, data_dir=data_dir), dataset, fold, variant)
 
 
+def _from_one_copy(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None,
+                   read: Callable[[tuple[Path, Path, dict | None]], T]) -> T:
+    """``read`` of the fold's :func:`_fold_spec`, every file from one copy of the set.
+
+    The set's folder is resolved once (an imported set's pointer is read once); an import never changes a
+    folder's files, it writes a new folder and removes the old one. So a read that fails because a
+    replace removed its folder is read again from the new copy, and one that succeeds read one copy whole.
+    """
+    for attempt in range(READ_ATTEMPTS):
+        located = _fold_spec(dataset, fold, variant, data_dir)
+        try:
+            return read(located)
+        except (GaprankInputError, OSError):
+            # the pointer is switched before the old folder is removed: a read that lost its files sees a new folder
+            if attempt + 1 == READ_ATTEMPTS or not _replaced(located[0], dataset, fold, variant, data_dir):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _replaced(folder: Path, dataset: str, fold: int, variant: str | None, data_dir: str | Path | None) -> bool:
+    """Whether the set is now read from another folder than ``folder`` (a new import replaced it)."""
+    try:
+        return _fold_spec(dataset, fold, variant, data_dir)[0] != folder
+    except GaprankInputError:
+        return False
+
+
 def _fold_spec_in(ds_dir: Path, dataset: str, fold: int, variant: str | None) -> tuple[Path, Path, dict | None]:
     """:func:`_fold_spec` for a set whose folder is known."""
     base = variant_folder(ds_dir, variant)
@@ -153,7 +182,7 @@ def fold_files(dataset: str, fold: int, *, variant: str | None = None,
     dict of str to list of Path
         ``{"train": [...], "vali": [...], "test": [...]}``.
     """
-    return _split_files(dataset, fold, *_fold_spec(dataset, fold, variant, data_dir))
+    return _from_one_copy(dataset, fold, variant, data_dir, lambda located: _split_files(dataset, fold, *located))
 
 
 def _split_files(dataset: str, fold: int, ds_dir: Path, base: Path, spec: dict | None,
@@ -219,12 +248,14 @@ def fold_fingerprint(dataset: str, fold: int, *, variant: str | None = None,
     >>> fold_fingerprint("OHSUMED", 1)["test"][0]["file"]
     'test.txt.gz'
     """
-    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
-    files = _split_files(dataset, fold, ds_dir, base, spec)
-    fingerprint: dict[str, Any] = {split: [_file_digest(p) for p in paths] for split, paths in files.items()}
-    if spec is not None:
-        fingerprint["folds.json"] = _file_digest(ds_dir / "folds.json")
-    return fingerprint
+    def digests(located: tuple[Path, Path, dict | None]) -> dict[str, Any]:
+        ds_dir, base, spec = located
+        files = _split_files(dataset, fold, ds_dir, base, spec)
+        fingerprint: dict[str, Any] = {split: [_file_digest(p) for p in paths] for split, paths in files.items()}
+        if spec is not None:
+            fingerprint["folds.json"] = _file_digest(ds_dir / "folds.json")
+        return fingerprint
+    return _from_one_copy(dataset, fold, variant, data_dir, digests)
 
 
 def _check_splits(name: str, parts: dict[str, RankingSplit], spec: dict | None, source: Path) -> None:
@@ -298,7 +329,7 @@ def load_fold(
     >>> fold.test.num_queries, fold.train.num_queries
     (22, 63)
     """
-    _, parts = _read_fold(dataset, fold, _fold_spec(dataset, fold, variant, data_dir), null, dtype)
+    _, parts = _from_one_copy(dataset, fold, variant, data_dir, lambda located: _read_fold(dataset, fold, located, null, dtype))
     return Fold(f"{dataset} Fold{fold}", parts["train"], parts["vali"], parts["test"])
 
 
@@ -378,9 +409,11 @@ def load_split(
         fold = 1
     elif fold is None:
         raise GaprankInputError(f"{dataset} comes in five folds: pass fold=1..5")
-    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
-    paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
-    return _read_split(paths, _split_reader(dataset, ds_dir, null, dtype))
+    def read(located: tuple[Path, Path, dict | None]) -> RankingSplit:
+        ds_dir, base, spec = located
+        paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
+        return _read_split(paths, _split_reader(dataset, ds_dir, null, dtype))
+    return _from_one_copy(dataset, fold, variant, data_dir, read)
 
 
 def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
@@ -403,8 +436,8 @@ def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
     Returns
     -------
     dict
-        ``{"folds", "queries", "documents"}`` of the set (queries and documents over the test sets, which
-        together cover a five-fold set).
+        ``{"folds", "queries", "documents"}`` of the set (for a five-fold set over the test sets, which
+        together cover it; for a one-split set over train, vali and test).
 
     Raises
     ------
@@ -427,6 +460,10 @@ def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
                                      f"Fold{fold}; the folds' test sets must be disjoint")
             tested[qid] = f"Fold{fold}"
         documents += len(parts["test"].labels)
+        if info.layout == "splits":  # one split: the whole set is train, vali and test (disjoint, checked above)
+            for split in ("train", "vali"):
+                tested.update((f"{split}:{qid}", "") for qid in parts[split].query_ids)
+                documents += len(parts[split].labels)
         if progress is not None:
             progress(f"Fold{fold}")
     return {"folds": len(folds), "queries": len(tested), "documents": documents}
