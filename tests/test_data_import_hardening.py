@@ -240,8 +240,8 @@ def test_an_unreadable_data_directory_is_passed_over_with_a_warning(user_dir, tm
     captured = capsys.readouterr()
     assert "OHSUMED      bundled" in captured.out
     assert captured.err.splitlines() == [
-        f"gaprank data: warning: gaprank: cannot read GAPRANK_DATA {env} (Permission denied); passed over",
-        f"gaprank data: warning: gaprank: cannot read the user data directory {user_dir} (Permission denied); passed over"]
+        f"gaprank data: warning: cannot read GAPRANK_DATA {env} (Permission denied); passed over",
+        f"gaprank data: warning: cannot read the user data directory {user_dir} (Permission denied); passed over"]
     _refused(["data", "import", "MQ2008", str(tiny_download(tmp_path / "dl"))], capsys,
              f"cannot read the user data directory {user_dir}: Permission denied")
 

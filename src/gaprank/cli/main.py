@@ -156,7 +156,7 @@ def _data_warnings() -> Iterator[None]:
         def one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
                      line: str | None = None) -> None:
             if category.__module__.startswith("gaprank."):
-                print(f"gaprank data: warning: {message}", file=sys.stderr)
+                print(f"gaprank data: warning: {str(message).removeprefix('gaprank: ')}", file=sys.stderr)
             else:
                 show(message, category, filename, lineno, file, line)
         warnings.showwarning = one_line
