@@ -96,6 +96,7 @@ def test_import_a_tar_gz_then_load_fold_reads_it(download, user_dir, tmp_path, c
     assert _current(user_dir, "MSLR-WEB10K") != imported and not imported.exists()
 
 
+@pytest.mark.filterwarnings("ignore:MSLR-WEB10K has")  # the synthetic set is not the real one's size
 def test_import_a_nested_zip_and_a_folder(download, user_dir, tmp_path):
     archive = _zip(download / "MSLR-WEB10K", tmp_path / "download.zip", "unpacked/MSLR-WEB10K")
     assert import_dataset("MSLR-WEB10K", archive) == _current(user_dir, "MSLR-WEB10K")

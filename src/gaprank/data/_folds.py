@@ -116,6 +116,12 @@ def _read_folds_json(path: Path) -> dict[str, Any]:
 
 def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None) -> tuple[Path, Path, dict | None]:
     """The data set's folder, the folder of its files (the variant's, if any) and its folds.json entry."""
+    return _fold_spec_in(*_fold_folder(dataset, fold, variant, data_dir))
+
+
+def _fold_folder(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None
+                 ) -> tuple[Path, str, int, str | None]:
+    """The arguments checked, and the folder the set is read from: ``_fold_spec_in``'s arguments."""
     info = dataset_info(dataset)
     if isinstance(fold, bool) or not isinstance(fold, int) or not 1 <= fold <= 5:
         raise GaprankInputError(f"fold must be an integer 1..5; got {fold!r}")
@@ -123,7 +129,7 @@ def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Pat
         raise GaprankInputError(f"{info.name} has one train/vali/test split, read as fold 1; got fold {fold}")
     if variant is None and info is not None:
         variant = info.variant
-    return _fold_spec_in(locate_dataset(dataset, variant=variant, data_dir=data_dir), dataset, fold, variant)
+    return locate_dataset(dataset, variant=variant, data_dir=data_dir), dataset, fold, variant
 
 
 def _from_one_copy(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None,
@@ -131,16 +137,16 @@ def _from_one_copy(dataset: str, fold: int, variant: str | None, data_dir: str |
     """``read`` of the fold's :func:`_fold_spec`, every file from one copy of the set.
 
     The set's folder is resolved once (an imported set's pointer is read once); an import never changes a
-    folder's files, it writes a new folder and removes the old one. So a read that fails because a
-    replace removed its folder is read again from the new copy, and one that succeeds read one copy whole.
+    folder's files, it writes a new folder, switches the pointer to it, then removes the old one. So a read
+    that fails because a replace removed its folder is read again from the new copy, and one that succeeds
+    read one copy whole.
     """
     for attempt in range(READ_ATTEMPTS):
-        located = _fold_spec(dataset, fold, variant, data_dir)
+        where = _fold_folder(dataset, fold, variant, data_dir)
         try:
-            return read(located)
+            return read(_fold_spec_in(*where))
         except (GaprankInputError, OSError):
-            # the pointer is switched before the old folder is removed: a read that lost its files sees a new folder
-            if attempt + 1 == READ_ATTEMPTS or not _replaced(located[0], dataset, fold, variant, data_dir):
+            if attempt + 1 == READ_ATTEMPTS or not _replaced(where[0], dataset, fold, variant, data_dir):
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -148,7 +154,7 @@ def _from_one_copy(dataset: str, fold: int, variant: str | None, data_dir: str |
 def _replaced(folder: Path, dataset: str, fold: int, variant: str | None, data_dir: str | Path | None) -> bool:
     """Whether the set is now read from another folder than ``folder`` (a new import replaced it)."""
     try:
-        return _fold_spec(dataset, fold, variant, data_dir)[0] != folder
+        return _fold_folder(dataset, fold, variant, data_dir)[0] != folder
     except GaprankInputError:
         return False
 

@@ -554,7 +554,8 @@ def _import(info: DatasetInfo, source: Path, root: Path, replace: bool, progress
             shown = found
             _refuse_another_sets_name(info, [source.name, *found.relative_to(source).parts], shown)
             files = _layout_files(found, info)
-            skipped = [found.relative_to(source) / f for f in _files_below(found) if f not in set(files)]
+            within = PurePosixPath(found.relative_to(source).as_posix())
+            skipped = [within / f for f in _files_below(found) if f not in set(files)]
             _copy_folder_files(source, found, files, staged, progress)
         else:
             unpacked = staging / "unpacked"
@@ -566,7 +567,7 @@ def _import(info: DatasetInfo, source: Path, root: Path, replace: bool, progress
             for relative in files:
                 (staged / relative).parent.mkdir(parents=True, exist_ok=True)
                 (found / relative).rename(staged / relative)
-            skipped = [PurePosixPath(p) for p in _files_below(unpacked)]
+            skipped = _files_below(unpacked)
         summary = _check(info, staged, shown, progress)
         from .. import __version__
 
