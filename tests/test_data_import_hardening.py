@@ -338,3 +338,15 @@ def test_an_archive_above_the_size_limit_is_refused(user_dir, tmp_path, capsys):
     for bad in ("lots", "-1G", 0, "1.5X"):
         with pytest.raises(DataImportError, match="max size must be"):
             parse_size(bad)
+
+
+def test_istella_without_a_vali_split_imports(user_dir, tmp_path):
+    folder = tmp_path / "dl" / "Istella"
+    folder.mkdir(parents=True)
+    for split, qid in (("train", 1), ("test", 2)):
+        (folder / f"{split}.txt").write_text("".join(f"{label} qid:{qid} " + " ".join(f"{i}:{label}" for i in range(1, 221))
+                                                     + "\n" for label in (0, 3)))
+    with pytest.warns(DataImportWarning, match="Istella has 33,018 queries .* this download has 2 and 4"):
+        imported = import_dataset("Istella", folder)
+    assert load_split("Istella", "test").labels.tolist() == [0, 3]
+    assert json.loads((imported / ".gaprank-import.json").read_text())["queries"] == 2

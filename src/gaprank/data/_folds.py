@@ -267,14 +267,15 @@ def fold_fingerprint(dataset: str, fold: int, *, variant: str | None = None,
 def _check_splits(name: str, parts: dict[str, RankingSplit], spec: dict | None, source: Path) -> None:
     """Train, vali and test share no query, and match the query lists folds.json gives for them."""
     ids = {split: part.query_ids for split, part in parts.items()}
-    for i, a in enumerate(SPLITS):
-        for b in SPLITS[i + 1:]:
+    present = [split for split in SPLITS if split in ids]  # a set without a vali split (Istella) has two
+    for i, a in enumerate(present):
+        for b in present[i + 1:]:
             shared = sorted(set(ids[a]) & set(ids[b]), key=lambda q: (len(q), q))
             if shared:
                 more = f" and {len(shared) - 5} more" if len(shared) > 5 else ""
                 raise FoldsFileError(f"{name}: {a} and {b} share {len(shared)} queries ({', '.join(shared[:5])}{more}); "
                                      f"the splits of a fold must be disjoint (check {source})")
-    for split in SPLITS:
+    for split in present:
         listed = None if spec is None else spec.get(f"{split}_qids")
         if listed is not None and sorted(listed) != sorted(ids[split]):
             missing = sorted(set(listed) - set(ids[split]))[:3]
@@ -340,11 +341,11 @@ def load_fold(
 
 
 def _read_fold(dataset: str, fold: int, located: tuple[Path, Path, dict | None], null: str, dtype: Any,
-               cache: bool = True) -> tuple[dict[str, list[Path]], dict[str, RankingSplit]]:
-    """A fold's files and its train, vali and test splits, read and checked (no query in two splits,
-    folds.json's query lists), from its :func:`_fold_spec`."""
+               cache: bool = True, splits: tuple[str, ...] = SPLITS) -> tuple[dict[str, list[Path]], dict[str, RankingSplit]]:
+    """A fold's files and its ``splits``, read and checked (no query in two splits, folds.json's query
+    lists), from its :func:`_fold_spec`."""
     ds_dir, base, spec = located
-    files = _split_files(dataset, fold, ds_dir, base, spec)
+    files = _split_files(dataset, fold, ds_dir, base, spec, splits)
     read = _split_reader(dataset, ds_dir, null, dtype, cache)
     parts = {split: _read_split(paths, read) for split, paths in files.items()}
     source = ds_dir / "folds.json" if spec is not None else ds_dir / f"Fold{fold}"
@@ -458,8 +459,10 @@ def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
     tested: dict[str, str] = {}
     documents = 0
     for fold in folds:
+        # a one-split set is checked in the splits it comes with (Istella has no vali split)
+        splits = tuple(s for s in SPLITS if s in info.split_files) if info.layout == "splits" else SPLITS
         files, parts = _read_fold(info.name, fold, _fold_spec_in(folder, info.name, fold, info.variant), "min", dtype,
-                                  cache=False)
+                                  cache=False, splits=splits)
         for qid in parts["test"].query_ids:
             if qid in tested:
                 raise FoldsFileError(f"{files['test'][0]}: query {qid} is in the test sets of both {tested[qid]} and "
@@ -467,7 +470,7 @@ def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
             tested[qid] = f"Fold{fold}"
         documents += len(parts["test"].labels)
         if info.layout == "splits":  # one split: the whole set is train, vali and test (disjoint, checked above)
-            for split in ("train", "vali"):
+            for split in splits[:-1]:
                 tested.update((f"{split}:{qid}", "") for qid in parts[split].query_ids)
                 documents += len(parts[split].labels)
         if progress is not None:
