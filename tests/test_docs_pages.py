@@ -4,6 +4,7 @@ sentence-transformers) runs its example."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -47,11 +48,19 @@ def run_page(page: str, library: str, blocks: int = 1, **given) -> dict:
 
 
 def test_the_ir_measures_page_runs_as_written():
+    """The page's example, PyTerrier's experiment with gaprank's measures as objects beside trec_eval names; the
+    strings its prose offers parse to measures PyTerrier takes."""
     namespace = run_page("ir-measures.md", "pyterrier")
     table = namespace["table"].set_index("name")
     gap = "GAP(g={1:0.5,2:0.5})"
     assert table.loc["ideal", gap] == 1.0 and table.loc["run", gap] < 1.0
     assert abs(namespace["results"][namespace["same"]] - table.loc["run", gap]) < 1e-12
+    assert table.loc["ideal", "map"] == 1.0 and table.loc["ideal", "ndcg_cut_10"] == 1.0
+    assert abs(table.loc["run", "map"] - namespace["results"][namespace["ir_measures"].AP]) < 1e-12
+    text = (DOCS / "ir-measures.md").read_text(encoding="utf-8")
+    strings = re.search(r"parse_measure\(s\) for s in (\[[^]]*\])", text).group(1)
+    parsed = [namespace["ir_measures"].parse_measure(s) for s in ast.literal_eval(strings)]
+    assert [str(m) for m in parsed] == ["GAP(g={1:0.5,2:0.5})", "eGAP@10"]
 
 
 def test_the_torchmetrics_page_runs_as_written():
