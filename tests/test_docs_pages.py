@@ -73,17 +73,19 @@ def test_the_torchmetrics_page_runs_as_written():
 
 
 def test_the_sentence_transformers_page_runs_as_written(tmp_path, monkeypatch):
-    """The page's training example with a tiny cross-encoder built offline as MODEL (the page's first block sets
-    MODEL to a Hugging Face name)."""
+    """Every block of the page in order, as printed and offline: MODEL names a Hugging Face model, the offline
+    block then builds a tiny cross-encoder in a folder and sets MODEL to it, and the example trains and
+    evaluates that one."""
     import pytest
 
     pytest.importorskip("sentence_transformers")
-    from test_sentence_transformers import _tiny_cross_encoder
-
-    assert python_blocks("sentence-transformers.md")[0].startswith("MODEL = ")
-    monkeypatch.chdir(tmp_path)  # the example's output_dir
-    namespace = run_page("sentence-transformers.md", "sentence_transformers", blocks=2,
-                         MODEL=_tiny_cross_encoder(tmp_path, 0.02))
+    blocks = python_blocks("sentence-transformers.md")
+    assert len(blocks) == 3 and blocks[0].startswith("MODEL = ")
+    monkeypatch.chdir(tmp_path)  # the offline model's folder and the example's output_dir
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/sentence-transformers.md", "exec"), namespace)
+    assert namespace["MODEL"] == "tiny-cross-encoder" and (tmp_path / "tiny-cross-encoder" / "config.json").is_file()
     results = namespace["results"]
     assert namespace["evaluator"].primary_metric == "toy_gap" and 0 < results["toy_gap"] <= 1
     assert set(results) == {"toy_gap", "toy_xgap", "toy_egap", "toy_ndcg@10", "toy_map", "toy_p@10", "toy_err"}
