@@ -198,6 +198,7 @@ def test_measures_that_differ_have_different_reprs():
     (lambda: gim.eRAP(p={0: 0.0, 1: 2.0}), r"p must hold probabilities in \[0, 1\]"),
     (lambda: gim.eRRBP(p=[0, 1], q="high"), r"q must be a number"),
     (lambda: gim.GAP @ "10", r"cutoff must be an integer"),
+    (lambda: gim.GAP @ 0, r"^measure GAP@0: the cutoff must be a positive integer; got 0$"),
     (lambda: ir_measures.parse_measure("GAP(g={1:0.5,2:0.4})"), "g must sum to 1"),
     (lambda: gim.GAP(rel=2), r"^measure GAP: unsupported parameters \['rel'\]; parameters of GAP: cutoff, g"),
 ])

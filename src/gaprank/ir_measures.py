@@ -86,6 +86,9 @@ class GaprankMeasure(measures_base.Measure):
             elif not _has_type(self.SUPPORTED_PARAMS[name], value):
                 raise GaprankInputError(f"measure {self!r}: {name} must be {_TYPE_WORDS[self.SUPPORTED_PARAMS[name].dtype]} "
                                         f"({self.SUPPORTED_PARAMS[name].desc}); got {value!r}")
+        cutoff = self.params.get("cutoff")
+        if cutoff is not None and cutoff < 1:
+            raise GaprankInputError(f"measure {self!r}: the cutoff must be a positive integer; got {cutoff}")
         if not any(info.required and self.params.get(info.name) is None for info in self.ENTRY.params):
             try:  # values checked now (g sums to 1, p in [0, 1], ...), not at evaluation
                 parse_measure(self._gaprank_text()).settings()
