@@ -151,7 +151,7 @@ def _grade_dict(measure: GaprankMeasure, info: ParamInfo, value: Any) -> dict[in
     if not isinstance(value, dict) or not value:
         raise GaprankInputError(f"measure {measure!r}: {info.name} must be a non-empty list (grades {first}..c) or dict "
                                 f"{{grade: value}} ({info.desc}), e.g. {example}; got {value!r}")
-    if not all(isinstance(grade, numbers.Integral) and not isinstance(grade, bool) and grade >= first for grade in value):
+    if not all(isinstance(grade, numbers.Integral) and not isinstance(grade, bool) and int(grade) >= first for grade in value):
         raise GaprankInputError(f"measure {measure!r}: the keys of {info.name} must be integer grades >= {first}; "
                                 f"got {sorted(value, key=str)}")
     if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value.values()):
