@@ -83,7 +83,7 @@ def test_bad_input():
 def test_rank_laws_and_gradient_equal_the_autograd_recursion(monkeypatch, compiled):
     """Both paths against autograd through the plain recursion (a history-keeping oracle), on
     probabilities that include 0 (the pivot, padding), exactly 1/2 (ties), 1 and values near both ends."""
-    monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi: compiled)
+    monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi: compiled)
     rng = np.random.default_rng(3)
     pi = torch.tensor(rng.random((3, 11, 11)))
     pi[:, [2, 5], 4] = torch.tensor([0.5, 1.0], dtype=torch.float64)
@@ -113,7 +113,7 @@ def test_rank_laws_and_gradient_equal_the_autograd_recursion(monkeypatch, compil
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_rank_distribution_gradcheck_on_both_paths(monkeypatch, compiled):
-    monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi: compiled)
+    monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi: compiled)
     rng = np.random.default_rng(4)
     s = torch.tensor(rng.normal(size=(2, 7)), requires_grad=True)
     mask = torch.tensor([[True] * 7, [True, False, True, True, False, True, True]])
@@ -174,7 +174,7 @@ def test_expected_score_rank_values_equal_the_laws_times_the_values(monkeypatch,
         (got * weights).sum().backward()
         oracle_leaf = s.clone().requires_grad_(True)
         with monkeypatch.context() as patch:
-            patch.setattr(distributions_module, "_compiled_path", lambda pi: False)
+            patch.setattr(distributions_module, "runs_compiled", lambda pi: False)
             laws = distributions_module._RankRecursion.apply(
                 distributions_module.pairwise_matrix(oracle_leaf, mask, sigma))
             expected = laws @ values
@@ -208,7 +208,7 @@ def test_expected_score_rank_values_over_several_blocks_equal_the_oracle(monkeyp
     (got * weights).sum().backward()
     oracle_leaf = s.clone().requires_grad_(True)
     with monkeypatch.context() as patch:
-        patch.setattr(distributions_module, "_compiled_path", lambda pi: False)
+        patch.setattr(distributions_module, "runs_compiled", lambda pi: False)
         expected = distributions_module._RankRecursion.apply(
             distributions_module.pairwise_matrix(oracle_leaf, mask, 0.7)) @ values
         (expected * weights).sum().backward()
@@ -339,7 +339,7 @@ def test_compiled_laws_drop_only_negligible_ends(monkeypatch):
     weights = torch.tensor(rng.normal(size=(2, 300, 300)))
     results = []
     for compiled in (True, False):
-        monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi, c=compiled: c)
+        monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi, c=compiled: c)
         leaf = pi.clone().requires_grad_(True)
         laws = distributions_module.rank_recursion(leaf)
         (laws * weights).sum().backward()

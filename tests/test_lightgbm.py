@@ -142,8 +142,7 @@ def test_grad_equals_pytorch_lambdarank_gradient(metric, k):
     assert np.abs(grad).max() > 1e-3
     # the torch engine's default float32 pair arithmetic: the same numbers to float32 rounding (the compiled
     # kernel, which serves this measure by default, computes in float64)
-    objective32 = lambdarank_objective(metric, g=_g(metric), sigma=0.8, truncation_level=k)
-    objective32.use_compiled = False
+    objective32 = lambdarank_objective(metric, g=_g(metric), sigma=0.8, truncation_level=k, backend="torch")
     grad32, _ = objective32.gradients(s, y, sizes)
     assert grad32.dtype == np.float64
     np.testing.assert_allclose(grad32, grad, rtol=0, atol=1e-6 * np.abs(grad).max())

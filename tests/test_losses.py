@@ -4,6 +4,7 @@ sigma -> 0 limits, robustness (padding, degenerate queries, huge score gaps, tie
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 
@@ -16,7 +17,6 @@ import gaprank._engine.pairs as pairwise_module
 import gaprank.distributions as distributions_module
 import gaprank.losses as L
 import gaprank.losses._exact as exact_module
-import gaprank.losses._pairwise as pairwise_loss_module
 from gaprank import GaprankInputError
 
 G = [0.2, 0.3, 0.5]
@@ -98,15 +98,16 @@ def test_lambdarank_gradient_equals_double_loop(metric, k):
 
 
 def test_lambdarank_blocks_give_the_same_numbers(monkeypatch):
-    monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", False)  # the pair engine's blocks
+    backend = "torch"  # the tensor engine (the pair engine's blocks)
+    lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
     scores, labels, mask = _random_batch(2, b=4, n=40)
-    full = L.lambdarank_loss(scores, labels, metric="egap", g=G, mask=mask, reduction="none")
+    full = lambdarank_loss(scores, labels, metric="egap", g=G, mask=mask, reduction="none")
     s = scores.clone().requires_grad_(True)
-    L.lambdarank_loss(s, labels, metric="egap", g=G, mask=mask).backward()
+    lambdarank_loss(s, labels, metric="egap", g=G, mask=mask).backward()
     monkeypatch.setattr(pairwise_module, "PAIR_BLOCK_ELEMENTS", 7)  # one list per run, bands of MIN_RUN_ROWS ranks
     s2 = scores.clone().requires_grad_(True)
-    blocked = L.lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask, reduction="none")
-    L.lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask).backward()
+    blocked = lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask, reduction="none")
+    lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask).backward()
     torch.testing.assert_close(blocked, full, rtol=0, atol=1e-12)
     torch.testing.assert_close(s2.grad, s.grad, rtol=0, atol=1e-12)
 
@@ -166,9 +167,10 @@ def test_lambdarank_compiled_kernel_equals_the_pair_engine(monkeypatch, metric, 
     kw = {"g": _g(metric)} if _g(metric) is not None else {}
     results = []
     for use_kernel in (True, False):
-        monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", use_kernel)
+        backend = "auto" if use_kernel else "torch"  # the compiled kernel where it serves, or the tensor engine
+        lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
         s = scores.clone().requires_grad_(True)
-        value = L.lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none", **kw)
+        value = lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none", **kw)
         value.sum().backward()
         results.append((value.detach(), s.grad))
     (v1, g1), (v2, g2) = results
@@ -195,9 +197,10 @@ def test_lambdarank_compiled_kernel_reads_unsorted_lists(monkeypatch):
     with pytest.raises(GaprankInputError, match="by_score must be True or False; got 'no'"):
         rank_lists(scores, labels, mask=mask, by_score="no")
     for use_kernel in (True, False):
-        monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", use_kernel)
+        backend = "auto" if use_kernel else "torch"  # the compiled kernel where it serves, or the tensor engine
+        lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
         s = scores.clone().requires_grad_(True)
-        value = L.lambdarank_loss(s, torch.zeros_like(labels), metric="ap(rel=1)", mask=mask, reduction="none")
+        value = lambdarank_loss(s, torch.zeros_like(labels), metric="ap(rel=1)", mask=mask, reduction="none")
         value.sum().backward()
         assert torch.all(value == 0) and torch.all(s.grad == 0)
 
@@ -296,7 +299,8 @@ def test_unvalidated_lambdarank_equals_validated(monkeypatch, use_kernel, metric
     """On valid input ``validate=False`` changes no number (the ideal ranking is then taken over the list's
     width, whose extra places hold grade 0): values and gradients equal the validated call's, padding, ties,
     a lone document and a single-grade query included."""
-    monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", use_kernel)
+    backend = "auto" if use_kernel else "torch"  # the compiled kernel where it serves, or the tensor engine
+    lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
     scores, labels, mask = _random_batch(21, b=6, n=13, grades=4)
     scores[0, 3] = scores[0, 6]
     labels[1, 2:] = 0  # its ideal ranking is much shorter than the list
@@ -304,7 +308,7 @@ def test_unvalidated_lambdarank_equals_validated(monkeypatch, use_kernel, metric
     mask[3] = False
     mask[3, 0] = True
     (v1, g1), (v2, g2) = _validated_and_not(
-        lambda s, validate: L.lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none",
+        lambda s, validate: lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none",
                                               validate=validate, **_scale(metric)), scores)
     assert torch.all(v1[[2, 3]] == 0) and torch.all(g1[[2, 3]] == 0) and v1.abs().sum() > 0
     torch.testing.assert_close(v2, v1, rtol=1e-13, atol=1e-15)
@@ -335,7 +339,7 @@ def test_unvalidated_soft_losses_read_nothing_back_and_equal_validated(monkeypat
     _assert_reads_and_copies_nothing(make(sigma=0.7, validate=False, **kw))
     scores, labels, mask = _random_batch(25, b=6, n=13, grades=4)
     for compiled in (True, False):
-        monkeypatch.setattr(distributions_module, "_compiled_path", lambda s, c=compiled: c)
+        monkeypatch.setattr(distributions_module, "runs_compiled", lambda s, c=compiled: c)
         results = _validated_and_not(
             lambda s, validate: make(sigma=0.7, validate=validate, reduction="none", **kw)(s, labels, mask), scores)
         assert results[0][0].abs().sum() > 0
@@ -439,14 +443,16 @@ def test_kept_pair_engines_give_the_numbers_of_fresh_ones(monkeypatch, metric):
     """LambdaRankLoss and RankNetLoss keep their layouts, factor plans and engine buffers per batch shape: over
     batches whose list sizes, grade counts and shapes change (an evicted shape built again, an empty list, a
     batch whose scale has no pair), every value and gradient equals the one-off function's, bit for bit."""
-    monkeypatch.setattr(pairwise_loss_module, "COMPILED_ON_CPU", False)
+    backend = "torch"  # the tensor engine (the pair engine's blocks)
+    lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
+    LambdaRankLoss = functools.partial(L.LambdaRankLoss, backend=backend)
     kw = {} if metric is None else {"max_grade": 3} if metric != "gap" else {"g": [0.2, 0.3, 0.5]}
-    module = L.RankNetLoss(sigma=0.8) if metric is None else L.LambdaRankLoss(metric, sigma=0.8, k=6, **kw)
+    module = L.RankNetLoss(sigma=0.8) if metric is None else LambdaRankLoss(metric, sigma=0.8, k=6, **kw)
 
     def one_off(s, y, mask):
         if metric is None:
             return L.ranknet_loss(s, y, sigma=0.8, mask=mask, reduction="mean")
-        return L.lambdarank_loss(s, y, metric=metric, sigma=0.8, k=6, mask=mask, **kw)
+        return lambdarank_loss(s, y, metric=metric, sigma=0.8, k=6, mask=mask, **kw)
 
     shapes = [(5, 12), (5, 12), (3, 20), (4, 7), (5, 12), (5, 12)]  # (5, 12) is evicted by the third shape
     first = None
@@ -577,7 +583,7 @@ def test_softndcg_compiled_and_torch_paths_same_value_and_gradient(monkeypatch, 
     s1 = scores.clone().requires_grad_(True)
     v1 = L.soft_metric(s1, labels, metric="ndcg", sigma=0.5, mask=mask)
     v1.sum().backward()
-    monkeypatch.setattr(distributions_module, "_compiled_path", lambda pi: False)
+    monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi: False)
     if block is not None:
         monkeypatch.setattr(distributions_module, "CORRELATION_BLOCK_ELEMENTS", block)
     s2 = scores.clone().requires_grad_(True)

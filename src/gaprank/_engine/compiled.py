@@ -38,14 +38,13 @@ import numpy as np
 from .._elementwise import log_into
 from .._inputs import GaprankInputError
 from .factors import GainDiscountInputs, KernelInputs
+from .norm import NORM_OFFSET
 
 try:
     import numba
 except ImportError:  # pragma: no cover - numba is a dependency; without it the torch engine serves
     numba = None  # type: ignore[assignment]
 
-# lambdarank_norm's score-distance offset: LightGBM writes it as the float literal 0.01f.
-NORM_OFFSET = float(np.float32(0.01))
 KERNEL, GAIN_DISCOUNT = 0, 1
 
 COMPILE_SECONDS: list[float] = []  # the first call's compile (or cache load) time, once per process

@@ -24,16 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from .factors import PairFactors
+from .norm import NORM_OFFSET
 from .slots import SlotBlock, SlotLayout
 
 # Elements of one [B, rows, N] block of pairs; bounds the working memory of long lists.
 PAIR_BLOCK_ELEMENTS = 1 << 22
-# lambdarank_norm's score-distance offset: LightGBM writes it as the float literal 0.01f.
-NORM_OFFSET = float(np.float32(0.01))
 
 
 @dataclass

@@ -38,7 +38,8 @@ import numpy as np
 import torch
 
 from .._engine import compiled
-from .._engine.factors import FactorPlan, GainDiscountInputs, KernelInputs, plan_inputs, plan_pair_factors
+from .._engine.backends import compiled_plan, lambda_backend
+from .._engine.factors import FactorPlan, plan_pair_factors
 from .._engine.pairs import PairwiseEngine
 from .._inputs import GaprankInputError, check_positive_int
 from .._typing import ArrayLike
@@ -113,7 +114,7 @@ class LambdaMARTObjective:
         self.label_gain = (None if self.settings.label_gain is None else
                            torch.tensor(self.settings.label_gain, dtype=torch.float64))
         self.block_elements = check_positive_int(block_elements, "block_elements")
-        self.use_compiled = True  # the compiled kernel where the measure has one (tests compare both paths)
+        self._backend = lambda_backend(self.settings.backend, self.measure, torch.device("cpu"))
         self._prepared = LayoutCache(self._prepare)
 
     def __repr__(self) -> str:
@@ -138,11 +139,15 @@ class LambdaMARTObjective:
             lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
                                 num_grades=num_grades) for b in layout.buckets]
             settings = self.settings
-            if self.use_compiled and compiled.available():
-                inputs = plan_inputs(self.measure, lists, params, layout.slots, ideal_cutoff=settings.truncation_level,
-                                     gains=self.label_gain)
-                if isinstance(inputs, (KernelInputs, GainDiscountInputs)):
-                    return _PreparedData.for_compiled(layout, _compiled_plan(layout, inputs, settings))
+            if self._backend == "compiled":
+                slots = layout.slots
+                kernel_plan = compiled_plan(self.measure, lists, params, slots, sizes=slots.sizes.numpy(),
+                                            rows=layout.slot_rows[slots.real].numpy(),
+                                            labels=layout.slot_labels[slots.real].numpy(), sigma=settings.sigma,
+                                            truncation=settings.truncation_level, norm=settings.norm,
+                                            ideal_cutoff=settings.truncation_level, gains=self.label_gain)
+                if kernel_plan is not None:
+                    return _PreparedData.for_compiled(layout, kernel_plan)
             plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
                                      ideal_cutoff=settings.truncation_level, gains=self.label_gain)
             engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
@@ -197,18 +202,3 @@ def _weighted(grad: np.ndarray, hess: np.ndarray, weight: ArrayLike | None) -> t
         raise GaprankInputError(f"weight must hold one finite non-negative number per row ({grad.size}); "
                                 f"got {problem}")
     return grad * w, hess * w
-
-
-def _compiled_plan(layout: QueryLayout, inputs: KernelInputs | GainDiscountInputs,
-                   settings: LambdaMARTSettings) -> compiled.CompiledPlan:
-    """The compiled kernel's plan for the layout's real slots (the gains' discounts moved to one per rank)."""
-    slots = layout.slots
-    real = slots.real
-    sizes = slots.sizes.numpy()
-    discounts = None
-    if isinstance(inputs, GainDiscountInputs):
-        discounts = np.zeros(int(sizes.max()))
-        discounts[slots.position[real].numpy()] = inputs.discounts[real].numpy()
-    return compiled.build_plan(inputs, sizes=sizes, rows=layout.slot_rows[real].numpy(),
-                               labels=layout.slot_labels[real].numpy(), discounts=discounts, sigma=settings.sigma,
-                               truncation=settings.truncation_level, norm=settings.norm)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._engine.backends import check_backend
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
 from ..metrics import GainDiscountForm, Measure, objective_measure
 
@@ -48,6 +49,11 @@ class LambdaMARTSettings:
         The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences
         are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
         family) and discounted-gain measures on the CPU, always computes in float64.
+    backend : {"auto", "compiled", "torch"}, default "auto"
+        Which engine computes the gradients: "compiled" (the numba kernel, float64, for the AP family and
+        the discounted-gain measures), "torch" (the tensor engine: any measure with swap deltas), or "auto":
+        the compiled kernel wherever it serves, else the tensor engine. "compiled" where it cannot serve is
+        refused.
 
     Examples
     --------
@@ -63,6 +69,7 @@ class LambdaMARTSettings:
     norm: bool = False
     label_gain: list[float] | None = None
     precision: Literal["float32", "float64"] = "float32"
+    backend: Literal["auto", "compiled", "torch"] = "auto"
 
     def __post_init__(self) -> None:
         measure = objective_measure(self.metric)
@@ -73,6 +80,7 @@ class LambdaMARTSettings:
         if not isinstance(self.norm, (bool, np.bool_)):
             raise GaprankInputError(f"norm must be True or False; got {self.norm!r}")
         check_choice(self.precision, "precision", PRECISIONS)
+        check_backend(self.backend)
         if self.label_gain is not None:
             if not (isinstance(measure.info.form, GainDiscountForm) and "gain" in measure.info.parameters):
                 # a gain per label replaces nDCG's gain table, not a kernel's or a relevance rule

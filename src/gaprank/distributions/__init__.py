@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from .._autograd import first_derivatives_only
+from .._engine.backends import runs_compiled
 from .._engine.compiled import thread_count
 from .._inputs import GaprankInputError, batch_mask, check_sigma
 from .._typing import ArrayLike
@@ -168,11 +169,6 @@ class RankLawBuffers:
             del self._free[:max(0, len(self._free) - self.kept)]
 
 
-def _compiled_path(tensor: torch.Tensor) -> bool:
-    """Whether the compiled kernels take work on ``tensor``'s device (the CPU, with numba)."""
-    return tensor.device.type == "cpu" and _compiled.available()
-
-
 def _torch_rank_laws(pi: torch.Tensor) -> torch.Tensor:
     """The recursion as whole-tensor steps, one ``lerp`` per other document (any device)."""
     batch, others, pivots = pi.shape
@@ -223,7 +219,7 @@ class _RankRecursion(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, pi):  # noqa: D102 - [B, M(other), N(pivot)] -> [B, N, M]
-        if _compiled_path(pi):
+        if runs_compiled(pi.device):
             beats = pi.detach().to(torch.float64).transpose(1, 2).contiguous()  # pivot-major, as the kernels read
             laws = beats.new_empty(beats.shape)
             _compiled.rank_laws(beats.numpy(), laws.numpy(), thread_count())
@@ -236,7 +232,7 @@ class _RankRecursion(torch.autograd.Function):
     @staticmethod
     @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
     def backward(ctx, grad_laws):  # noqa: D102
-        if _compiled_path(grad_laws):
+        if runs_compiled(grad_laws.device):
             beats = ctx.saved_tensors[0]
             grad_beats = torch.empty_like(beats)
             grad64 = grad_laws.to(torch.float64).contiguous()
@@ -321,7 +317,7 @@ def expected_score_rank_values(s: torch.Tensor, m: torch.Tensor, sigma: float, v
     differentiable in ``s``. On the CPU compiled from the scores on (:class:`_ExpectedScoreRankValues`), its
     working arrays taken from and handed back to ``buffers`` (None: new ones, kept by no one); elsewhere
     the laws times the values."""
-    if _compiled_path(s):
+    if runs_compiled(s.device):
         holder = RankLawBuffers(kept=0) if buffers is None or torch.compiler.is_compiling() else buffers
         return _ExpectedScoreRankValues.apply(s, m, float(sigma), values, holder)
     return rank_recursion(pairwise_matrix(s, m, sigma)) @ values.to(s.dtype)

@@ -57,6 +57,7 @@ def lambdarank_objective(
     norm: bool = False,
     label_gain: list[float] | None = None,
     precision: Literal["float32", "float64"] = "float32",
+    backend: Literal["auto", "compiled", "torch"] = "auto",
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
@@ -103,6 +104,11 @@ def lambdarank_objective(
         The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences
         are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
         family) and discounted-gain measures on the CPU, always computes in float64.
+    backend : {"auto", "compiled", "torch"}, default "auto"
+        Which engine computes the gradients: "compiled" (the numba kernel, float64, for the AP family and
+        the discounted-gain measures), "torch" (the tensor engine: any measure with swap deltas), or "auto":
+        the compiled kernel wherever it serves, else the tensor engine. "compiled" where it cannot serve is
+        refused.
 
     Returns
     -------
@@ -123,7 +129,7 @@ def lambdarank_objective(
     (60,)
     """
     return LambdaRankObjective(LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                                                  label_gain=label_gain, precision=precision))
+                                                  label_gain=label_gain, precision=precision, backend=backend))
 
 
 def sklearn_objective(
@@ -135,6 +141,7 @@ def sklearn_objective(
     norm: bool = False,
     label_gain: list[float] | None = None,
     precision: Literal["float32", "float64"] = "float32",
+    backend: Literal["auto", "compiled", "torch"] = "auto",
 ) -> SklearnObjective:
     r"""The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.
 
@@ -161,6 +168,11 @@ def sklearn_objective(
         The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences
         are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
         family) and discounted-gain measures on the CPU, always computes in float64.
+    backend : {"auto", "compiled", "torch"}, default "auto"
+        Which engine computes the gradients: "compiled" (the numba kernel, float64, for the AP family and
+        the discounted-gain measures), "torch" (the tensor engine: any measure with swap deltas), or "auto":
+        the compiled kernel wherever it serves, else the tensor engine. "compiled" where it cannot serve is
+        refused.
 
     Returns
     -------
@@ -179,5 +191,5 @@ def sklearn_objective(
     (60,)
     """
     settings = LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                                  label_gain=label_gain, precision=precision)
+                                  label_gain=label_gain, precision=precision, backend=backend)
     return SklearnObjective(LambdaRankObjective(settings))

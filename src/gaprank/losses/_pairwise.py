@@ -21,44 +21,32 @@ import numpy as np
 import torch
 
 from .._engine import compiled
+from .._engine.backends import Backend, check_backend, compiled_plan, lambda_backend
 from .._engine.batches import BatchPairs
-from .._engine.factors import GainDiscountInputs, KernelInputs, plan_inputs, rank_for_measure
+from .._engine.factors import rank_for_measure
 from .._engine.pairs import PairwiseTerms
 from .._engine.slots import SlotLayout
 from .._inputs import MAX_GRADE, check_positive_int, check_sigma
 from .._typing import ArrayLike
-from ..metrics import GainDiscountForm, KernelForm, objective_measure, rank_lists
+from ..metrics import objective_measure, rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
-
-# On the CPU, measures whose swap deltas the compiled LambdaMART kernel computes (the AP family's kernels,
-# the discounted gains) take the kernel: cost and gradient in one pass per query, float64.
-COMPILED_ON_CPU = True
-
-
-def _compiled_serves(scores: torch.Tensor, measure) -> bool:
-    """Whether the compiled kernel takes this call: on the CPU, for a kernel or discounted-gain measure."""
-    return (COMPILED_ON_CPU and scores.device.type == "cpu" and compiled.available()
-            and isinstance(measure.info.form, (KernelForm, GainDiscountForm)))
 
 
 @torch.compiler.disable  # numpy and numba: under torch.compile an opaque call, not traced
 def _compiled_terms(s: torch.Tensor, m: torch.Tensor, ranked, measure, params, sigma: float, k: int | None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(cost [B], grad [B, N])`` from the compiled kernel (where :func:`_compiled_serves`). The kernel
-    sorts each list itself, so ``ranked`` need not be sorted: only its grade counts are read. A scale on
-    which no pair changes the measure gives 0 and 0."""
+    """``(cost [B], grad [B, N])`` from the compiled backend. The kernel sorts each list itself, so ``ranked``
+    need not be sorted: only its grade counts are read. A scale on which no pair changes the measure gives 0
+    and 0."""
     batch, width = m.shape
     # a discount is per rank, the same in every list: one list of the batch's width gives them all
     one_list = SlotLayout.single(torch.tensor([width]), width)
-    inputs = plan_inputs(measure, [ranked], params, one_list, ideal_cutoff=k)
-    if inputs is None:
-        return s.new_zeros(batch), s.new_zeros(batch, width)
-    assert isinstance(inputs, (KernelInputs, GainDiscountInputs))
-    discounts = inputs.discounts.numpy() if isinstance(inputs, GainDiscountInputs) else None
     flat_mask = m.reshape(-1).numpy()
-    plan = compiled.build_plan(inputs, sizes=m.sum(1).numpy(), rows=np.flatnonzero(flat_mask),
-                               labels=ranked.document_grades().reshape(-1).numpy()[flat_mask], discounts=discounts,
-                               sigma=sigma, truncation=k, norm=False, warm_start=False)
+    plan = compiled_plan(measure, [ranked], params, one_list, sizes=m.sum(1).numpy(), rows=np.flatnonzero(flat_mask),
+                         labels=ranked.document_grades().reshape(-1).numpy()[flat_mask], sigma=sigma, truncation=k,
+                         norm=False, ideal_cutoff=k, warm_start=False)
+    if plan is None:
+        return s.new_zeros(batch), s.new_zeros(batch, width)
     scores = s.detach().to(torch.float64).reshape(-1).numpy()
     grad, cost = np.zeros(batch * width), np.zeros(batch)
     compiled.lambdamart_gradients(plan, scores, grad, None, cost)
@@ -96,6 +84,7 @@ def lambdarank_loss(
     max_grade: int | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     validate: bool = True,
+    backend: Backend = "auto",
 ) -> torch.Tensor:
     r"""LambdaRank loss whose gradient w.r.t. the scores is the lambda sums for ``metric``.
 
@@ -159,6 +148,11 @@ def lambdarank_loss(
         Check the inputs (finite scores, integer labels within the scale). False is for trusted
         inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
         (``max_grade`` or a setting of the measure).
+    backend : {"auto", "compiled", "torch"}, default "auto"
+        Which engine computes the lambdas: "compiled" (the numba kernel, float64, on the CPU, for the AP family
+        and the discounted-gain measures), "torch" (the tensor engine: any measure with swap deltas, any
+        device), or "auto": the compiled kernel wherever it serves, else the tensor engine. "compiled" where it
+        cannot serve is refused.
 
     Returns
     -------
@@ -176,20 +170,20 @@ def lambdarank_loss(
     True
     """
     return _lambdarank(scores, labels, BatchPairs(kept=0), metric=metric, g=g, sigma=sigma, k=k, mask=mask,
-                       grade_counts=grade_counts, max_grade=max_grade, reduction=reduction, validate=validate)
+                       grade_counts=grade_counts, max_grade=max_grade, reduction=reduction, validate=validate,
+                       backend=backend)
 
 
 def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, metric: str, g, sigma: float, k: int | None,
                 mask: torch.Tensor | None, grade_counts, max_grade: int | None, reduction: str,
-                validate: bool) -> torch.Tensor:
-    """:func:`lambdarank_loss` on the pair engines that ``engines`` keeps (where the compiled kernel does not
-    serve)."""
+                validate: bool, backend: str) -> torch.Tensor:
+    """:func:`lambdarank_loss` on the pair engines that ``engines`` keeps (for the torch backend)."""
     check_scores_tensor(scores)
     refuse_function_transforms(scores, "lambdarank_loss")
     sigma = check_sigma(sigma)
     k = check_positive_int(k)
     measure = objective_measure(metric)
-    direct = _compiled_serves(scores, measure)
+    direct = lambda_backend(backend, measure, scores.device) == "compiled"
     ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts,
                                       max_grade=max_grade, by_score=not direct, validate=validate)
     s, m = as_batch(scores.detach(), mask)
@@ -208,6 +202,7 @@ def ranknet_loss(
     mask: torch.Tensor | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     validate: bool = True,
+    backend: Backend = "auto",
 ) -> torch.Tensor:
     r"""RankNet: :math:`L = \sum_{l_i > l_j} \log(1 + e^{-\sigma (s_i - s_j)})` per query
     (Burges et al., ICML 2005), computed pair-block by pair-block with a direct gradient.
@@ -233,6 +228,9 @@ def ranknet_loss(
         Check the inputs (finite scores, integer labels within the scale). False is for trusted
         inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
         (``max_grade`` or a setting of the measure).
+    backend : {"auto", "torch"}, default "auto"
+        RankNet runs on the tensor engine ("auto" and "torch" alike); "compiled" is refused (its kernel weighs
+        pairs by a measure's swap deltas).
 
     Returns
     -------
@@ -248,13 +246,14 @@ def ranknet_loss(
     0.6931
     """
     return _ranknet(scores, labels, BatchPairs(kept=0), sigma=sigma, mask=mask, reduction=reduction,
-                    validate=validate)
+                    validate=validate, backend=backend)
 
 
 def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float, mask: torch.Tensor | None,
-             reduction: str, validate: bool) -> torch.Tensor:
+             reduction: str, validate: bool, backend: str) -> torch.Tensor:
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
+    lambda_backend(backend, None, scores.device)  # RankNet runs on the torch backend ("compiled" is refused)
     # unvalidated, the labels are counted on the widest scale: RankNet's value does not depend on it
     ranked = rank_lists(scores.detach(), labels, mask=mask, validate=validate,
                         num_grades=None if validate else MAX_GRADE, scale_source="RankNet")
@@ -275,34 +274,37 @@ class LambdaRankLoss(torch.nn.Module):
     >>> loss(scores, torch.randint(0, 3, (4, 20))).backward()
     """
 
-    def __init__(self, metric: str = "gap", g=None, sigma: float = 1.0, k: int | None = None,
-                 reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None, validate: bool = True) -> None:
+    def __init__(self, metric: str = "gap", g: ArrayLike | None = None, sigma: float = 1.0, k: int | None = None,
+                 reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
+                 validate: bool = True, backend: Backend = "auto") -> None:
         super().__init__()
         self.metric, self.g, self.sigma, self.k, self.reduction = metric, g, sigma, k, reduction
-        self.max_grade, self.validate = max_grade, validate
+        self.max_grade, self.validate, self.backend = max_grade, validate, check_backend(backend)
         self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
-    def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:
         return _lambdarank(scores, labels, self._engines, metric=self.metric, g=self.g, sigma=self.sigma, k=self.k,
                            mask=mask, grade_counts=None, max_grade=self.max_grade, reduction=self.reduction,
-                           validate=self.validate)
+                           validate=self.validate, backend=self.backend)
 
     def extra_repr(self) -> str:
         return (f"metric={self.metric!r}, g={self.g}, sigma={self.sigma}, k={self.k}, reduction={self.reduction!r}, "
-                f"max_grade={self.max_grade}, validate={self.validate}")
+                f"max_grade={self.max_grade}, validate={self.validate}, backend={self.backend!r}")
 
 
 class RankNetLoss(torch.nn.Module):
     """RankNet's pairwise logistic loss; see :func:`ranknet_loss`."""
 
-    def __init__(self, sigma: float = 1.0, reduction: Literal["mean", "sum", "none"] = "mean", validate: bool = True) -> None:
+    def __init__(self, sigma: float = 1.0, reduction: Literal["mean", "sum", "none"] = "mean", validate: bool = True,
+                 backend: Backend = "auto") -> None:
         super().__init__()
         self.sigma, self.reduction, self.validate = sigma, reduction, validate
+        self.backend = check_backend(backend)
         self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
-    def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:
         return _ranknet(scores, labels, self._engines, sigma=self.sigma, mask=mask, reduction=self.reduction,
-                        validate=self.validate)
+                        validate=self.validate, backend=self.backend)
 
     def extra_repr(self) -> str:
-        return f"sigma={self.sigma}, reduction={self.reduction!r}, validate={self.validate}"
+        return f"sigma={self.sigma}, reduction={self.reduction!r}, validate={self.validate}, backend={self.backend!r}"

@@ -85,6 +85,7 @@ def objective(
     norm: bool = False,
     label_gain: list[float] | None = None,
     precision: Literal["float32", "float64"] = "float32",
+    backend: Literal["auto", "compiled", "torch"] = "auto",
 ) -> XGBoostObjective:
     r"""LambdaMART objective for ``xgboost.train(params, dtrain, obj=...)``: LambdaRank gradients weighted
     by :math:`|\Delta M|`, the exact swap delta of ``metric`` in the ranking the current scores induce.
@@ -124,6 +125,11 @@ def objective(
         The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences
         are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
         family) and discounted-gain measures on the CPU, always computes in float64.
+    backend : {"auto", "compiled", "torch"}, default "auto"
+        Which engine computes the gradients: "compiled" (the numba kernel, float64, for the AP family and
+        the discounted-gain measures), "torch" (the tensor engine: any measure with swap deltas), or "auto":
+        the compiled kernel wherever it serves, else the tensor engine. "compiled" where it cannot serve is
+        refused.
 
     Returns
     -------
@@ -143,7 +149,7 @@ def objective(
     (60,)
     """
     settings = LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                                  label_gain=label_gain, precision=precision)
+                                  label_gain=label_gain, precision=precision, backend=backend)
     return XGBoostObjective(LambdaMARTObjective(settings))
 
 
