@@ -31,7 +31,8 @@ from ..data import (
     to_json,
     write_atomic,
 )
-from ..metrics import evaluate_letor, evaluate_trec, parse_measure
+from ..metrics import evaluate_letor, evaluate_trec
+from ..metrics._trec_names import trec_measure
 
 
 def _parse_g(text: str | None) -> list[float] | None:
@@ -87,19 +88,22 @@ def _eval_letor(args: argparse.Namespace) -> None:
 def _eval_trec(args: argparse.Namespace) -> None:
     if not args.measure:
         raise GaprankInputError("TREC mode needs at least one -m MEASURE (e.g. -m GAP -m nDCG@10 -m P@10)")
-    measures = [parse_measure(m) for m in args.measure]
+    for measure in args.measure:  # checked before the files are read
+        trec_measure(measure)
     qrels = read_qrels(args.qrels)
     run = read_run(args.run)
     if not any(q in qrels for q in run) and not args.complete:
         raise GaprankInputError(f"no query of {args.run} has judgments in {args.qrels}")
-    result = evaluate_trec(qrels, run, measures, g=_parse_g(args.g), ties=args.ties, complete=args.complete)
+    result = evaluate_trec(qrels, run, args.measure, g=_parse_g(args.g), ties=args.ties, complete=args.complete)
     qids, means = result.query_ids, result.means
     if args.format == "json":
         per_query = {q: {name: float(v[i]) for name, v in result.per_query.items()} for i, q in enumerate(qids)}
         _print_table(per_query, means, "json", args.per_query, result.settings)
         return
     for name, used in result.settings.items():
-        print(f"# {name}: gain {used['gain']}, discount {used['discount']}", file=sys.stderr)
+        said = [f"gaprank's {used['measure']}"] if "measure" in used else []
+        said += [f"gain {used['gain']}, discount {used['discount']}"] if "gain" in used else []
+        print(f"# {name}: {'; '.join(said)}", file=sys.stderr)
     for name, values in result.per_query.items():
         if args.per_query:
             for q, v in zip(qids, values, strict=True):
