@@ -3,7 +3,7 @@
 
 trec_eval users type ``-m ndcg_cut.10``, ``-m P.10`` or read ``P_10`` off its output; both spellings (a dot or
 an underscore before the cutoff) are accepted. Every alias is checked against trec_eval (pytrec_eval) on
-trec_eval's own test files in ``tests/test_cli_trec_names.py``. An unknown name gets a "did you mean" hint;
+trec_eval's own test files in ``tests/test_cli_trec_eval_names.py``. An unknown name gets a "did you mean" hint;
 a trec_eval measure gaprank has no equal of is refused by name.
 """
 
