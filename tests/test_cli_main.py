@@ -4,6 +4,7 @@ default, ``gaprank baseline``'s required data set and output, options of the oth
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 
@@ -84,3 +85,23 @@ def test_an_option_of_the_other_eval_mode_is_refused_not_ignored(argv, message, 
     assert main(["eval", *[a.replace("{f}", str(path)) for a in argv]]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_the_cli_page_s_synopsis_is_commands_that_parse():
+    """docs/cli.md's bash block holds only commands (it once swallowed a paragraph of prose), each accepted by
+    the parser with its optional parts left out and with each of them in."""
+    import shlex
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", page, flags=re.S)
+    assert blocks
+    lines = [line for block in blocks for line in block.splitlines() if line.strip()]
+    assert all(line.startswith("gaprank ") for line in lines), lines
+    for line in lines:
+        required = re.sub(r"\s*\[[^]]*\]", "", line)
+        optional = re.sub(r"\[([^]|]*?)(?:\|[^]]*)?\]", r"\1", line)  # [--format text|json] -> --format text
+        for argv in (shlex.split(required)[1:], shlex.split(optional)[1:]):
+            if argv == ["--version"]:
+                continue
+            build_parser().parse_args(argv)

@@ -168,3 +168,13 @@ def test_a_grade_above_a_measure_s_scale_in_a_query_the_run_lacks(tmp_path, caps
     assert "qrels query 2, document c: label 3 is above the grade scale 0..2" in capsys.readouterr().err
     # a scale above the qrels' top grade is still fine (the judged documents are counted on it)
     assert evaluate_trec(qrels, run, "ERR(max_grade=4)").means["ERR(max_grade=4)"] > 0
+
+
+def test_the_cli_page_s_alias_table_is_what_gaprank_computes():
+    from gaprank.metrics._trec_names import TREC_EVAL_ALIASES, trec_measure
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \|$", page, flags=re.M)
+    assert {re.sub(r"[._]\d+$", "", trec_eval) for trec_eval, _ in rows} == set(TREC_EVAL_ALIASES)
+    for trec_eval, gaprank_string in rows:
+        assert trec_measure(trec_eval).name == gaprank_string, trec_eval
