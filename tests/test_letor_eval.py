@@ -173,8 +173,8 @@ def test_baseline_hint_reproduces_the_data_sets_own_conventions(tmp_path, capsys
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--alpha", "-1"], "--alpha must be a finite number >= 0; got -1.0"),
-    (["--alpha", "nan"], "--alpha must be a finite number >= 0; got nan"),
+    (["--alpha", "-1", "--out", "{tmp}/x.txt"], "--alpha must be a finite number >= 0; got -1.0"),
+    (["--alpha", "nan", "--out", "{tmp}/x.txt"], "--alpha must be a finite number >= 0; got nan"),
     (["--out", "{tmp}"], "is a directory; give a file name"),
     (["--out", "{tmp}/a_file/x.txt"], "cannot write .*a_file/x.txt: .*a_file is not a directory"),
 ])

@@ -420,7 +420,9 @@ def test_tqdm_disable_silences_the_progress_bars(tmp_path, toy_data):
     quiet = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(path)], cwd=ROOT,
                            capture_output=True, text=True, env=env)
     assert quiet.returncode == 0 and "epoch" not in quiet.stderr and "fold/s" not in quiet.stderr
+    assert "toy Fold1" not in quiet.stderr  # nor the line per fold
     env["TQDM_DISABLE"] = "0"
     loud = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(path), "--force"], cwd=ROOT,
                           capture_output=True, text=True, env=env)
-    assert loud.returncode == 0 and "epoch" in loud.stderr
+    # standard error is a pipe, not a terminal: one line per fold, no bars
+    assert loud.returncode == 0 and "toy Fold1: epoch" in loud.stderr and "\r" not in loud.stderr

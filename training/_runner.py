@@ -65,10 +65,23 @@ def log_event(path: Path, **event: Any) -> None:
         raise GaprankInputError(f"cannot write the run log {path}: {exc.strerror or exc}") from None
 
 
-def show_progress(progress: bool) -> bool:
-    """Whether to draw progress bars: asked for, and not switched off by ``TQDM_DISABLE`` (tqdm's own
-    variable, which an explicit ``disable=`` would otherwise override)."""
+def _progress_wanted(progress: bool) -> bool:
+    """Asked for, and not switched off by ``TQDM_DISABLE`` (tqdm's own variable, which an explicit
+    ``disable=`` would otherwise override)."""
     return progress and os.environ.get("TQDM_DISABLE", "").strip().lower() in ("", "0", "false")
+
+
+def show_progress(progress: bool) -> bool:
+    """Whether to draw progress bars: wanted (:func:`_progress_wanted`) and standard error a terminal; bars
+    written to a log file are thousands of lines, so :func:`run_folds` prints one line per fold there
+    instead."""
+    return _progress_wanted(progress) and sys.stderr.isatty()
+
+
+def _fold_line(name: str, record: dict[str, Any], measures: list[str]) -> str:
+    """A finished fold in one line, for a log: what was selected on vali, the seconds and the test values."""
+    test = ", ".join(f"{m} {record['test'][m]:.4f}" for m in measures)
+    return f"{name} {record['fold']}: {_selected_text(record['selected'])}; {record['seconds']:.1f} s; test {test}"
 
 
 def locked(directory: Path) -> FileLock:
@@ -246,8 +259,9 @@ def run_folds(
         (out / "folds").mkdir(parents=True, exist_ok=True)
         log = out / "log.jsonl"
         by_fold, trained = {}, []
-        for number in tqdm(configured, desc=config.name, unit="fold", file=sys.stderr,
-                           disable=not show_progress(progress)):
+        bars = show_progress(progress)
+        lines = _progress_wanted(progress) and not bars  # standard error is a file: a line per fold, not bars
+        for number in tqdm(configured, desc=config.name, unit="fold", file=sys.stderr, disable=not bars):
             path = out / "folds" / f"Fold{number}.json"
             provenance = fold_provenance(config, number, versions)
             record = _read_record(path, log, number, progress)
@@ -256,6 +270,9 @@ def run_folds(
             if reason is None:
                 if number in chosen:
                     log_event(log, event="fold_skipped", fold=number, reason="finished with the same config, data and version")
+                    if lines:
+                        print(f"{config.name} Fold{number}: finished before with the same config, data and version; "
+                              "reused", file=sys.stderr)
                 by_fold[number] = record
                 continue
             if number not in chosen:
@@ -271,6 +288,8 @@ def run_folds(
             write_json_atomic(path, record)
             log_event(log, event="fold_done", fold=number, selected=record["selected"], seconds=record["seconds"],
                       test=record["test"])
+            if lines:
+                print(_fold_line(config.name, record, measures), file=sys.stderr, flush=True)
             by_fold[number] = record
         records = [by_fold[n] for n in configured if n in by_fold]
         means = {m: float(np.mean([r["test"][m] for r in records])) for m in measures}

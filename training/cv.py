@@ -1,7 +1,7 @@
 """PyTorch rankers across the five LETOR folds: train on train, choose the epoch and the learning rate on
 vali, evaluate once on test.
 
-    python -m training.cv --config configs/ohsumed/softgap.yaml [--folds 1,2] [--force] [--quick]
+    python -m training.cv --config configs/ohsumed/soft_gap.yaml [--folds 1,2] [--force] [--quick]
 
 The ranker (``model``: linear or an MLP) scores each document from its features; the objective
 (``loss``) is one of gaprank's: SoftRank-style smooth metrics (``kind: soft``, metric gap / xgap / egap /
@@ -15,6 +15,9 @@ initialisation; after each epoch the validation fold is scored with ``evaluation
 conventions) and the best (learning rate, epoch) is kept; a learning rate stops after ``patience``
 epochs without improvement. The test fold is scored once, with that model. Same seed, same thread
 count, same data: the same numbers on CPU.
+
+Progress: on a terminal, a bar over the folds and one over each learning rate's epochs; when standard
+error is a file (a log), one line per fold instead.
 
 Writes what :mod:`training.lambdamart` writes (``folds/FoldK.json``, ``summary.json``,
 ``per_query.tsv``, ``table.md``, ``log.jsonl``) under ``output_dir``; ``--quick`` (fold 1, 2 epochs, the

@@ -1,4 +1,5 @@
-"""``gaprank`` command line: ``gaprank eval`` (LETOR and TREC modes), ``gaprank baseline`` and ``gaprank data``.
+"""``gaprank`` command line: ``gaprank eval`` (LETOR and TREC modes), ``gaprank baseline`` and ``gaprank data``;
+``gaprank --version``.
 
 Exit codes: 0 success, 2 bad command line or bad input file (the message says which and where).
 """
@@ -10,6 +11,7 @@ import contextlib
 import os
 import signal
 import sys
+import textwrap
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,10 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import __version__
 from .._inputs import GaprankInputError
 from ..data import (
     CONVENTIONS,
     DATASETS,
+    DataNotFoundError,
     data_locations,
     dataset_info,
     find_dataset,
@@ -34,7 +38,8 @@ from ..data import (
     to_json,
     write_atomic,
 )
-from ..metrics import evaluate_letor, evaluate_trec, parse_measure
+from ..metrics import evaluate_letor, evaluate_trec
+from ..metrics._trec_names import did_you_mean, trec_measure
 
 
 def _parse_g(text: str | None) -> list[float] | None:
@@ -90,19 +95,22 @@ def _eval_letor(args: argparse.Namespace) -> None:
 def _eval_trec(args: argparse.Namespace) -> None:
     if not args.measure:
         raise GaprankInputError("TREC mode needs at least one -m MEASURE (e.g. -m GAP -m nDCG@10 -m P@10)")
-    measures = [parse_measure(m) for m in args.measure]
+    for measure in args.measure:  # checked before the files are read
+        trec_measure(measure)
     qrels = read_qrels(args.qrels)
     run = read_run(args.run)
     if not any(q in qrels for q in run) and not args.complete:
         raise GaprankInputError(f"no query of {args.run} has judgments in {args.qrels}")
-    result = evaluate_trec(qrels, run, measures, g=_parse_g(args.g), ties=args.ties, complete=args.complete)
+    result = evaluate_trec(qrels, run, args.measure, g=_parse_g(args.g), ties=args.ties, complete=args.complete)
     qids, means = result.query_ids, result.means
     if args.format == "json":
         per_query = {q: {name: float(v[i]) for name, v in result.per_query.items()} for i, q in enumerate(qids)}
         _print_table(per_query, means, "json", args.per_query, result.settings)
         return
     for name, used in result.settings.items():
-        print(f"# {name}: gain {used['gain']}, discount {used['discount']}", file=sys.stderr)
+        said = [f"gaprank's {used['measure']}"] if "measure" in used else []
+        said += [f"gain {used['gain']}, discount {used['discount']}"] if "gain" in used else []
+        print(f"# {name}: {'; '.join(said)}", file=sys.stderr)
     for name, values in result.per_query.items():
         if args.per_query:
             for q, v in zip(qids, values, strict=True):
@@ -110,18 +118,30 @@ def _eval_trec(args: argparse.Namespace) -> None:
         print(f"{name}\tall\t{means[name]:.4f}")
 
 
+# each mode's own options: given in the other mode they would be ignored, so they are refused
+_LETOR_ONLY = {"scores": "--scores", "feature": "--feature", "conventions": "--conventions"}
+_TREC_ONLY = {"measure": "-m/--measure", "complete": "--complete", "ties": "--ties"}
+
+
 def _cmd_eval(args: argparse.Namespace) -> None:
     letor_mode = args.letor is not None
     trec_mode = args.qrels is not None or args.run is not None
     if letor_mode == trec_mode:
         raise GaprankInputError("give either --letor FILE (with --scores or --feature) or --qrels FILE --run FILE")
+    others = _TREC_ONLY if letor_mode else _LETOR_ONLY
+    given = [flag for key, flag in others.items() if getattr(args, key) not in (None, False, [])]
+    if given:
+        mode, own = ("LETOR", "it prints its fixed measures (see --help)") if letor_mode else ("TREC", "")
+        raise GaprankInputError(f"{given[0]} is not an option of {mode} mode{'; ' + own if own else ''}")
     if letor_mode:
         if (args.scores is None) == (args.feature is None):
             raise GaprankInputError("LETOR mode needs exactly one of --scores FILE or --feature K")
+        args.conventions = args.conventions or "letor3"
         _eval_letor(args)
     else:
         if args.qrels is None or args.run is None:
             raise GaprankInputError("TREC mode needs both --qrels and --run")
+        args.ties = args.ties or "trec_eval"
         _eval_trec(args)
 
 
@@ -134,7 +154,13 @@ def _cmd_baseline(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if out.is_dir():
         raise GaprankInputError(f"--out {out} is a directory; give a file name")
-    fold = load_fold(args.dataset, args.fold, variant=args.variant, data_dir=args.data_dir)
+    try:
+        fold = load_fold(args.dataset, args.fold, variant=args.variant, data_dir=args.data_dir)
+    except DataNotFoundError as exc:
+        hint = did_you_mean(args.dataset, [info.name for info in DATASETS.values()])
+        if dataset_info(args.dataset) is not None or not hint:
+            raise
+        raise DataNotFoundError(f"{exc} {hint[0].upper()}{hint[1:]}") from None
     model = Ridge(alpha=args.alpha).fit(fold.train.features, fold.train.labels)
     split = fold.split(args.split)
     scores = model.predict(split.features)
@@ -213,43 +239,78 @@ def _cmd_data_import(args: argparse.Namespace) -> None:
     print(f"imported {info.name if info else args.name} into {target}")
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default, where it has one; lines never break inside a name with a
+    hyphen (``--data-dir``, ``MSLR-WEB10K``)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.option_strings and "%(default)" not in text and action.default not in (None, False, [],
+                                                                                           argparse.SUPPRESS):
+            text += " (default: %(default)s)"
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gaprank", description="Graded Average Precision for learning to rank.")
+    parser = argparse.ArgumentParser(prog="gaprank", description="Graded Average Precision for learning to rank.",
+                                     formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"gaprank {__version__}",
+                        help="print gaprank's version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ev = sub.add_parser("eval", help="evaluate a ranking (LETOR files or TREC qrels/run)",
-                        description="LETOR mode: --letor FILE --scores FILE (one score per line, as LETOR's tool). "
-                                    "TREC mode: --qrels FILE --run FILE -m MEASURE ...")
-    ev.add_argument("--letor", help="LETOR/SVMlight file (.txt or .gz) with labels, qids and #docid comments")
-    ev.add_argument("--scores", help="prediction file: one score per line, aligned with --letor")
-    ev.add_argument("--feature", type=int, help="rank by feature K of the LETOR file instead of --scores")
-    ev.add_argument("--conventions", default="letor3", choices=["letor3", "letor4"],
-                    help="LETOR mode: the LETOR tool whose conventions NDCG/P/MAP follow (default letor3; "
+    ev = sub.add_parser("eval", help="evaluate a ranking (LETOR files or TREC qrels/run)", formatter_class=_HelpFormatter,
+                        description="LETOR mode: --letor FILE with --scores FILE (one score per line, as LETOR's\n"
+                                    "tool) or --feature K; prints NDCG@1..10, P@1..10, MAP, GAP, xGAP and eGAP.\n"
+                                    "TREC mode: --qrels FILE --run FILE -m MEASURE [-m MEASURE ...].")
+    ev.add_argument("--letor", metavar="FILE", help="LETOR mode: LETOR/SVMlight file (.txt or .gz) with labels, qids "
+                                                    "and #docid comments")
+    ev.add_argument("--scores", metavar="FILE", help="LETOR mode: prediction file, one score per line, aligned with "
+                                                     "--letor")
+    ev.add_argument("--feature", metavar="K", type=int, help="LETOR mode: rank by feature K of the --letor file "
+                                                             "instead of --scores")
+    ev.add_argument("--conventions", choices=["letor3", "letor4"],
+                    help="LETOR mode: the LETOR tool whose conventions NDCG/P/MAP follow (default: letor3; "
                          "MQ2007/MQ2008 use letor4)")
-    ev.add_argument("--qrels", help="TREC qrels file (graded)")
-    ev.add_argument("--run", help="TREC run file")
+    ev.add_argument("--qrels", metavar="FILE", help="TREC mode: qrels file, qid iter docid grade (graded)")
+    ev.add_argument("--run", metavar="FILE", help="TREC mode: run file, qid Q0 docid rank score tag (fields after "
+                                                  "the tag are ignored, as by trec_eval)")
     ev.add_argument("-m", "--measure", action="append", default=[],
-                    help="measure for TREC mode, e.g. GAP, nDCG@10, P@10, AP, 'RBP(p=0.9)'; repeatable. As in "
-                         "trec_eval and ir_measures, nDCG's gain is the grade and its discount 1/log2(r+1) "
-                         "unless the string says otherwise, e.g. 'nDCG(gain=exp2)@10'")
+                    help="TREC mode: a measure, repeatable: GAP, nDCG@10, P@10, AP, 'RBP(p=0.9)', ... As in trec_eval "
+                         "and ir_measures, nDCG's gain is the grade and its discount 1/log2(r+1) unless the string "
+                         "says otherwise, e.g. 'nDCG(gain=exp2)@10'. trec_eval's names are accepted for the "
+                         "measures gaprank computes equally: map, map_cut.k, P.k, ndcg, ndcg_cut.k, recip_rank, "
+                         "Rprec, recall.k, success.k (P_10 as trec_eval prints it, too)")
     ev.add_argument("--complete", action="store_true",
                     help="TREC mode: also score qrels queries absent from the run (trec_eval -c)")
-    ev.add_argument("--ties", default="trec_eval", choices=["trec_eval", "stable", "pessimistic", "optimistic"],
-                    help="TREC mode tie rule (default: trec_eval's, docid descending)")
-    ev.add_argument("--g", help="GAP/xGAP/eGAP threshold probabilities g_1,...,g_c (default uniform over grades 1..c)")
-    ev.add_argument("--per-query", action="store_true", help="also print every query")
-    ev.add_argument("--format", default="text", choices=["text", "json"])
+    ev.add_argument("--ties", choices=["trec_eval", "stable", "pessimistic", "optimistic"],
+                    help="TREC mode: how tied scores rank (default: trec_eval, docid descending as trec_eval does; "
+                         "the others as the metric functions' ties=, from the run's order)")
+    ev.add_argument("--g", metavar="G1,...,GC", help="GAP/xGAP/eGAP threshold probabilities g_1,...,g_c, summing to 1 "
+                                                     "(default: uniform over the grades 1..c)")
+    ev.add_argument("--per-query", action="store_true", help="also print every query's values")
+    ev.add_argument("--format", default="text", choices=["text", "json"], help="output format")
     ev.set_defaults(handler=_cmd_eval)
 
-    bl = sub.add_parser("baseline", help="fit a linear regression ranker on a fold and write its scores")
-    bl.add_argument("--dataset", default="OHSUMED")
-    bl.add_argument("--fold", type=int, default=1)
-    bl.add_argument("--variant", default=None, help="feature variant (OHSUMED: QueryLevelNorm, Feature-min, Feature-null)")
-    bl.add_argument("--split", default="test", choices=["train", "vali", "test"])
+    names = ", ".join(info.name for info in DATASETS.values())
+    bl = sub.add_parser("baseline", formatter_class=_HelpFormatter,
+                        help="fit a linear regression ranker on a fold's train set and write its scores",
+                        description="Least-squares linear regression (ridge) on the fold's train set, LETOR's\n"
+                                    "'Regression' baseline: writes one score per line for the chosen split, then\n"
+                                    "prints the gaprank eval command that evaluates it.")
+    bl.add_argument("--dataset", required=True, metavar="NAME", help=f"the data set: {names}, or a folder name under "
+                                                                     "--data-dir")
+    bl.add_argument("--fold", type=int, default=1, help="the fold number, 1..5 for the five-fold sets")
+    bl.add_argument("--variant", default=None, help="feature variant (OHSUMED: QueryLevelNorm, Feature-min, "
+                                                    "Feature-null; default: the set's own)")
+    bl.add_argument("--split", default="test", choices=["train", "vali", "test"], help="the split to score")
     bl.add_argument("--alpha", type=float, default=1.0, help="ridge penalty")
-    bl.add_argument("--data-dir", default=None,
-                    help="a data directory looked in first (then GAPRANK_DATA, the user data directory, the bundled sets)")
-    bl.add_argument("--out", default="results/baseline_scores.txt")
+    bl.add_argument("--data-dir", default=None, metavar="DIR",
+                    help="a data directory looked in first (then GAPRANK_DATA, the user data directory, the bundled "
+                         "sets)")
+    bl.add_argument("--out", required=True, metavar="FILE", help="the score file to write (one score per line)")
     bl.set_defaults(handler=_cmd_baseline)
 
     data = sub.add_parser("data", help="the data sets: where each is read from; import a download",

@@ -4,7 +4,8 @@
   count as 0, as trec_eval treats them as non-relevant. A repeated (qid, docid), or a grade above
   ``MAX_GRADE`` (30), is an error.
 * run: ``<qid> Q0 <docid> <rank> <score> <tag>`` per line. The rank column is ignored: documents are
-  ranked by score (higher first). A repeated (qid, docid) or a non-finite score is an error.
+  ranked by score (higher first). Fields after the tag are ignored, as trec_eval ignores them (its own
+  test file ``results.trunc`` has such lines). A repeated (qid, docid) or a non-finite score is an error.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     Parameters
     ----------
     path : str or Path
-        The run file (``.gz`` too); its rank column is ignored, its tag too.
+        The run file (``.gz`` too); its rank column is ignored, its tag too, and any field after the tag.
 
     Returns
     -------
@@ -74,10 +75,10 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
         tokens = line.split()
         if not tokens:
             continue
-        if len(tokens) != 6:
+        if len(tokens) < 6:
             raise LetorFormatError(f"{path}, line {lineno}: a run line has 6 fields (qid Q0 docid rank score tag); "
                                    f"got {len(tokens)}")
-        qid, _, docid, _, score, _ = tokens
+        qid, _, docid, _, score = tokens[:5]  # trec_eval reads no further than the tag
         value = finite_score(score, path, lineno)
         if value is None:
             raise LetorFormatError(f"{path}, line {lineno}: score {score!r} is not a number")

@@ -20,7 +20,8 @@ from .._inputs import MAX_GRADE, GaprankInputError, check_choice
 from .._padding import LengthBucket, length_buckets, per_query_by_bucket
 from .._typing import ArrayLike
 from ._letor_eval import CONVENTIONS
-from ._names import Measure, parse_measure
+from ._names import Measure
+from ._trec_names import trec_measure
 
 # How TREC evaluation reads a measure string that leaves a setting open: as trec_eval and ir_measures (whose
 # measure syntax gaprank's strings copy) read it
@@ -40,7 +41,8 @@ class TrecEvaluation:
     per_query : dict of str to numpy.ndarray
         Each measure string's value per query, in ``query_ids``' order.
     settings : dict of str to dict of str to str
-        For nDCG and DCG: the gain and discount used.
+        For nDCG and DCG: the gain and discount used; for a trec_eval name, ``"measure"``: the gaprank
+        measure string it stands for.
     """
 
     query_ids: list[str]
@@ -67,6 +69,9 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     measures : str, Measure or sequence of them
         Measure strings (:func:`~gaprank.metrics.parse_measure`): ``"GAP"``, ``"nDCG@10"``, ``"RR"``, ...
         nDCG and DCG read as trec_eval's (gain = the grade, discount 1/log2(r+1)) unless the string sets them.
+        trec_eval's own names are accepted for the measures gaprank computes equally: ``map``,
+        ``map_cut.k``, ``P.k``, ``ndcg``, ``ndcg_cut.k``, ``recip_rank``, ``Rprec``, ``recall.k``,
+        ``success.k`` (``P_10`` as trec_eval prints it, too); the results keep the name as given.
     g : array-like, optional
         GAP's, xGAP's and eGAP's threshold probabilities when their strings set none (default uniform over
         the qrels' grades 1..c).
@@ -87,6 +92,8 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     >>> run = {"1": {"a": 0.2, "b": 0.9, "c": 0.5}}
     >>> evaluate_trec(qrels, run, ["RR", "GAP(g=[0.5,0.5])"]).means
     {'RR': 0.5, 'GAP(g=[0.5,0.5])': 0.5}
+    >>> evaluate_trec(qrels, run, ["recip_rank", "P.2"]).means
+    {'recip_rank': 0.5, 'P.2': 0.5}
     """
     check_choice(ties, "ties", TREC_TIE_RULES)
     parsed = _measures(measures)
@@ -101,33 +108,39 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     qids.sort(key=lambda q: (len(q), q) if q.isdigit() else (math.inf, q))
     flat_scores, flat_labels, flat_mask, sizes, counts = _trec_rows(qids, qrels, run, ties)
     num_grades = counts.shape[1] - 1
+    _check_grade_scales(qrels, parsed, num_grades, g)
     settings: dict[str, dict[str, str]] = {}
     defaults: dict[str, dict[str, Any]] = {}
-    for measure in parsed:
-        defaults[measure.name] = {key: value for key, value in TREC_CONVENTIONS.keywords(measure.function).items()
-                                  if key not in ("ties", "empty_value")}
-        used = {**defaults[measure.name], **measure.kwargs}
+    for label, measure in parsed:
+        defaults[label] = {key: value for key, value in TREC_CONVENTIONS.keywords(measure.function).items()
+                           if key not in ("ties", "empty_value")}
+        used = {**defaults[label], **measure.kwargs}
+        if label != measure.name:  # a trec_eval name: say which gaprank measure computed it
+            settings[label] = {"measure": measure.name}
         if "gain" in used:  # nDCG, DCG: say which gain and discount were used
-            settings[measure.name] = {"gain": "grade (linear)" if used["gain"] == "linear" else "2^grade - 1 (exp2)",
-                                      "discount": _DISCOUNT_TEXT[used["discount"]]}
+            settings[label] = {**settings.get(label, {}),
+                               "gain": "grade (linear)" if used["gain"] == "linear" else "2^grade - 1 (exp2)",
+                               "discount": _DISCOUNT_TEXT[used["discount"]]}
     # a measure whose parameters fix a grade scale above the qrels' top grade (ERR's max_grade, GAP's g,
     # eRAP's p) counts the judged documents on that scale: the grades above the qrels' have none
-    widths = {m.name: max(num_grades, _grade_scale(m, g)) + 1 for m in parsed}
+    widths = {label: max(num_grades, _grade_scale(m, g)) + 1 for label, m in parsed}
     rule = "stable" if ties == "trec_eval" else ties
 
     def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
         common: dict[str, Any] = dict(mask=bucket.take(flat_mask, False), ties=rule, reduction="none", g=g)
         s, y, judged = bucket.take(flat_scores), bucket.take(flat_labels), counts[bucket.queries]
-        return {m.name: np.asarray(m(s, y, **defaults[m.name], **common,
-                                     grade_counts=np.pad(judged, ((0, 0), (0, widths[m.name] - judged.shape[1])))))
-                for m in parsed}
+        return {label: np.asarray(m(s, y, **defaults[label], **common,
+                                    grade_counts=np.pad(judged, ((0, 0), (0, widths[label] - judged.shape[1])))))
+                for label, m in parsed}
 
     # queries in buckets of similar length, each padded to its own longest: memory follows the run
     per_query = per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
     return TrecEvaluation(qids, per_query, settings)
 
 
-def _measures(measures: str | Measure | Sequence[str | Measure]) -> list[Measure]:
+def _measures(measures: str | Measure | Sequence[str | Measure]) -> list[tuple[str, Measure]]:
+    """Each measure with the name its results are kept under: the string as given (a trec_eval name stays
+    one), or the Measure's own name."""
     items = [measures] if isinstance(measures, (str, Measure)) else measures
     if not isinstance(items, Sequence) or not items:
         raise GaprankInputError(f"measures must be a measure string or a non-empty list of them; got {measures!r}")
@@ -135,11 +148,26 @@ def _measures(measures: str | Measure | Sequence[str | Measure]) -> list[Measure
     for item in items:
         if not isinstance(item, (str, Measure)):
             raise GaprankInputError(f"measures must be measure strings such as 'GAP' or 'nDCG@10'; got {item!r}")
-        parsed.append(parse_measure(item) if isinstance(item, str) else item)
-    names = [m.name for m in parsed]
-    if len(set(names)) != len(names):
-        raise GaprankInputError(f"measures must be unique; got {names}")
+        measure = trec_measure(item)
+        parsed.append((item.strip() if isinstance(item, str) else measure.name, measure))
+    names = [label for label, _ in parsed]
+    repeated = [name for i, name in enumerate(names) if name in names[:i]]
+    if repeated:
+        raise GaprankInputError(f"measures must be unique; {repeated[0]!r} is given twice")
     return parsed
+
+
+def _check_grade_scales(qrels: Mapping[str, Mapping[str, int]], parsed: list[tuple[str, Measure]], top: int,
+                        g: ArrayLike | None) -> None:
+    """Refuse a measure whose parameters fix a grade scale below the qrels' top grade, naming the first
+    judgment above it: every query of the qrels, evaluated or not, is on one scale (the qrels')."""
+    for label, measure in parsed:
+        _, scale, source = measure.settings(g if measure.uses_g and "g" not in measure.kwargs else None)
+        if scale is None or top <= scale:
+            continue
+        query, doc, grade = next((q, d, v) for q, judged in qrels.items() for d, v in judged.items() if v > scale)
+        raise GaprankInputError(f"measure {label!r}: qrels query {query}, document {doc}: label {grade} is above the "
+                                f"grade scale 0..{scale} set by {source}")
 
 
 def _grade_scale(measure: Measure, g: ArrayLike | None) -> int:

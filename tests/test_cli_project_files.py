@@ -1,0 +1,46 @@
+"""The files a project is expected to have: LICENSE (MIT, as pyproject says), CHANGELOG.md, CITATION.cff
+(CFF 1.2.0) and CONTRIBUTING.md, whose commands are those CI runs and whose links resolve."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_license_is_mit_as_pyproject_says():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License") and re.search(r"Copyright \(c\) \d{4} gaprank developers", text)
+    assert re.search(r'^license = "MIT"$', (ROOT / "pyproject.toml").read_text(), re.M)
+
+
+def test_citation_file_is_cff_1_2_0_and_points_to_the_data_sets_citations():
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software" and cff["title"] == "gaprank"
+    assert cff["authors"] == [{"name": "gaprank developers"}] and cff["license"] == "MIT"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", str(cff["version"]))
+    assert "gaprank data list" in cff["message"] and "docs/data.md" in cff["message"]
+    # keys CFF 1.2.0 defines (the schema allows no others)
+    assert set(cff) <= {"cff-version", "message", "type", "title", "abstract", "authors", "license", "version",
+                        "keywords", "date-released", "doi", "repository-code", "url", "preferred-citation",
+                        "references", "identifiers", "commit", "contact", "license-url", "repository",
+                        "repository-artifact"}
+
+
+def test_changelog_has_this_round_and_the_first_version():
+    text = (ROOT / "CHANGELOG.md").read_text()
+    assert re.findall(r"^## (.+)$", text, re.M)[:2] == ["Unreleased / 0.2.0", "0.1.0"]
+
+
+def test_contributing_gives_ci_s_commands_and_working_links():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    for command in (".venv/bin/ruff check .", ".venv/bin/mypy", "mkdocs build --strict", "bash .ci/check_wheel"):
+        assert command in text and command in ci, command
+    assert 'pytest -q -m "not e2e"' in text
+    for link in re.findall(r"\]\(([^)#:]+)\)", text):
+        assert (ROOT / link).is_file(), link
+    assert "docs/adding-a-measure.md" in text

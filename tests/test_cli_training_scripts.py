@@ -1,0 +1,70 @@
+"""The training scripts' command lines: progress written to a log file is one line per fold, not thousands of
+bar updates; every config path their help texts name exists."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from training.config import load_config
+from training.cv import CVConfig, run
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ["training.cv", "training.lambdamart", "training.compare", "training.tune", "training.synthetic"]
+
+
+def _toy_config(tmp_path: Path, data_dir: Path) -> CVConfig:
+    data = {
+        "name": "toy",
+        "data": {"dataset": "OHSUMED", "data_dir": str(data_dir), "folds": [1, 2]},
+        "loss": {"kind": "lambdarank", "metric": "gap", "g": [0.5, 0.5]},
+        "training": {"epochs": 3, "batch_size": 4, "learning_rates": [0.01, 0.001], "patience": None, "num_threads": 1},
+        "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "GAP"]},
+        "output_dir": str(tmp_path / "out"),
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(data))
+    return load_config(tmp_path / "config.yaml", CVConfig)
+
+
+def test_progress_to_a_file_is_one_line_per_fold(tmp_path, toy_data, capsys, monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    config = _toy_config(tmp_path, toy_data)
+    run(config, progress=True)  # standard error is pytest's capture, not a terminal
+    err = capsys.readouterr().err
+    assert "\r" not in err and "epoch/s" not in err and "s/epoch" not in err
+    lines = err.splitlines()
+    assert len(lines) == 2, err
+    for line, fold in zip(lines, ("Fold1", "Fold2"), strict=True):
+        assert re.fullmatch(rf"toy {fold}: epoch \d, learning_rate 0\.0?01, vali GAP [0-9.]+; \d+\.\d s; "
+                            r"test NDCG@10 [01]\.\d{4}, GAP [01]\.\d{4}", line), line
+    run(config, progress=True)
+    assert capsys.readouterr().err.splitlines() == [
+        f"toy Fold{k}: finished before with the same config, data and version; reused" for k in (1, 2)]
+    run(config, progress=False, force=True)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("TQDM_DISABLE", "1")  # progress switched off: no bars and no lines
+    run(config, progress=True, force=True)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_on_a_terminal_is_bars(tmp_path, toy_data, capsys, monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    run(_toy_config(tmp_path, toy_data), progress=True)
+    err = capsys.readouterr().err
+    assert "\r" in err and "lr 0.01" in err and "toy Fold1: epoch" not in err
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_config_path_a_script_s_help_names_exists(script):
+    done = subprocess.run([sys.executable, "-m", script, "--help"], capture_output=True, text=True, cwd=ROOT,
+                          check=True)
+    paths = re.findall(r"configs/[\w./-]+\.ya?ml", done.stdout)
+    assert paths or script == "training.synthetic"
+    for path in paths:
+        assert (ROOT / path).is_file(), f"python -m {script} --help names {path}, which does not exist"
