@@ -202,3 +202,26 @@ def test_evaluate_trec_is_the_cli_s_path_and_refuses_garbage_in_one_line(trec_fi
         with pytest.raises(GaprankInputError, match=message) as caught:
             call()
         assert "\n" not in str(caught.value)
+
+
+def test_evaluate_trec_compares_integer_and_string_ids_as_text():
+    """Ids are text, as trec_eval reads them: int ids on both sides, or int against str, give the numbers of
+    string ids (before: a raw AttributeError, or 0 for a perfect ranking); an id of another type is one line."""
+    import pytest
+
+    from gaprank import GaprankInputError
+    from gaprank.metrics import evaluate_trec
+
+    qrels = {"7": {"d1": 2, "d2": 0, "d3": 1}, "8": {"d4": 1, "d5": 0}}
+    run = {"7": {"d1": 0.9, "d2": 0.1, "d3": 0.5}, "8": {"d4": 0.2, "d5": 0.4}}
+    expected = evaluate_trec(qrels, run, ["GAP", "nDCG@2"]).means
+    int_qrels = {int(q): docs for q, docs in qrels.items()}
+    int_run = {int(q): docs for q, docs in run.items()}
+    for a, b in ((int_qrels, int_run), (int_qrels, run), (qrels, int_run)):
+        assert evaluate_trec(a, b, ["GAP", "nDCG@2"]).means == expected
+    for bad in ({7.0: {"d1": 1}}, {True: {"d1": 1}}, {"7": {3.5: 1}}):
+        with pytest.raises(GaprankInputError, match="ids must be strings or integers") as caught:
+            evaluate_trec(bad, run, ["GAP"])
+        assert "\n" not in str(caught.value)
+    with pytest.raises(GaprankInputError, match="appears both as a string and as an integer"):
+        evaluate_trec({"7": {"d1": 1}, 7: {"d2": 1}}, run, ["GAP"])

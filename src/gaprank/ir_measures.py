@@ -39,6 +39,7 @@ from ir_measures.util import Metric, QrelsConverter, RunConverter
 from ._inputs import GaprankInputError
 from .metrics import Measure as GaprankMeasureString
 from .metrics import MeasureInfo, ParamInfo, evaluate_trec, measures, parse_measure
+from .metrics._trec import text_ids
 
 __all__ = ["GaprankMeasure", "GaprankProvider", "register_measures", "provider"]
 
@@ -195,7 +196,7 @@ class GaprankEvaluator(providers.Evaluator):
         self.gaprank = {measure: measure.gaprank_measure() for measure in measures}
 
     def _iter_calc(self, run: Any) -> Iterator[Metric]:
-        run = _text_ids(RunConverter(run).as_dict_of_dict(), "run")
+        run = text_ids(RunConverter(run).as_dict_of_dict(), "run")
         if not any(q in self.qrels for q in run):
             return  # every query of the qrels scores the measures' default, 0
         unique = list({m.name: m for m in self.gaprank.values()}.values())
@@ -217,36 +218,7 @@ class GaprankProvider(providers.Provider):
         return True
 
     def _evaluator(self, measures: Any, qrels: Any) -> GaprankEvaluator:
-        return GaprankEvaluator(list(measures), _text_ids(QrelsConverter(qrels).as_dict_of_dict(), "qrels"))
-
-
-def _id_text(value: Any, what: str, kind: str) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return str(int(value))
-    raise GaprankInputError(f"{what}: {kind} id {value!r} is a {type(value).__name__}; ids must be strings or integers "
-                            "(compared as text, as trec_eval compares them)")
-
-
-def _text_ids(table: dict[Any, dict[Any, Any]], what: str) -> dict[str, dict[str, Any]]:
-    """Query and document ids as text, as trec_eval reads them from its files: the integer 7 (a pandas int64
-    column) and the string "7" are one id. An id of another type, or two ids with one text, is refused."""
-    if all(type(q) is str and all(type(d) is str for d in docs) for q, docs in table.items()):
-        return table
-    texts: dict[str, dict[str, Any]] = {}
-    for query, docs in table.items():
-        qid = _id_text(query, what, "query")
-        if qid in texts:
-            raise GaprankInputError(f"{what}: query id {qid!r} appears both as a string and as an integer")
-        texts[qid] = {}
-        for doc, value in docs.items():
-            docno = _id_text(doc, what, "document")
-            if docno in texts[qid]:
-                raise GaprankInputError(f"{what}: query {qid}, document id {docno!r} appears both as a string and as "
-                                        "an integer")
-            texts[qid][docno] = value
-    return texts
+        return GaprankEvaluator(list(measures), text_ids(QrelsConverter(qrels).as_dict_of_dict(), "qrels"))
 
 
 provider = GaprankProvider()

@@ -10,6 +10,7 @@ qrels absent from the run are scored too (trec_eval ``-c``).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,35 @@ class TrecEvaluation:
     def means(self) -> dict[str, float]:
         """Each measure's mean over the queries."""
         return {name: float(np.mean(values)) for name, values in self.per_query.items()}
+
+
+def _id_text(value: Any, what: str, kind: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    raise GaprankInputError(f"{what}: {kind} id {value!r} is a {type(value).__name__}; ids must be strings or integers "
+                            "(compared as text, as trec_eval compares them)")
+
+
+def text_ids(table: dict[Any, dict[Any, Any]], what: str) -> dict[str, dict[str, Any]]:
+    """Query and document ids as text, as trec_eval reads them from its files: the integer 7 (a pandas int64
+    column) and the string "7" are one id. An id of another type, or two ids with one text, is refused."""
+    if all(type(q) is str and all(type(d) is str for d in docs) for q, docs in table.items()):
+        return table
+    texts: dict[str, dict[str, Any]] = {}
+    for query, docs in table.items():
+        qid = _id_text(query, what, "query")
+        if qid in texts:
+            raise GaprankInputError(f"{what}: query id {qid!r} appears both as a string and as an integer")
+        texts[qid] = {}
+        for doc, value in docs.items():
+            docno = _id_text(doc, what, "document")
+            if docno in texts[qid]:
+                raise GaprankInputError(f"{what}: query {qid}, document id {docno!r} appears both as a string and as "
+                                        "an integer")
+            texts[qid][docno] = value
+    return texts
 
 
 def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
@@ -100,6 +130,7 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     if not isinstance(qrels, Mapping) or not isinstance(run, Mapping):
         raise GaprankInputError("qrels and run must be mappings {query id: {document id: grade or score}}; got "
                                 f"{type(qrels).__name__} and {type(run).__name__}")
+    qrels, run = text_ids(qrels, "qrels"), text_ids(run, "run")
     qids = [q for q in run if q in qrels]
     if complete:
         qids += [q for q in qrels if q not in run]
