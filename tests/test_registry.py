@@ -361,3 +361,17 @@ def test_every_public_loss_and_objective_factory_is_a_plain_def_with_documented_
         doc = inspect.getdoc(function)
         for p in parameters:
             assert f"\n{p.name} : " in doc, (function.__name__, p.name)
+
+
+def test_the_public_surface_is_what_a_user_calls():
+    """gaprank.__all__ holds the metrics, losses, objectives, evaluation, register and the errors (at most 50
+    names); the extension API for measure authors is gaprank.extend."""
+    import gaprank.extend as E
+
+    assert len(gaprank.__all__) <= 50
+    assert not {"pivot_sum", "ideal_sum", "g_not_taken", "resolve_g", "grade_indicators", "rank_lists",
+                "KernelForm", "Kernel"} & set(gaprank.__all__)
+    assert all(hasattr(gaprank, name) for name in gaprank.__all__)
+    assert {"MeasureInfo", "ParamInfo", "KernelForm", "GainDiscountForm", "ListForm", "pivot_sum", "ideal_sum",
+            "rank_lists", "register"} <= set(E.__all__)
+    assert all(getattr(E, name) is getattr(M, name) for name in E.__all__)  # the same objects, as before

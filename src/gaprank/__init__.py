@@ -1,26 +1,58 @@
 """gaprank: train learning-to-rank models for Graded Average Precision.
 
-The public API is flat: every metric of :mod:`gaprank.metrics` and every objective of
-:mod:`gaprank.losses` and the LightGBM objectives of :mod:`gaprank.lightgbm` are re-exported here
-(``gaprank.gap``, ``gaprank.SoftGAPLoss``, ...), next to the sub-namespaces ``gaprank.metrics``,
-``gaprank.losses``, ``gaprank.distributions``, ``gaprank.boosting`` (engine-neutral LambdaMART),
-``gaprank.lightgbm``, ``gaprank.data`` and, imported when needed, ``gaprank.xgboost``, ``gaprank.dask`` and
-``gaprank.testing``.
+The flat public API holds what a user calls: every metric (``gaprank.gap``, ``gaprank.ndcg``, ...), every loss
+(``gaprank.SoftGAPLoss``, ``gaprank.lambdarank_loss``, ...), the LightGBM objectives, evaluation
+(``evaluate_letor``, ``evaluate_trec``), measure strings and the registry's ``register``, and the errors.
+Beside it: ``gaprank.metrics``, ``gaprank.losses``, ``gaprank.data``, ``gaprank.boosting`` (engine-neutral
+LambdaMART), ``gaprank.lightgbm``, ``gaprank.distributions``, ``gaprank.extend`` (the extension API for measure
+authors) and, imported when needed, ``gaprank.xgboost``, ``gaprank.dask``, ``gaprank.testing`` and the
+integrations ``gaprank.ir_measures``, ``gaprank.torchmetrics``, ``gaprank.sentence_transformers``.
 """
 
-from . import boosting, data, distributions, lightgbm, losses, metrics
+from . import boosting, data, distributions, extend, lightgbm, losses, metrics  # noqa: F401 - the sub-namespaces
 from ._autograd import FirstDerivativesOnly
 from ._inputs import MAX_GRADE, GaprankInputError
 from .lightgbm import lambdarank_objective, ranking_feval, sklearn_objective
 from .losses import *  # noqa: F403 - the flat public API
 from .losses import __all__ as _loss_names
-from .metrics import *  # noqa: F403
-from .metrics import __all__ as _metric_names
+from .metrics import (
+    average_precision,
+    dcg,
+    egap,
+    erap,
+    err,
+    errbp,
+    evaluate_letor,
+    evaluate_trec,
+    gap,
+    generalized_ap,
+    ndcg,
+    parse_measure,
+    precision,
+    q_measure,
+    r_precision,
+    rbp,
+    recall,
+    reciprocal_rank,
+    register,
+    sliding_ratio,
+    success,
+    unregister,
+    xgap,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "GaprankInputError", "FirstDerivativesOnly", "MAX_GRADE", "boosting", "data", "distributions", "lightgbm", "losses",
-    "metrics",
-    "lambdarank_objective", "sklearn_objective", "ranking_feval", *_metric_names, *_loss_names,
+    # metrics
+    "average_precision", "gap", "xgap", "egap", "generalized_ap", "ndcg", "dcg", "precision", "recall",
+    "r_precision", "reciprocal_rank", "success", "q_measure", "sliding_ratio", "rbp", "err", "erap", "errbp",
+    # evaluation and measure strings
+    "evaluate_letor", "evaluate_trec", "parse_measure", "register", "unregister",
+    # losses
+    *_loss_names,
+    # LambdaMART with LightGBM
+    "lambdarank_objective", "sklearn_objective", "ranking_feval",
+    # errors and limits
+    "GaprankInputError", "FirstDerivativesOnly", "MAX_GRADE",
 ]

@@ -1,5 +1,9 @@
 """Exact ranking metrics: the graded-AP family, nDCG, DCG, P@k, Q-measure, RBP, ERR, eRAP/eRRBP, RR, R@k,
-R-precision, Success@k; the measure registry and measure strings."""
+R-precision, Success@k; evaluation with named conventions; measure strings and the registry.
+
+The forms, kernels and ranked lists a new measure is built from are the extension API, :mod:`gaprank.extend`
+(also importable from here, as before).
+"""
 
 from ._forms import GainDiscountForm, KernelForm, ListForm, ideal_sum
 from ._kernels import Kernel, pivot_sum
@@ -60,31 +64,15 @@ __all__ = [
     "success",
     "CONVENTIONS",
     "Conventions",
-    "Measure",
+    "get_conventions",
     "evaluate_letor",
+    "letor_measure_names",
     "evaluate_trec",
     "TrecEvaluation",
-    "get_conventions",
-    "letor_measure_names",
     "parse_measure",
-    "objective_measure",
-    "MeasureInfo",
-    "ParamInfo",
-    "KernelForm",
-    "GainDiscountForm",
-    "ListForm",
-    "Kernel",
-    "RankedLists",
-    "rank_lists",
-    "grade_indicators",
-    "resolve_g",
-    "pivot_sum",
-    "ideal_sum",
-    "find_measure",
-    "g_not_taken",
+    "Measure",
     "measures",
-    "objective_names",
+    "find_measure",
     "register",
     "unregister",
-    "user_model_measures",
 ]

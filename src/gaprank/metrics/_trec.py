@@ -65,11 +65,11 @@ def _id_text(value: Any, what: str, kind: str) -> str:
                             "(compared as text, as trec_eval compares them)")
 
 
-def text_ids(table: dict[Any, dict[Any, Any]], what: str) -> dict[str, dict[str, Any]]:
+def text_ids(table: Mapping[Any, Mapping[Any, Any]], what: str) -> dict[str, dict[str, Any]]:
     """Query and document ids as text, as trec_eval reads them from its files: the integer 7 (a pandas int64
     column) and the string "7" are one id. An id of another type, or two ids with one text, is refused."""
     if all(type(q) is str and all(type(d) is str for d in docs) for q, docs in table.items()):
-        return table
+        return table  # type: ignore[return-value]  # already text: read as it is, never written
     texts: dict[str, dict[str, Any]] = {}
     for query, docs in table.items():
         qid = _id_text(query, what, "query")

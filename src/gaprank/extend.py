@@ -1,0 +1,57 @@
+"""The extension API: what a measure author needs to add a measure to gaprank's registry.
+
+A measure is one :class:`MeasureInfo` entry: its name, parameters (:class:`ParamInfo`), reference and *form*,
+the implementation gaprank computes it with:
+
+* :class:`KernelForm` (the AP family): a :class:`Kernel` per list, built from the lists' grade counts; the
+  metric is :func:`pivot_sum` over the ranked grades, and the ideal ranking's value is :func:`ideal_sum`;
+* :class:`GainDiscountForm` (nDCG, DCG, P@k, RBP, ...): a gain per grade and a discount per rank;
+* :class:`ListForm` (ERR, Q, ...): its own value and, optionally, its own swap-delta factors.
+
+:func:`register` makes the entry a metric function, a measure string, a LambdaRank loss, a LightGBM and XGBoost
+objective and, as its form allows, a smooth loss; :func:`gaprank.testing.check_measure` checks everything built
+on it against one brute-force oracle. :func:`rank_lists` and :class:`RankedLists` are the ranked input every form
+reads, :func:`grade_indicators` the one-hot grades, :func:`resolve_g` GAP's user model checked and filled.
+The page "Adding a measure" of the docs walks through one measure of each form.
+"""
+
+from .metrics._forms import GainDiscountForm, KernelForm, ListForm, ideal_sum
+from .metrics._kernels import Kernel, pivot_sum
+from .metrics._names import Measure, objective_measure, parse_measure
+from .metrics._ranking import RankedLists, grade_indicators, rank_lists, resolve_g
+from .metrics._registry import (
+    MeasureInfo,
+    ParamInfo,
+    find_measure,
+    g_not_taken,
+    measures,
+    objective_names,
+    register,
+    unregister,
+    user_model_measures,
+)
+
+__all__ = [
+    "MeasureInfo",
+    "ParamInfo",
+    "KernelForm",
+    "GainDiscountForm",
+    "ListForm",
+    "Kernel",
+    "RankedLists",
+    "rank_lists",
+    "grade_indicators",
+    "pivot_sum",
+    "ideal_sum",
+    "resolve_g",
+    "g_not_taken",
+    "register",
+    "unregister",
+    "measures",
+    "find_measure",
+    "user_model_measures",
+    "objective_names",
+    "objective_measure",
+    "parse_measure",
+    "Measure",
+]
