@@ -199,3 +199,37 @@ def test_the_bash_blocks_of_a_page_run_or_name_what_exists(path, tmp_path):
             else:
                 raise AssertionError(f"{block.where}: the docs test does not know how to check '{shlex.join(words)}'; "
                                      "run it here, or mark the block '<!-- skip-test: needs a download ... -->'")
+
+
+def _docs_hook(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "docs" / "hooks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docstring_maths_and_roles_become_markdown():
+    """The API reference's griffe extension: Sphinx's ``.. math::`` and roles as the Markdown the site renders."""
+    pytest.importorskip("griffe")
+    convert = _docs_hook("griffe_docstrings").math_directives
+    text = ("Graded AP.\n\n.. math::\n\n    \\mathrm{GAP} = \\frac{a}{b},\n\n    \\qquad G(a)\n(eq. 4) with "
+            ":math:`e^t` and :func:`~gaprank.gap`.")
+    assert convert(text) == ("Graded AP.\n\n$$\n\\mathrm{GAP} = \\frac{a}{b},\n\\qquad G(a)\n$$\n\n(eq. 4) with $e^t$ "
+                             "and `gaprank.gap`.")
+
+
+def test_the_site_turns_latex_into_mathml_and_refuses_what_it_cannot_read():
+    pytest.importorskip("latex2mathml")
+    from mkdocs.exceptions import PluginError
+
+    hook = _docs_hook("maths")
+    page = type("Page", (), {"file": type("File", (), {"src_uri": "maths.md"})()})()
+    html = hook.on_page_content('<p><span class="arithmatex">\\(a &lt; b\\)</span></p>'
+                                '<div class="arithmatex">\\[\\frac{1}{n}\\]</div>', page, None, None)
+    assert "arithmatex" not in html and html.count("<math ") == 2 and 'display="block"' in html
+    assert '<mo>&lt;</mo>' in html or '<mo>&#x0003C;</mo>' in html
+    for bad, why in (("a^", "MissingSuperScriptOrSubscript"), ("\\frack{1}{2}", "unknown command \\\\frack")):
+        with pytest.raises(PluginError, match=f"maths.md: cannot convert the formula '{re.escape(repr(bad)[1:-1])}'.*{why}"):
+            hook.on_page_content(f'<span class="arithmatex">\\({bad}\\)</span>', page, None, None)

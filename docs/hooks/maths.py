@@ -17,6 +17,7 @@ from mkdocs.exceptions import PluginError
 # what pymdownx.arithmatex (generic mode) writes: \( ... \) in a span, \[ ... \] in a div, HTML-escaped
 _INLINE = re.compile(r'<span class="arithmatex">\\\((?P<tex>.*?)\\\)</span>', re.S)
 _BLOCK = re.compile(r'<div class="arithmatex">\\\[(?P<tex>.*?)\\\]</div>', re.S)
+_UNKNOWN_COMMAND = re.compile(r">(\\[A-Za-z]+)<")
 
 
 def to_mathml(tex: str, display: str, where: str) -> str:
@@ -25,7 +26,11 @@ def to_mathml(tex: str, display: str, where: str) -> str:
     try:
         mathml = convert(source, display=display)
     except Exception as error:  # latex2mathml raises its own exception types, and IndexError on bad input
-        raise PluginError(f"{where}: cannot convert the formula {source!r} to MathML: {error}") from error
+        reason = f"{type(error).__name__} {error}".rstrip()
+        raise PluginError(f"{where}: cannot convert the formula {source!r} to MathML: {reason}") from error
+    unknown = _UNKNOWN_COMMAND.search(mathml)
+    if unknown:  # the converter writes a command it does not know as text: raw LaTeX on the page
+        raise PluginError(f"{where}: cannot convert the formula {source!r} to MathML: unknown command {unknown[1]}")
     # the LaTeX source as the formula's text alternative (screen readers, copy and paste)
     return mathml.replace("<math ", f'<math alttext="{html.escape(source)}" ', 1)
 
