@@ -233,3 +233,15 @@ def test_the_site_turns_latex_into_mathml_and_refuses_what_it_cannot_read():
     for bad, why in (("a^", "MissingSuperScriptOrSubscript"), ("\\frack{1}{2}", "unknown command \\\\frack")):
         with pytest.raises(PluginError, match=f"maths.md: cannot convert the formula '{re.escape(repr(bad)[1:-1])}'.*{why}"):
             hook.on_page_content(f'<span class="arithmatex">\\({bad}\\)</span>', page, None, None)
+
+
+def test_the_site_is_built_and_read_offline():
+    """No script or style sheet from another host (maths are MathML, made at build time), and the build hooks
+    are not published with the site."""
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    for key in ("extra_javascript", "extra_css"):
+        assert not [url for url in config.get(key, []) if "://" in str(url)], f"mkdocs.yml {key} fetches from a host"
+    assert "hooks/" in config["exclude_docs"].split()
+    for hook in config["hooks"]:
+        assert (REPO / hook).is_file(), hook
+    assert "docs/hooks/maths.py" in config["hooks"]
