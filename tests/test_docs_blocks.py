@@ -220,6 +220,14 @@ def test_docstring_maths_and_roles_become_markdown():
                              "and `gaprank.gap`.")
 
 
+def test_docstring_summaries_are_one_line_for_the_member_tables():
+    pytest.importorskip("griffe")
+    summary = _docs_hook("griffe_docstrings").one_line_summary
+    assert summary("What a fold's data\nis made of.\n\nMore\ntext.") == "What a fold's data is made of.\n\nMore\ntext."
+    for kept in ("Sum:\n* a\n* b", ">>> 1\n1", "Summary\n-------"):
+        assert summary(kept) == kept
+
+
 def test_the_site_turns_latex_into_mathml_and_refuses_what_it_cannot_read():
     pytest.importorskip("latex2mathml")
     from mkdocs.exceptions import PluginError

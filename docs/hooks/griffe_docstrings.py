@@ -4,13 +4,17 @@
   picks them up and ``docs/hooks/maths.py`` turns them into MathML;
 * ``:func:`name```, ``:class:``, ``:meth:``, ``:attr:``, ``:mod:``, ``:data:``, ``:obj:`` become code spans;
 * an attribute found by inspection whose "docstring" is only its value's type's (``str(object='') -> str``
-  for a string, ``dict() -> new empty dictionary`` for a dict) gets none.
+  for a string, ``dict() -> new empty dictionary`` for a dict) gets none, and so does a dataclass whose
+  docstring is the one ``dataclasses`` writes (its signature);
+* the first paragraph is joined into one line: the member tables show a docstring's first line as its
+  summary, and a summary wrapped in the source would be cut there.
 
 The source files stay as they are (numpydoc, rendered by Sphinx and ``help()`` alike).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import textwrap
@@ -53,6 +57,15 @@ def math_directives(text: str) -> str:
     return _REFERENCE_ROLE.sub(lambda m: f"`{m['name']}`", text)
 
 
+def one_line_summary(text: str) -> str:
+    """The docstring with its first paragraph on one line (the rest as it is)."""
+    first, blank, rest = text.strip("\n").partition("\n\n")
+    lines = [line.strip() for line in first.split("\n")]
+    if lines[0].startswith((">>>", "$$", "```")) or any(re.match(r"[*|-]|\d+\.\s|-+$", line) for line in lines[1:]):
+        return text  # not prose: an example, maths, a list, a table or a section heading
+    return " ".join(lines) + blank + rest
+
+
 class SphinxToMarkdown(griffe.Extension):
     """Rewrites each object's docstring as it is loaded (static analysis and inspection alike)."""
 
@@ -66,4 +79,8 @@ class SphinxToMarkdown(griffe.Extension):
             if own_type is not None and docstring.value.strip() == own_type.strip():
                 obj.docstring = None
                 return
-        docstring.value = math_directives(docstring.value)
+        written_by_dataclasses = re.fullmatch(rf"{re.escape(obj.name)}\(.*\)", docstring.value.strip(), re.S)
+        if obj.is_class and dataclasses.is_dataclass(runtime) and written_by_dataclasses:
+            obj.docstring = None
+            return
+        docstring.value = one_line_summary(math_directives(docstring.value))
