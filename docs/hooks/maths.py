@@ -11,8 +11,12 @@ from __future__ import annotations
 import html
 import re
 
-from latex2mathml.converter import convert
 from mkdocs.exceptions import PluginError
+
+try:
+    from latex2mathml.converter import convert
+except ImportError as missing:  # pragma: no cover - the docs extra installs it
+    raise ImportError('docs/hooks/maths.py needs latex2mathml: pip install -e ".[docs]"') from missing
 
 # what pymdownx.arithmatex (generic mode) writes: \( ... \) in a span, \[ ... \] in a div, HTML-escaped
 _INLINE = re.compile(r'<span class="arithmatex">\\\((?P<tex>.*?)\\\)</span>', re.S)
