@@ -249,6 +249,7 @@ def test_the_site_is_built_and_read_offline():
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     for key in ("extra_javascript", "extra_css"):
         assert not [url for url in config.get(key, []) if "://" in str(url)], f"mkdocs.yml {key} fetches from a host"
+    assert config["theme"].get("font") is False, "mkdocs.yml: Material fetches its fonts from a host unless theme.font is false"
     assert "hooks/" in config["exclude_docs"].split()
     for hook in config["hooks"]:
         assert (REPO / hook).is_file(), hook
