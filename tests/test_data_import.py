@@ -49,7 +49,17 @@ def _zip(folder: Path, target: Path, prefix: str) -> Path:
 
 
 def _left_behind(user_dir: Path) -> list[str]:
-    return sorted(p.name for p in user_dir.iterdir()) if user_dir.exists() else []
+    """What the user data directory holds, the imports' folders as ``.versions/NAME`` (without their stamp)."""
+    if not user_dir.exists():
+        return []
+    names = [p.name for p in user_dir.iterdir() if p.name != ".versions"]
+    names += [f".versions/{p.name.split('.')[0]}" for p in (user_dir / ".versions").glob("*")]
+    return sorted(names)
+
+
+def _current(user_dir: Path, name: str) -> Path:
+    """The folder the set's pointer names."""
+    return user_dir / (user_dir / f"{name}.current").read_text().strip()
 
 
 def _same_folds(download: Path) -> None:
@@ -64,15 +74,17 @@ def _same_folds(download: Path) -> None:
 def test_import_a_tar_gz_then_load_fold_reads_it(download, user_dir, tmp_path, capsys):
     archive = _tar(download / "MSLR-WEB10K", tmp_path / "MSLR-WEB10K.tar.gz")
     assert main(["data", "import", "mslr-web10k", str(archive)]) == 0
-    assert f"imported MSLR-WEB10K into {user_dir / 'MSLR-WEB10K'}" in capsys.readouterr().out
-    assert locate_dataset("MSLR-WEB10K") == user_dir / "MSLR-WEB10K"
-    assert _left_behind(user_dir) == ["MSLR-WEB10K"]  # no staging folder survives
+    imported = _current(user_dir, "MSLR-WEB10K")
+    assert imported.parent == user_dir / ".versions" and imported.name.startswith("MSLR-WEB10K.")
+    assert f"imported MSLR-WEB10K into {imported}" in capsys.readouterr().out
+    assert locate_dataset("MSLR-WEB10K") == imported
+    assert _left_behind(user_dir) == [".versions/MSLR-WEB10K", "MSLR-WEB10K.current"]  # no staging folder survives
     _same_folds(download)
-    record = json.loads((user_dir / "MSLR-WEB10K" / ".gaprank-import.json").read_text())
+    record = json.loads((imported / ".gaprank-import.json").read_text())
     assert record["dataset"] == "MSLR-WEB10K" and record["folds"] == 5 and record["queries"] == 40
     assert main(["data", "list", "--format", "json"]) == 0
     listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
-    assert listed["MSLR-WEB10K"]["status"] == "found" and listed["MSLR-WEB10K"]["path"] == str(user_dir / "MSLR-WEB10K")
+    assert listed["MSLR-WEB10K"]["status"] == "found" and listed["MSLR-WEB10K"]["path"] == str(imported)
     assert listed["OHSUMED"]["status"] == listed["MQ2008"]["status"] == "bundled"
     assert listed["MSLR-WEB30K"]["status"] == "missing"
     assert "Introducing LETOR 4.0" in listed["MSLR-WEB10K"]["citation"]
@@ -80,15 +92,17 @@ def test_import_a_tar_gz_then_load_fold_reads_it(download, user_dir, tmp_path, c
     assert main(["data", "import", "MSLR-WEB10K", str(archive)]) == 2
     assert "already imported" in capsys.readouterr().err
     assert main(["data", "import", "MSLR-WEB10K", str(archive), "--replace"]) == 0
-    assert _left_behind(user_dir) == ["MSLR-WEB10K"]
+    assert _left_behind(user_dir) == [".versions/MSLR-WEB10K", "MSLR-WEB10K.current"]  # the replaced copy is gone
+    assert _current(user_dir, "MSLR-WEB10K") != imported and not imported.exists()
 
 
+@pytest.mark.filterwarnings("ignore:MSLR-WEB10K has")  # the synthetic set is not the real one's size
 def test_import_a_nested_zip_and_a_folder(download, user_dir, tmp_path):
     archive = _zip(download / "MSLR-WEB10K", tmp_path / "download.zip", "unpacked/MSLR-WEB10K")
-    assert import_dataset("MSLR-WEB10K", archive) == user_dir / "MSLR-WEB10K"
+    assert import_dataset("MSLR-WEB10K", archive) == _current(user_dir, "MSLR-WEB10K")
     _same_folds(download)
-    shutil.rmtree(user_dir / "MSLR-WEB10K")
-    assert import_dataset("MSLR-WEB10K", download) == user_dir / "MSLR-WEB10K"  # the unpacked folder
+    (user_dir / "MSLR-WEB10K.current").unlink()
+    assert import_dataset("MSLR-WEB10K", download) == _current(user_dir, "MSLR-WEB10K")  # the unpacked folder
     _same_folds(download)
 
 
@@ -109,10 +123,10 @@ def _refused(argv: list[str], capsys, *expected: str) -> str:
 
 
 def test_a_wrong_set_is_refused_naming_the_file_and_line(download, user_dir, tmp_path, capsys):
-    archive = _tar(download / "MSLR-WEB10K", tmp_path / "MSLR-WEB10K.tar.gz")
+    archive = _tar(download / "MSLR-WEB10K", tmp_path / "letor.tar.gz", arcname="letor")
     # MQ2008 has 46 features: the MSLR rows are refused at the first file's first line
     _refused(["data", "import", "MQ2008", str(archive)], capsys, "not MQ2008:",
-             f"{archive}:MSLR-WEB10K/Fold1/train.txt, line 1", "num_features=46")
+             f"{archive}:letor/Fold1/train.txt, line 1", "num_features=46")
     assert _left_behind(user_dir) == []
     # a grade above the set's scale, deep in one file
     bad = tmp_path / "bad" / "MSLR-WEB10K"

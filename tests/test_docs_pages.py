@@ -47,30 +47,45 @@ def run_page(page: str, library: str, blocks: int = 1, **given) -> dict:
 
 
 def test_the_ir_measures_page_runs_as_written():
+    """The page's example, PyTerrier's experiment with gaprank's measures as objects beside trec_eval names; the
+    strings its prose offers parse to measures PyTerrier takes."""
     namespace = run_page("ir-measures.md", "pyterrier")
     table = namespace["table"].set_index("name")
     gap = "GAP(g={1:0.5,2:0.5})"
     assert table.loc["ideal", gap] == 1.0 and table.loc["run", gap] < 1.0
     assert abs(namespace["results"][namespace["same"]] - table.loc["run", gap]) < 1e-12
+    assert table.loc["ideal", "map"] == 1.0 and table.loc["ideal", "ndcg_cut_10"] == 1.0
+    assert abs(table.loc["run", "map"] - namespace["results"][namespace["ir_measures"].AP]) < 1e-12
+    import ast
+
+    text = (DOCS / "ir-measures.md").read_text(encoding="utf-8")
+    strings = re.search(r"parse_measure\(s\) for s in (\[[^]]*\])", text).group(1)
+    parsed = [namespace["ir_measures"].parse_measure(s) for s in ast.literal_eval(strings)]
+    assert [str(m) for m in parsed] == ["GAP(g={1:0.5,2:0.5})", "eGAP@10"]
 
 
 def test_the_torchmetrics_page_runs_as_written():
+    """The page's example, and its RetrievalMAP swap giving RetrievalMAP's value."""
     namespace = run_page("torchmetrics.md", "torchmetrics")
     assert 0.3 < float(namespace["gap"].compute()) < 1.0
+    ours, theirs = float(namespace["ours"].compute()), float(namespace["theirs"].compute())
+    assert 0.3 < ours < 1.0 and abs(ours - theirs) < 1e-6
 
 
 def test_the_sentence_transformers_page_runs_as_written(tmp_path, monkeypatch):
-    """The page's training example with a tiny cross-encoder built offline as MODEL (the page's first block sets
-    MODEL to a Hugging Face name)."""
+    """Every block of the page in order, as printed and offline: MODEL names a Hugging Face model, the offline
+    block then builds a tiny cross-encoder in a folder and sets MODEL to it, and the example trains and
+    evaluates that one."""
     import pytest
 
     pytest.importorskip("sentence_transformers")
-    from test_sentence_transformers import _tiny_cross_encoder
-
-    assert python_blocks("sentence-transformers.md")[0].startswith("MODEL = ")
-    monkeypatch.chdir(tmp_path)  # the example's output_dir
-    namespace = run_page("sentence-transformers.md", "sentence_transformers", blocks=2,
-                         MODEL=_tiny_cross_encoder(tmp_path, 0.02))
+    blocks = python_blocks("sentence-transformers.md")
+    assert len(blocks) == 3 and blocks[0].startswith("MODEL = ")
+    monkeypatch.chdir(tmp_path)  # the offline model's folder and the example's output_dir
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/sentence-transformers.md", "exec"), namespace)
+    assert namespace["MODEL"] == "tiny-cross-encoder" and (tmp_path / "tiny-cross-encoder" / "config.json").is_file()
     results = namespace["results"]
     assert namespace["evaluator"].primary_metric == "toy_gap" and 0 < results["toy_gap"] <= 1
     assert set(results) == {"toy_gap", "toy_xgap", "toy_egap", "toy_ndcg@10", "toy_map", "toy_p@10", "toy_err"}

@@ -159,18 +159,96 @@ def test_pyterrier_experiment_with_baseline_and_significance():
     assert labels[gap] > table[table["name"] == "random"].iloc[0][gap]
 
 
+def test_per_grade_parameters_as_lists_equal_the_dicts(trec):
+    """gaprank's list form (g over grades 1..c, p over grades 0..c) is the same measure as ir_measures' dict form:
+    equal, one repr (so one result and one PyTerrier column), the same values."""
+    _, _, qrels, run = trec
+    pairs = [(gim.GAP(g=[0.5, 0.5]), ir_measures.parse_measure("GAP(g={1:0.5,2:0.5})")),
+             (gim.xGAP(g=(0.3, 0.7)) @ 10, gim.xGAP(g={1: 0.3, 2: 0.7}) @ 10),
+             (gim.eGAP(g=np.array([0.0, 1.0])), gim.eGAP(g={2: 1.0})),  # a missing grade is 0
+             (gim.eRAP(p=[0, 0.5, 1]), ir_measures.parse_measure("eRAP(p={1:0.5,2:1.0})")),
+             (gim.eRRBP(q=0.5, p=[0.1, 0.5, 1.0]) @ 10, ir_measures.parse_measure("eRRBP(p={0:0.1,1:0.5,2:1.0},q=0.5)@10"))]
+    for listed, keyed in pairs:
+        assert listed == keyed and repr(listed) == repr(keyed) and hash(listed) == hash(keyed)
+    assert repr(pairs[0][0]) == "GAP(g={1:0.5,2:0.5})" and repr(pairs[2][0]) == "eGAP(g={1:0.0,2:1.0})"
+    assert pairs[0][0].gaprank_measure().name == "GAP(g=[0.5,0.5])"
+    values = ir_measures.calc_aggregate([m for pair in pairs for m in pair], qrels, run)
+    assert len(values) == len(pairs) and len(set(values.values())) == len(pairs)
+
+
+def test_measures_that_differ_have_different_reprs():
+    """ir_measures' own repr drops a dict entry whose key equals its value ({1: 1.0}), so eRAP(p={1:1,2:1}) and
+    eRAP(p={2:1}) (different measures) would share a repr, a hash and a result; gaprank's measures print every
+    entry, in one parameter order."""
+    assert gim.eRAP(p={1: 1.0, 2: 1.0}) != gim.eRAP(p={2: 1.0})
+    assert repr(gim.GAP(g={1: 1.0, 2: 0.0})) == "GAP(g={1:1.0,2:0.0})"
+    assert gim.eRRBP(p=[0, 1], q=0.5) == gim.eRRBP(q=0.5, p=[0, 1])
+    qrels, run = {"1": {"a": 1, "b": 2}}, {"1": {"a": 0.9, "b": 0.1}}
+    both = ir_measures.calc_aggregate([gim.eRAP(p={1: 1.0, 2: 1.0}), gim.eRAP(p={2: 1.0})], qrels, run)
+    assert both[gim.eRAP(p=[0, 1, 1])] == pytest.approx(1.0) and both[gim.eRAP(p=[0, 0, 1])] == pytest.approx(0.5)
+
+
 @pytest.mark.parametrize("make, message", [
-    (lambda: gim.GAP(g=[0.5, 0.5]), r"^measure GAP\(g=\[0.5, 0.5\]\): .*g"),
     (lambda: gim.GAP(g={"a": 1.0}), r"^measure GAP\(g=\{a:1.0\}\): the keys of g must be integer grades >= 1"),
-    (lambda: gim.GAP(g={1: 0.5, 2: 0.6}), "g must sum to 1"),
+    (lambda: gim.GAP(g={1: 0.5, 2: 0.6}), r"^measure GAP\(g=\{1:0.5,2:0.6\}\): g must sum to 1"),
+    (lambda: gim.GAP(g=[0.5, 0.4]), r"^measure GAP\(g=\{1:0.5,2:0.4\}\): g must sum to 1 .*got sum 0.9"),
+    (lambda: gim.GAP(g=[]), r"g must be a non-empty list \(grades 1..c\) or dict \{grade: value\}"),
+    (lambda: gim.GAP(g="0.5,0.5"), r"g must be a non-empty list \(grades 1..c\) or dict"),
+    (lambda: gim.GAP(g=[0.5, "x"]), r"the values of g must be numbers"),
     (lambda: gim.eRAP(p={0: 0.0, 1: 2.0}), r"p must hold probabilities in \[0, 1\]"),
-    (lambda: gim.eRAP, r"eRAP needs p"),
+    (lambda: gim.eRRBP(p=[0, 1], q="high"), r"q must be a number"),
+    (lambda: gim.GAP @ "10", r"cutoff must be an integer"),
+    (lambda: gim.GAP @ 0, r"^measure GAP@0: the cutoff must be a positive integer; got 0$"),
+    (lambda: ir_measures.parse_measure("GAP(g={1:0.5,2:0.4})"), "g must sum to 1"),
     (lambda: gim.GAP(rel=2), r"^measure GAP: unsupported parameters \['rel'\]; parameters of GAP: cutoff, g"),
 ])
-def test_bad_parameters_are_one_line_errors(trec, make, message):
-    _, _, qrels, run = trec
+def test_bad_parameters_are_one_line_errors_when_the_measure_is_made(make, message):
     with pytest.raises(GaprankInputError, match=message) as caught:
-        ir_measures.calc_aggregate([make()], qrels, run)
+        make()
+    assert "\n" not in str(caught.value)
+
+
+def test_a_missing_required_parameter_is_a_one_line_error_at_evaluation(trec):
+    _, _, qrels, run = trec
+    with pytest.raises(GaprankInputError, match=r"^measure eRAP: eRAP needs p .*e.g. eRAP\(p=\[0, 0.5, 1.0\]\)") as caught:
+        ir_measures.calc_aggregate([gim.eRAP], qrels, run)
+    assert "\n" not in str(caught.value)
+
+
+def _as_frame(table, value):
+    return pd.DataFrame([(q, d, v) for q, docs in table.items() for d, v in docs.items()],
+                        columns=["query_id", "doc_id", value])
+
+
+@pytest.mark.parametrize("run_ints, qrels_ints", [(True, False), (False, True), (True, True)])
+def test_integer_and_string_ids_are_compared_as_text(trec, run_ints, qrels_ints):
+    """Query ids as pandas int64 columns on one side or both are the same queries as their text on the other, as
+    trec_eval (which reads text) sees them: the values equal those of string ids on both sides."""
+    _, _, qrels, run = trec
+    run = {q: docs for q, docs in run.items() if q != "77"}
+    measures = [gim.GAP(g=[0.5, 0.5]), gim.eGAP @ 10]
+    expected = {(str(m.measure), m.query_id): m.value for m in ir_measures.iter_calc(measures, qrels, run)}
+    run_df, qrels_df = _as_frame(run, "score"), _as_frame(qrels, "relevance")
+    if run_ints:
+        run_df["query_id"] = run_df["query_id"].astype("int64")
+    if qrels_ints:
+        qrels_df["query_id"] = qrels_df["query_id"].astype("int64")
+    got = {(str(m.measure), m.query_id): m.value for m in ir_measures.iter_calc(measures, qrels_df, run_df)}
+    assert got == pytest.approx(expected, abs=1e-15)
+    assert len({v for (name, _), v in got.items() if name.startswith("GAP")}) > 3  # not every query 0
+    ideal = {q: {d: float(v) for d, v in docs.items()} for q, docs in qrels.items()}
+    ideal_df = _as_frame(ideal, "score").astype({"query_id": "int64"})
+    assert ir_measures.calc_aggregate([gim.GAP(g=[0.5, 0.5])], qrels, ideal_df)[gim.GAP(g=[0.5, 0.5])] == 1.0
+
+
+@pytest.mark.parametrize("run, message", [
+    ({1.0: {"a": 1.0}}, r"^run: query id 1.0 is a float; ids must be strings or integers"),
+    ({"1": {2.5: 1.0}}, r"^run: document id 2.5 is a float"),
+    ({"1": {"a": 1.0}, 1: {"b": 1.0}}, r"^run: query id '1' appears both as a string and as an integer"),
+])
+def test_ids_that_text_cannot_match_are_one_line_errors(run, message):
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        ir_measures.calc_aggregate([gim.GAP], {"1": {"a": 1}}, run)
     assert "\n" not in str(caught.value)
 
 

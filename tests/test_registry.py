@@ -194,7 +194,7 @@ def test_the_registry_is_the_one_list_of_measures():
         required = ",".join(f"{p.name}={p.example}" for p in info.params if p.required)
         name = info.name + (f"({required})" if required else "") + ("@10" if info.needs_cutoff else "")
         assert parse_measure(name).function is info.function and info.reference
-        assert info.function.__module__ == "gaprank.metrics" and "Parameters\n" in info.function.__doc__
+        assert info.function.__module__.startswith("gaprank.metrics") and "Parameters\n" in info.function.__doc__
     with pytest.raises(GaprankInputError, match="unknown measure 'AP2'"):
         parse_measure("AP2")  # the toy is registered only inside its tests
     with pytest.raises(GaprankInputError, match="metric: unknown measure 'dcg2'"):
@@ -228,7 +228,7 @@ def _kernel(ranked):
      "keyword 'k' is one every metric has"),
     (lambda: MeasureInfo("X", KernelForm(_kernel), (_WEIGHT, _WEIGHT)), "a parameter name appears twice"),
     (lambda: MeasureInfo("X", KernelForm(_kernel), ("w",)), "params must be ParamInfo"),
-    (lambda: MeasureInfo("my measure", KernelForm(_kernel)), "must be an identifier"),
+    (lambda: MeasureInfo("my measure", KernelForm(_kernel)), "must be an ASCII letter followed by"),
     (lambda: MeasureInfo("X", KernelForm(_kernel), needs_cutoff=True, takes_cutoff=False), "needs_cutoff"),
 ])
 def test_bad_registry_entries_are_refused_in_one_line(build, message):
@@ -294,3 +294,70 @@ def test_new_public_entry_points_refuse_garbage_in_one_line(call, message):
     with pytest.raises(GaprankInputError, match=message) as caught:
         call()
     assert "\n" not in str(caught.value)
+
+
+def test_every_built_in_metric_is_a_plain_def_with_its_entry_s_signature():
+    """The built-in metric functions are written out (a ``def`` to grep, real signatures for IDEs and type
+    checkers) and cannot drift from their registry entries: same parameters, kinds and defaults, each own
+    parameter documented, no ``**kwargs``."""
+    import inspect
+
+    from gaprank.metrics import _measures
+    from gaprank.metrics._registry import metric_signature
+
+    for info in M.measures():
+        function = info.function
+        assert inspect.getmodule(function) is _measures, info.name
+        assert f"def {function.__name__}(" in inspect.getsource(_measures)
+        written = [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+        declared = [(p.name, p.kind, p.default) for p in metric_signature(info).parameters.values()]
+        assert written == declared, info.name
+        assert all(p.kind is not p.VAR_KEYWORD for p in inspect.signature(function).parameters.values())
+        for param in info.params:
+            assert f"\n{param.keyword} : " in inspect.getdoc(function), (info.name, param.keyword)
+        assert getattr(gaprank, function.__name__) is function
+
+
+def test_the_package_ships_its_type_hints(tmp_path):
+    """py.typed is in the package, and mypy sees the real parameters of gaprank.gap in a user's script."""
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    assert (Path(gaprank.__file__).parent / "py.typed").is_file()
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed (the lint extra)")
+    script = tmp_path / "user.py"
+    script.write_text("import numpy as np\nimport gaprank\n"
+                      "good = gaprank.gap(np.zeros(3), np.ones(3), k=10, g=[0.5, 0.5])\n"
+                      "bad = gaprank.gap(np.zeros(3), np.ones(3), cutoff=10)\n")
+    result = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
+                             "--ignore-missing-imports", str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert 'Unexpected keyword argument "cutoff" for "gap"' in result.stdout, result.stdout
+    assert "user.py:3" not in result.stdout, result.stdout
+
+
+def test_every_public_loss_and_objective_factory_is_a_plain_def_with_documented_parameters():
+    """Losses and objective factories have real signatures (no ``**kwargs``) and document every parameter;
+    each objective factory takes exactly the fields of LambdaMARTSettings, with the same defaults."""
+    import dataclasses
+    import inspect
+
+    import gaprank.losses as L
+    import gaprank.xgboost as gx
+    from gaprank.boosting import LambdaMARTSettings
+    from gaprank.lightgbm import lambdarank_objective, sklearn_objective
+
+    functions = [getattr(L, name) for name in L.__all__ if inspect.isfunction(getattr(L, name))]
+    assert len(functions) >= 11
+    fields = [(f.name, f.default) for f in dataclasses.fields(LambdaMARTSettings)]
+    for factory in (lambdarank_objective, sklearn_objective, gx.objective):
+        assert [(p.name, p.default) for p in inspect.signature(factory).parameters.values()] == fields
+        functions.append(factory)
+    for function in functions:
+        parameters = inspect.signature(function).parameters.values()
+        assert all(p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in parameters), function.__name__
+        doc = inspect.getdoc(function)
+        for p in parameters:
+            assert f"\n{p.name} : " in doc, (function.__name__, p.name)

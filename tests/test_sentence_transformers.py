@@ -110,6 +110,35 @@ def test_bad_settings_and_labels_are_one_line(make, message):
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("metric, refused", [
+    ("nDCG(short_list=zero)@1", False), ("nDCG(short_list=zero)@2", False), ("nDCG(short_list=zero)@3", True),
+    ("nDCG(short_list=zero)@10", True), ("P(short_list=zero)@3", False),
+    ("nDCG@3", False),
+])
+def test_a_cutoff_measure_is_refused_exactly_when_padding_changes_its_weights(metric, refused):
+    """A measure whose deltas between real documents change when a list is padded (short_list="zero": a list
+    shorter than k scores 0) is refused, whatever k is; an accepted one weights every real pair of a padded list
+    of any length 1..k+3 as swap_deltas does on the list alone. nDCG@1 and @2 are accepted rightly (a list
+    shorter than k then has at most one document, no pair), and so is P@k (a swap inside a list shorter than k
+    stays inside the top k)."""
+    if refused:
+        with pytest.raises(GaprankInputError, match="depend on the number of documents in a list"):
+            DeltaScheme(metric)
+        return
+    scheme = DeltaScheme(metric)
+    k = int(metric.rsplit("@", 1)[1])
+    width = k + 6
+    for length in range(1, k + 4):
+        true_sorted = torch.zeros(1, width)
+        true_sorted[0, :length] = torch.tensor([(2, 0, 1)[i % 3] for i in range(length)], dtype=torch.float32)
+        mask = torch.arange(width)[None, :] < length
+        expected = gaprank.swap_deltas(-torch.arange(width, dtype=torch.float64)[None, :], true_sorted.long(),
+                                       metric=metric, mask=mask).abs()
+        real = mask[:, :, None] & mask[:, None, :]
+        weights = scheme(None, None, true_sorted)
+        torch.testing.assert_close(weights[real].double(), expected[real], rtol=0, atol=1e-6)
+
+
 def _toy_set(rng, queries=12):
     """Lists whose grade a word decides: 'paris' 2, 'rome' 1, others 0."""
     rows = []

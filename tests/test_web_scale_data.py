@@ -193,3 +193,30 @@ def test_garbage_arguments_to_the_new_readers_are_one_line_errors(mslr, tmp_path
         load_fold("MSLR-WEB30K", 1, data_dir=mslr, dtype=int)
     with pytest.raises(DataNotFoundError, match="data set MSLR-WEB10K not found"):
         load_split("MSLR-WEB10K", "train", fold=1, data_dir=mslr)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sparse_plain_files_read_whole_array_as_the_strict_reader_does(monkeypatch, tmp_path, dtype):
+    """Yahoo-style sparse rows (each lists its own increasing ids) read by NumPy block by block, without
+    scikit-learn, equal the strict reader's; a row breaking a rule goes to the strict reader, which words it."""
+    rng = np.random.default_rng(3)
+    lines = []
+    for query in range(60):
+        for _ in range(int(rng.integers(1, 9))):
+            ids = np.sort(rng.choice(np.arange(1, 41), size=int(rng.integers(1, 12)), replace=False))
+            values = rng.normal(size=ids.size) * 10.0 ** rng.integers(-3, 4)
+            cells = " ".join(f"{i}:{v:.6g}" for i, v in zip(ids, values, strict=True))
+            lines.append(f"{rng.integers(0, 5)} qid:{1000 + query} {cells}")
+    path = tmp_path / "set1.train.txt"
+    path.write_text("\n".join(lines) + "\n")
+    expected = _strict(path, num_features=40, sparse=True, dtype=dtype)
+    monkeypatch.setattr(_letor, "BLOCK_BYTES", 1 << 10)  # many blocks
+    with monkeypatch.context() as patch:
+        patch.setattr(_letor, "_read_line_by_line", lambda *a: pytest.fail("the plain sparse file went line by line"))
+        _same(read_letor(path, num_features=40, sparse=True, dtype=dtype), expected)
+    for bad, message in [("1 qid:5 3:1 2:1", "increasing"), ("1 qid:5 41:1", "above num_features"),
+                         ("1 qid:5 0:1", "must be >= 1")]:
+        broken = tmp_path / "broken.txt"
+        broken.write_text("\n".join(lines[:3] + [bad] + lines[3:6]) + "\n")
+        with pytest.raises(LetorFormatError, match=message):
+            read_letor(broken, num_features=40, sparse=True)

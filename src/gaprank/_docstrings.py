@@ -15,24 +15,24 @@ def _entry(name: str, kind: str, text: str) -> list[str]:
 
 
 def with_parameters(function: Callable[..., Any], own: dict[str, Entry], *, shared: dict[str, Entry],
-                    first: tuple[str, str, str] | None = None, returns: Entry) -> None:
+                    first: tuple[tuple[str, str, str], ...] = (), returns: Entry) -> None:
     """Give ``function``'s docstring numpydoc Parameters and Returns sections (unless it has them),
-    before its Examples: ``first`` (names, type, text) describes the leading arrays, then each other
+    before its Examples: each of ``first`` (name, type, text) describes a leading array, then each other
     parameter in signature order from ``own`` or ``shared`` (``own`` wins), then the Returns entry."""
     doc = inspect.getdoc(function) or ""
     if "\nParameters\n" in doc:
         return
     lines = ["Parameters", "----------"]
     skip: set[str] = set()
-    if first is not None:
-        lines += _entry(*first)
-        skip = {name.strip() for name in first[0].split(",")}
+    for name, kind, text in first:
+        lines += _entry(name, kind, text)
+        skip.add(name)
     for name in inspect.signature(function).parameters:
         if name in skip:
             continue
-        entry = own.get(name) or shared.get(name)
-        if entry is not None:
-            lines += _entry(name, *entry)
+        described = own.get(name) or shared.get(name)
+        if described is not None:
+            lines += _entry(name, *described)
     lines += ["", "Returns", "-------", *_entry("value", *returns)]
     head, marker, examples = doc.partition("\nExamples\n")
     body = head.rstrip() + "\n\n" + "\n".join(lines) + "\n"

@@ -25,6 +25,9 @@ TIE_RULES = ("stable", "pessimistic", "optimistic")
 # nDCG's gain 2^l - 1 must stay finite and exact. 30 is also where LightGBM's and XGBoost's ranking
 # objectives stop (their default label_gain tables hold grades 0..30).
 MAX_GRADE = 30
+# The largest cutoff or count any argument takes: larger than any list, and it fits every index type a
+# kernel uses (a bigger one was 0 for the metric but overflowed in the objectives).
+MAX_COUNT = 2**31 - 1
 GRADE_SCALE_HINT = (f"gaprank supports grades 0..{MAX_GRADE}: every measure keeps one table column per grade, "
                     "and nDCG's gain 2^l - 1 must stay finite; map a larger scale onto 0..30 first")
 
@@ -96,10 +99,12 @@ def check_positive_int(k: Any, name: str = ..., allow_none: bool = ...) -> int |
 
 
 def check_positive_int(k: Any, name: str = "k", allow_none: bool = True) -> int | None:
+    """A positive integer of at most :data:`MAX_COUNT` (a cutoff, a count; None when allowed)."""
     if k is None and allow_none:
         return None
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise GaprankInputError(f"{name} must be a positive integer{' or None' if allow_none else ''}; got {k!r}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_COUNT:
+        raise GaprankInputError(f"{name} must be a positive integer of at most {MAX_COUNT}"
+                                f"{' or None' if allow_none else ''}; got {k!r}")
     return int(k)
 
 

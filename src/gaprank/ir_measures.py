@@ -8,23 +8,29 @@ pipeline), so ``ir_measures.calc_aggregate``, ``ir_measures.iter_calc``, ``ir_me
     import ir_measures
     from gaprank.ir_measures import GAP, eGAP
 
-    ir_measures.calc_aggregate([GAP(g={1: 0.5, 2: 0.5}), eGAP@10, ir_measures.nDCG@10], qrels, run)
+    ir_measures.calc_aggregate([GAP(g=[0.5, 0.5]), eGAP@10, ir_measures.nDCG@10], qrels, run)
 
-Parameters are the registry's, as ir_measures spells them: ``cutoff`` (``@k``) where the measure takes one,
-and a per-grade list as a dict ``{grade: value}`` (ir_measures' parser reads dicts, not lists): GAP's ``g``
-keyed by grades 1..c, eRAP's ``p`` by grades 0..c, a missing grade meaning 0. The values are those of
-``gaprank eval``'s TREC mode on the same qrels and run (:func:`gaprank.metrics.evaluate_trec`): trec_eval's
-tie rule, the whole qrels as recall base. As ir_measures does for every measure, a query of the qrels that the
-run lacks scores 0. Without ``g``, GAP's user model is uniform over the grades of the qrels it is given: pass
-``g`` when the qrels are evaluated in parts.
+PyTerrier reads a string in ``eval_metrics`` as a trec_eval name, so pass these measures as objects (or
+``ir_measures.parse_measure("GAP(g={1:0.5,2:0.5})")``).
+
+Parameters are the registry's: ``cutoff`` (``@k``) where the measure takes one, and a per-grade list as
+gaprank spells it (GAP's ``g`` over grades 1..c, eRAP's ``p`` over grades 0..c) or as a dict ``{grade: value}``
+(ir_measures' string parser reads dicts, not lists), a missing grade meaning 0. They are checked when the
+measure is made. The values are those of ``gaprank eval``'s TREC mode on the same qrels and run
+(:func:`gaprank.metrics.evaluate_trec`): trec_eval's tie rule, the whole qrels as recall base, query and
+document ids compared as text (an integer id 7 and "7" are one id). As ir_measures does for every measure, a
+query of the qrels that the run lacks scores 0. Without ``g``, GAP's user model is uniform over the grades of
+the qrels it is given: pass ``g`` when the qrels are evaluated in parts.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from typing import Any
 
 import ir_measures
+import numpy as np
 import torch
 from ir_measures import providers
 from ir_measures.measures import base as measures_base
@@ -38,7 +44,14 @@ __all__ = ["GaprankMeasure", "GaprankProvider", "register_measures", "provider"]
 
 
 class GaprankMeasure(measures_base.Measure):
-    """An ir_measures measure computed by gaprank; :meth:`gaprank_measure` is the gaprank measure it stands for."""
+    """An ir_measures measure computed by gaprank; :meth:`gaprank_measure` is the gaprank measure it stands for.
+
+    Its parameters are checked when it is made (``GAP(g=...)``, ``GAP @ 10``, ``ir_measures.parse_measure``), so
+    a bad one is a one-line error there, not at evaluation. A per-grade list (GAP's ``g``, eRAP's ``p``) may be
+    given as gaprank spells it, a list (``g=[0.5, 0.5]``: grades 1..c; ``p=[0, 0.5, 1]``: grades 0..c), or as a
+    dict ``{grade: value}`` (what ir_measures' string parser reads); either is kept as the dict of every grade
+    from the first to the largest, so equal measures are equal to ir_measures (which compares them by repr).
+    """
 
     ENTRY: MeasureInfo
 
@@ -46,6 +59,9 @@ class GaprankMeasure(measures_base.Measure):
         """The gaprank measure string of these parameters, parsed (``GAP(g={1: 0.5, 2: 0.5})@10`` →
         ``GAP(g=[0.5,0.5])@10``)."""
         self.validate_params()
+        return parse_measure(self._gaprank_text())
+
+    def _gaprank_text(self) -> str:
         parts = []
         for info in self.ENTRY.params:
             value = self.params.get(info.name)
@@ -55,7 +71,7 @@ class GaprankMeasure(measures_base.Measure):
         text = self.ENTRY.name + (f"({','.join(parts)})" if parts else "")
         if self.params.get("cutoff") is not None:
             text += f"@{self.params['cutoff']}"
-        return parse_measure(text)
+        return text
 
     def __init__(self, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.SUPPORTED_PARAMS))
@@ -63,11 +79,35 @@ class GaprankMeasure(measures_base.Measure):
             raise GaprankInputError(f"measure {self.NAME}: unsupported parameters {unknown}; parameters of "
                                     f"{self.NAME}: {', '.join(self.SUPPORTED_PARAMS) or 'none'}")
         super().__init__(**params)
+        per_grade = {info.name: info for info in self.ENTRY.params if info.dtype is list}
+        for name, value in params.items():
+            if name in per_grade and value is not None:
+                self.params[name] = _grade_dict(self, per_grade[name], value)
+            elif not _has_type(self.SUPPORTED_PARAMS[name], value):
+                raise GaprankInputError(f"measure {self!r}: {name} must be {_TYPE_WORDS[self.SUPPORTED_PARAMS[name].dtype]} "
+                                        f"({self.SUPPORTED_PARAMS[name].desc}); got {value!r}")
+        cutoff = self.params.get("cutoff")
+        if cutoff is not None and cutoff < 1:
+            raise GaprankInputError(f"measure {self!r}: the cutoff must be a positive integer; got {cutoff}")
+        if not any(info.required and self.params.get(info.name) is None for info in self.ENTRY.params):
+            try:  # values checked now (g sums to 1, p in [0, 1], ...), not at evaluation
+                parse_measure(self._gaprank_text()).settings()
+            except GaprankInputError as exc:
+                raise GaprankInputError(f"measure {self!r}: {exc}") from None
+
+    def __repr__(self) -> str:
+        # ir_measures' format, with two changes so that equal measures share a repr (ir_measures compares and
+        # hashes measures by it, and PyTerrier names columns by it): parameters in a fixed order, and every entry
+        # of a dict (ir_measures' own repr leaves out an entry whose key equals its value, as in {1: 1.0})
+        params = ",".join(f"{name}={_param_text(self.params[name])}" for name, info in self.SUPPORTED_PARAMS.items()
+                          if name != self.AT_PARAM and self.params.get(name) is not None and self.params[name] != info.default)
+        text = f"{self.NAME}({params})" if params else str(self.NAME)
+        return text + (f"@{self.params[self.AT_PARAM]}" if self.AT_PARAM in self.params else "")
 
     def validate_params(self) -> None:
         for info in self.ENTRY.params:
             if info.required and self.params.get(info.name) is None:
-                example = "{1: 0.5, 2: 1.0}" if info.dtype is list else info.example
+                example = "[0, 0.5, 1.0]" if info.dtype is list else info.example
                 raise GaprankInputError(f"measure {self!r}: {self.NAME} needs {info.name} ({info.desc}), e.g. "
                                         f"{self.NAME}({info.name}={example})")
         try:
@@ -75,6 +115,20 @@ class GaprankMeasure(measures_base.Measure):
         except AssertionError as exc:
             raise GaprankInputError(f"measure {self!r}: {exc}; parameters of {self.NAME}: "
                                     f"{', '.join(self.SUPPORTED_PARAMS) or 'none'}") from None
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{v}" for k, v in sorted(value.items(), key=lambda item: str(item[0]))) + "}"
+    return repr(value)
+
+
+_TYPE_WORDS: dict[Any, str] = {int: "an integer", (int, float): "a number", str: "a string",
+                               dict: "a list or a dict {grade: value}"}
+
+
+def _has_type(info: measures_base.ParamInfo, value: Any) -> bool:
+    return value is None or (info.validate(value) and not isinstance(value, bool))
 
 
 def _first_grade(info: ParamInfo) -> int:
@@ -85,18 +139,33 @@ def _first_grade(info: ParamInfo) -> int:
     return info.grade_scale(probe) - probe.numel() + 1
 
 
+def _grade_dict(measure: GaprankMeasure, info: ParamInfo, value: Any) -> dict[int, float]:
+    """A per-grade parameter, given as gaprank's list (first entry: the entry's first grade) or as a dict
+    ``{grade: value}``, as the dict of every grade from the first to the largest given (a missing grade is 0)."""
+    first = _first_grade(info) if info.grade_scale is not None else 0
+    example = f"{info.name}=[0.5, 0.5] or {info.name}={{1: 0.5, 2: 0.5}}" if first == 1 else \
+        f"{info.name}=[0, 0.5, 1] or {info.name}={{1: 0.5, 2: 1.0}}"
+    if isinstance(value, (list, tuple, np.ndarray)):
+        value = dict(enumerate(np.asarray(value).reshape(-1).tolist() if isinstance(value, np.ndarray) else value,
+                               start=first))
+    if not isinstance(value, dict) or not value:
+        raise GaprankInputError(f"measure {measure!r}: {info.name} must be a non-empty list (grades {first}..c) or dict "
+                                f"{{grade: value}} ({info.desc}), e.g. {example}; got {value!r}")
+    if not all(isinstance(grade, numbers.Integral) and not isinstance(grade, bool) and int(grade) >= first for grade in value):
+        raise GaprankInputError(f"measure {measure!r}: the keys of {info.name} must be integer grades >= {first}; "
+                                f"got {sorted(value, key=str)}")
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value.values()):
+        raise GaprankInputError(f"measure {measure!r}: the values of {info.name} must be numbers ({info.desc}); "
+                                f"got {list(value.values())}")
+    value = {int(grade): float(v) for grade, v in value.items()}
+    return {grade: value.get(grade, 0.0) for grade in range(first, max(value) + 1)}
+
+
 def _gaprank_value(measure: GaprankMeasure, info: ParamInfo, value: Any) -> str:
     if info.dtype is not list:
         return str(value)
-    if not isinstance(value, dict) or not value:
-        raise GaprankInputError(f"measure {measure!r}: {info.name} must be a dict {{grade: value}} ({info.desc}), "
-                                f"e.g. {info.name}={{1: 0.5, 2: 0.5}}; got {value!r}")
-    first = _first_grade(info) if info.grade_scale is not None else 0
-    if not all(isinstance(grade, int) and not isinstance(grade, bool) and grade >= first for grade in value):
-        raise GaprankInputError(f"measure {measure!r}: the keys of {info.name} must be integer grades >= {first}; "
-                                f"got {sorted(value, key=str)}")
-    dense = [float(value.get(grade, 0.0)) for grade in range(first, max(value) + 1)]
-    return "[" + ",".join(repr(v) for v in dense) + "]"
+    dense = _grade_dict(measure, info, value)
+    return "[" + ",".join(repr(v) for v in dense.values()) + "]"
 
 
 def _ir_param(info: ParamInfo) -> measures_base.ParamInfo:
@@ -126,7 +195,7 @@ class GaprankEvaluator(providers.Evaluator):
         self.gaprank = {measure: measure.gaprank_measure() for measure in measures}
 
     def _iter_calc(self, run: Any) -> Iterator[Metric]:
-        run = RunConverter(run).as_dict_of_dict()
+        run = _text_ids(RunConverter(run).as_dict_of_dict(), "run")
         if not any(q in self.qrels for q in run):
             return  # every query of the qrels scores the measures' default, 0
         unique = list({m.name: m for m in self.gaprank.values()}.values())
@@ -148,7 +217,36 @@ class GaprankProvider(providers.Provider):
         return True
 
     def _evaluator(self, measures: Any, qrels: Any) -> GaprankEvaluator:
-        return GaprankEvaluator(list(measures), QrelsConverter(qrels).as_dict_of_dict())
+        return GaprankEvaluator(list(measures), _text_ids(QrelsConverter(qrels).as_dict_of_dict(), "qrels"))
+
+
+def _id_text(value: Any, what: str, kind: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    raise GaprankInputError(f"{what}: {kind} id {value!r} is a {type(value).__name__}; ids must be strings or integers "
+                            "(compared as text, as trec_eval compares them)")
+
+
+def _text_ids(table: dict[Any, dict[Any, Any]], what: str) -> dict[str, dict[str, Any]]:
+    """Query and document ids as text, as trec_eval reads them from its files: the integer 7 (a pandas int64
+    column) and the string "7" are one id. An id of another type, or two ids with one text, is refused."""
+    if all(type(q) is str and all(type(d) is str for d in docs) for q, docs in table.items()):
+        return table
+    texts: dict[str, dict[str, Any]] = {}
+    for query, docs in table.items():
+        qid = _id_text(query, what, "query")
+        if qid in texts:
+            raise GaprankInputError(f"{what}: query id {qid!r} appears both as a string and as an integer")
+        texts[qid] = {}
+        for doc, value in docs.items():
+            docno = _id_text(doc, what, "document")
+            if docno in texts[qid]:
+                raise GaprankInputError(f"{what}: query {qid}, document id {docno!r} appears both as a string and as "
+                                        "an integer")
+            texts[qid][docno] = value
+    return texts
 
 
 provider = GaprankProvider()

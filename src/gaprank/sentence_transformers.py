@@ -90,19 +90,26 @@ class DeltaScheme(BaseWeightingScheme):
         self._refuse_length_dependence()
 
     def _refuse_length_dependence(self) -> None:
-        """Padding reaches the scheme as trailing grade-0 documents: refuse a measure whose deltas change when
-        such documents are appended (checked on a probe list, against the same list with the padding masked)."""
-        width = max(self.measure.k or 0, 6) + 3  # lists of 3 and 6 documents, padded beyond the cutoff
-        grades = torch.zeros(2, width, dtype=torch.int64)
-        grades[0, :3], grades[1, :6] = torch.tensor([1, 0, 1]), torch.tensor([1, 0, 1, 0, 0, 1])
-        mask = torch.arange(width)[None, :] < torch.tensor([[3], [6]])
-        scores = -torch.arange(width, dtype=torch.float64).expand(2, width)
-        padded = swap_deltas(scores, grades, metric=self.measure.name, g=self.g) * (mask[:, :, None] & mask[:, None, :])
-        masked = swap_deltas(scores, grades, metric=self.measure.name, g=self.g, mask=mask)
-        if not torch.allclose(padded, masked, rtol=0, atol=1e-12):
-            raise GaprankInputError(f"metric {self.measure.name!r}: its swap deltas depend on the number of documents "
-                                    "in a list, which LambdaLoss does not pass to its weighting scheme (padding "
-                                    "reads as grade 0); choose a measure without that dependence")
+        """Padding reaches the scheme as trailing grade-0 documents: refuse a measure whose deltas between real
+        documents change when such documents are appended. Probed on lists on both sides of the cutoff (k - 1,
+        k and k + 1 documents, besides 2, 3 and 6), each padded beyond the cutoff, against the same list with
+        the padding masked."""
+        k = self.measure.k or 0
+        for length in sorted({2, 3, 6, k - 1, k, k + 1}):
+            if length < 2:
+                continue  # a one-document list has no pair to weight
+            width = max(length, k) + 2
+            grades = torch.zeros(1, width, dtype=torch.int64)
+            grades[0, :length] = torch.tensor([0 if i % 3 == 1 else 1 for i in range(length)])
+            mask = torch.arange(width)[None, :] < length
+            scores = -torch.arange(width, dtype=torch.float64)[None, :]
+            padded = swap_deltas(scores, grades, metric=self.measure.name, g=self.g) * (mask[:, :, None] & mask[:, None, :])
+            masked = swap_deltas(scores, grades, metric=self.measure.name, g=self.g, mask=mask)
+            if not torch.allclose(padded, masked, rtol=0, atol=1e-12):
+                raise GaprankInputError(f"metric {self.measure.name!r}: its swap deltas depend on the number of documents "
+                                        f"in a list ({length} documents padded to {width} change them), which LambdaLoss "
+                                        "does not pass to its weighting scheme (padding reads as grade 0); choose a "
+                                        "measure without that dependence")
 
     def forward(self, gain: Any, discount: Any, true_sorted: torch.Tensor) -> torch.Tensor:
         """``[B, N, N]``: |ΔM| of swapping the documents at predicted ranks i and j."""

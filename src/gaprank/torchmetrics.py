@@ -13,7 +13,11 @@ metric: no Python loop over queries::
     metric.compute()
 
 Tied scores keep their order of arrival (gaprank's ``ties="stable"``). A query whose measure is undefined
-(no document of a grade the measure counts) follows ``empty_target_action``, as in torchmetrics.
+(no document of a grade the measure counts) follows ``empty_target_action``, as in torchmetrics. With
+``top_k`` the measure divides by every relevant document of the query, as trec_eval's cut measures do;
+``normalize_by="retrieved"`` divides by the relevant documents retrieved instead, as torchmetrics'
+``RetrievalMAP`` does, so that ``RetrievalGAP(g=[1], normalize_by="retrieved")`` gives ``RetrievalMAP``'s
+values on binary targets.
 """
 
 from __future__ import annotations
@@ -26,13 +30,14 @@ from torchmetrics.retrieval.base import RetrievalMetric, _retrieval_aggregate
 from torchmetrics.utilities.data import dim_zero_cat
 
 from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades, check_positive_int
-from ._padding import LengthBucket, length_buckets, per_query_by_bucket
+from ._padding import LengthBucket, group_positions, length_buckets, per_query_by_bucket
 from ._typing import ArrayLike
 from .metrics import parse_measure, resolve_g
 
 __all__ = ["RetrievalGAP", "RetrievalXGAP", "RetrievalEGAP"]
 
 EMPTY_TARGET_ACTIONS = ("error", "skip", "neg", "pos")
+NORMALIZE_BY = ("all", "retrieved")
 INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
@@ -45,10 +50,14 @@ class _GradedRetrievalMetric(RetrievalMetric):
     full_state_update = False
 
     def __init__(self, g: ArrayLike | None = None, top_k: int | None = None, empty_target_action: str = "neg",
-                 ignore_index: int | None = None, aggregation: Any = "mean", **kwargs: Any) -> None:
+                 ignore_index: int | None = None, aggregation: Any = "mean", normalize_by: str = "all",
+                 **kwargs: Any) -> None:
         if empty_target_action not in EMPTY_TARGET_ACTIONS:
             raise GaprankInputError(f"empty_target_action must be one of {', '.join(EMPTY_TARGET_ACTIONS)}; "
                                     f"got {empty_target_action!r}")
+        if normalize_by not in NORMALIZE_BY:
+            raise GaprankInputError(f"normalize_by must be one of {', '.join(NORMALIZE_BY)}; got {normalize_by!r}")
+        self.normalize_by = normalize_by
         super().__init__(empty_target_action=empty_target_action, ignore_index=ignore_index, aggregation=aggregation,
                          **kwargs)
         self.allow_non_binary_target = True  # graded targets
@@ -56,15 +65,18 @@ class _GradedRetrievalMetric(RetrievalMetric):
         checked = resolve_g(g, torch.device("cpu"))
         self.g = None if checked is None else checked.tolist()
         self._measure = parse_measure(self.measure_name if self.top_k is None else f"{self.measure_name}@{self.top_k}")
+        self._uncut = parse_measure(self.measure_name)  # normalize_by="retrieved": the retrieved documents alone
 
     def update(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor) -> None:
-        """Add a batch of documents: scores, graded targets (integers 0..30, in an integer or a float tensor)
-        and the integer id of each document's query."""
+        """Add a batch of documents: scores, graded targets (integers 0..30, in an integer or a float tensor;
+        a bool tensor is read as grades 0 and 1) and the integer id of each document's query."""
         for name, value in (("preds", preds), ("target", target), ("indexes", indexes)):
             if not isinstance(value, torch.Tensor):
                 raise GaprankInputError(f"{name} must be a tensor; got {type(value).__name__}")
         if indexes.dtype not in INTEGER_DTYPES:
             raise GaprankInputError(f"indexes must be an integer tensor (the query of each document); got {indexes.dtype}")
+        if target.dtype == torch.bool:
+            target = target.long()  # binary relevance, as torchmetrics takes it
         if not (target.is_floating_point() or target.dtype in INTEGER_DTYPES):
             raise GaprankInputError(f"target must hold integer grades, in an integer or a float tensor; got {target.dtype}")
         if not preds.is_floating_point():
@@ -86,15 +98,7 @@ class _GradedRetrievalMetric(RetrievalMetric):
         sizes = torch.unique_consecutive(indexes[order], return_counts=True)[1].cpu().numpy()
         scores = preds[order].detach().double().cpu().numpy()
         grades = dim_zero_cat(self.target)[order].cpu().numpy()
-        real = np.ones(scores.size, dtype=bool)
-        # settings that default from the data (a uniform g) from every document, not one bucket's
-        keywords = self._measure.whole_set_keywords(int(grades.max(initial=0)), self.g)
-
-        def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
-            return {"value": np.asarray(self._measure(bucket.take(scores), bucket.take(grades), mask=bucket.take(real, False),
-                                                      reduction="none", empty_value=float("nan"), **keywords))}
-
-        values = torch.as_tensor(per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)["value"])
+        values = torch.as_tensor(self._per_query(scores, grades, sizes))
         undefined = torch.isnan(values)
         if bool(undefined.any()):
             if self.empty_target_action == "error":
@@ -108,10 +112,49 @@ class _GradedRetrievalMetric(RetrievalMetric):
             return torch.tensor(0.0, dtype=preds.dtype, device=preds.device)
         return _retrieval_aggregate(values, self.aggregation).to(dtype=preds.dtype, device=preds.device)
 
+    def _per_query(self, scores: np.ndarray, grades: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """The measure of each query (documents grouped by query, ``sizes`` of them each), NaN where it is
+        undefined on the query's documents (no document of a grade the measure counts)."""
+        # settings that default from the data (a uniform g) from every document, not one bucket's
+        top = int(grades.max(initial=0))
+        keywords = self._measure.whole_set_keywords(top, self.g)
+        _, scale, scale_source = self._measure.settings(self.g)
+        if scale is not None and top > scale:  # checked here: documents not retrieved are masked below
+            raise GaprankInputError(f"label {top} is above the grade scale 0..{scale} set by {scale_source}")
+        everything = np.ones(scores.size, dtype=bool)
+        retrieved = self._retrieved(scores, sizes) if self.normalize_by == "retrieved" else everything
+
+        def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
+            def value(measure: Any, mask: np.ndarray) -> np.ndarray:
+                return np.asarray(measure(bucket.take(scores), bucket.take(grades), mask=bucket.take(mask, False),
+                                          reduction="none", empty_value=float("nan"), **keywords))
+
+            if self.normalize_by == "all":
+                return {"value": value(self._measure, everything)}
+            return {"value": value(self._uncut, retrieved), "defined": ~np.isnan(value(self._uncut, everything))}
+
+        per_query = per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
+        if self.normalize_by == "all":
+            return per_query["value"]
+        # a query with relevant documents, none of them retrieved, scores 0 (torchmetrics' rule)
+        return np.where(per_query["defined"] > 0, np.nan_to_num(per_query["value"], nan=0.0), np.nan)
+
+    def _retrieved(self, scores: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """Which documents torchmetrics' RetrievalMAP counts as retrieved: scored above 0 and ranked within
+        ``top_k`` of their query (ties in order of arrival). They are a prefix of each query's ranking."""
+        query, _ = group_positions(sizes)
+        by_score = np.lexsort((-scores, query))  # stable: tied scores keep their order of arrival
+        starts = np.cumsum(sizes) - sizes
+        rank = np.empty(scores.size, dtype=np.int64)
+        rank[by_score] = np.arange(scores.size) - starts[query[by_score]]
+        retrieved = scores > 0
+        return retrieved if self.top_k is None else retrieved & (rank < self.top_k)
+
     def _metric(self, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """One query's value (torchmetrics' per-query hook; :meth:`compute` never calls it)."""
-        keywords = self._measure.whole_set_keywords(int(target.max()), self.g)
-        return self._measure(preds, target, **keywords)
+        value = self._per_query(preds.detach().double().cpu().numpy(), target.cpu().numpy(),
+                                np.array([preds.numel()]))
+        return torch.as_tensor(value[0], dtype=preds.dtype, device=preds.device)
 
 
 def _document(cls: type[_GradedRetrievalMetric], summary: str, value: str) -> None:
@@ -123,7 +166,8 @@ def _document(cls: type[_GradedRetrievalMetric], summary: str, value: str) -> No
         User threshold probabilities g_1..g_c (default uniform over grades 1..c, c the largest target seen
         when computing: pass ``g`` to compare values across runs).
     top_k : int, optional
-        Only ranks 1..k count (the normaliser is kept, as in trec_eval's cut measures).
+        Only ranks 1..k count (divided by every relevant document of the query, as trec_eval's cut measures
+        are, unless ``normalize_by="retrieved"``).
     empty_target_action : {{"neg", "pos", "skip", "error"}}
         A query whose measure is undefined (no relevant document) counts 0 ("neg"), 1 ("pos"), is left out
         ("skip", 0 when every query is) or raises ("error").
@@ -131,6 +175,12 @@ def _document(cls: type[_GradedRetrievalMetric], summary: str, value: str) -> No
         Documents whose target equals it are dropped.
     aggregation : {{"mean", "median", "min", "max"}} or callable
         How the per-query values are aggregated.
+    normalize_by : {{"all", "retrieved"}}
+        Which relevant documents the measure divides by. ``"all"`` (default): every relevant document of the
+        query, retrieved or not (trec_eval's ``map_cut``). ``"retrieved"``: only those retrieved, that is
+        ranked within ``top_k`` and scored above 0, as torchmetrics' ``RetrievalMAP`` counts them; the value is
+        then the measure of the retrieved documents alone, and a query with relevant documents but none
+        retrieved scores 0. With ``g=[1]`` and binary targets this gives ``RetrievalMAP``'s values.
     **kwargs
         torchmetrics' ``Metric`` keywords (``dist_sync_on_step``, ``process_group``, ...).
 

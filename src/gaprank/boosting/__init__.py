@@ -9,6 +9,6 @@ of each measure over the queries.
 
 from ._eval import RankingEval
 from ._objective import LambdaMARTObjective
-from ._settings import SETTING_DOCS, LambdaMARTSettings, takes_settings
+from ._settings import LambdaMARTSettings
 
-__all__ = ["LambdaMARTSettings", "LambdaMARTObjective", "RankingEval", "SETTING_DOCS", "takes_settings"]
+__all__ = ["LambdaMARTSettings", "LambdaMARTObjective", "RankingEval"]

@@ -2,54 +2,52 @@
 
 :class:`LambdaMARTSettings` is the one frozen object behind every factory
 (:func:`gaprank.lightgbm.lambdarank_objective`, :func:`gaprank.lightgbm.sklearn_objective`,
-:func:`gaprank.xgboost.objective`) and the ``objective`` section of the training configs; the factories'
-signatures and Parameters sections are made from its fields (:func:`takes_settings`).
+:func:`gaprank.xgboost.objective`) and the ``objective`` section of the training configs; the factories take
+its fields as keywords (a test compares their signatures with the fields).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 
-from .._docstrings import with_parameters
 from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
 from ..metrics import GainDiscountForm, Measure, objective_measure
 
 PRECISIONS = ("float32", "float64")
 
-# (type, description) of each setting, for the factories' docstrings
-SETTING_DOCS: dict[str, tuple[str, str]] = {
-    "metric": ("str, default 'gap'",
-               "The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg', 'nDCG@10', "
-               "'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any registered measure "
-               "with swap deltas). Without a cutoff of its own, a measure normalised by the ideal ranking (nDCG) takes "
-               "the ideal at ``truncation_level``, as LightGBM does."),
-    "g": ("sequence of float, optional",
-          "GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's grades."),
-    "sigma": ("float, default 1.0", "The logistic's steepness (LightGBM's ``sigmoid``)."),
-    "truncation_level": ("int, optional",
-                         "Only pairs whose higher-ranked document is in the current top k; default every pair."),
-    "norm": ("bool, default False",
-             "LightGBM's ``lambdarank_norm``: divide |dM| by 0.01 + |s_i - s_j| and scale each query's lambdas by "
-             "log2(1 + S)/S, S their sum."),
-    "label_gain": ("sequence of float, optional",
-                   "A gain per label replacing nDCG's 2^l - 1 (LightGBM's ``label_gain``); for nDCG only."),
-    "precision": ('{"float32", "float64"}, default "float32"',
-                  "The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences are "
-                  "formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP family) and "
-                  "discounted-gain measures on the CPU, always computes in float64."),
-}
-
 
 @dataclass(frozen=True)
 class LambdaMARTSettings:
     """What a LambdaMART objective is: the measure whose swap deltas weigh the pairs and how the pairs are
-    weighed. Checked when built; see :data:`SETTING_DOCS` for each field.
+    weighed. Checked when built.
+
+    Parameters
+    ----------
+    metric : str, default 'gap'
+        The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg',
+        'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
+        registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
+        the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
+    g : sequence of float, optional
+        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's
+        grades.
+    sigma : float, default 1.0
+        The logistic's steepness (LightGBM's ``sigmoid``).
+    truncation_level : int, optional
+        Only pairs whose higher-ranked document is in the current top k; default every pair.
+    norm : bool, default False
+        LightGBM's ``lambdarank_norm``: divide |dM| by 0.01 + |s_i - s_j| and scale each query's
+        lambdas by log2(1 + S)/S, S their sum.
+    label_gain : sequence of float, optional
+        A gain per label replacing nDCG's 2^l - 1 (LightGBM's ``label_gain``); for nDCG only.
+    precision : {"float32", "float64"}, default "float32"
+        The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences
+        are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
+        family) and discounted-gain measures on the CPU, always computes in float64.
 
     Examples
     --------
@@ -93,24 +91,3 @@ class LambdaMARTSettings:
     def replace(self, **changes: Any) -> LambdaMARTSettings:
         """A copy with some settings changed (checked again)."""
         return dataclasses.replace(self, **changes)
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def takes_settings(returns: tuple[str, str]) -> Callable[[F], F]:
-    """Give a factory ``f(metric="gap", **settings)`` the signature ``f(metric="gap", *, g=None, sigma=1.0,
-    ...)`` of :class:`LambdaMARTSettings`' fields, and Parameters and Returns (``returns``: type and
-    description) sections before its Examples."""
-
-    def decorate(factory: F) -> F:
-        fields = dataclasses.fields(LambdaMARTSettings)
-        kinds = [inspect.Parameter.POSITIONAL_OR_KEYWORD] + [inspect.Parameter.KEYWORD_ONLY] * (len(fields) - 1)
-        parameters = [inspect.Parameter(field.name, kind, default=field.default)
-                      for field, kind in zip(fields, kinds, strict=True)]
-        factory.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            parameters, return_annotation=inspect.signature(factory).return_annotation)
-        with_parameters(factory, SETTING_DOCS, shared={}, returns=returns)
-        return factory
-
-    return decorate

@@ -6,9 +6,12 @@ Exit codes: 0 success, 2 bad command line or bad input file (the message says wh
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +147,33 @@ def _cmd_baseline(args: argparse.Namespace) -> None:
         print(f"evaluate with: gaprank eval --letor {files[0]} --scores {out} --conventions {conventions}")
 
 
+@contextlib.contextmanager
+def _data_warnings() -> Iterator[None]:
+    """gaprank's own warnings (an unreadable place passed over, files an import skipped) as one line each."""
+    with warnings.catch_warnings():
+        show = warnings.showwarning
+
+        def one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                     line: str | None = None) -> None:
+            if category.__module__.startswith("gaprank."):
+                print(f"gaprank data: warning: {str(message).removeprefix('gaprank: ')}", file=sys.stderr)
+            else:
+                show(message, category, filename, lineno, file, line)
+        warnings.showwarning = one_line
+        yield
+
+
 def _cmd_data_list(args: argparse.Namespace) -> None:
+    with _data_warnings():
+        _data_list(args)
+
+
+def _data_list(args: argparse.Namespace) -> None:
     """Every named set: where it is read from (the first place holding it), its download page and citation."""
+    from ..data._import import remove_stale_imports
+
+    for path in remove_stale_imports():
+        print(f"gaprank data: removed {path}, left by an import that was stopped", file=sys.stderr)
     places = data_locations(args.data_dir)
     rows: list[dict[str, Any]] = []
     for info in DATASETS.values():
@@ -172,7 +200,16 @@ def _cmd_data_list(args: argparse.Namespace) -> None:
 
 def _cmd_data_import(args: argparse.Namespace) -> None:
     info = dataset_info(args.name)
-    target = import_dataset(args.name, args.path, replace=args.replace, progress=sys.stderr.isatty())
+    try:
+        with _data_warnings():
+            target = import_dataset(args.name, args.path, replace=args.replace, progress=sys.stderr.isatty(),
+                                    max_size=args.max_size)
+    except KeyboardInterrupt as exc:  # SIGINT, SIGTERM or SIGHUP: the import cleaned up; one line, no traceback
+        number = getattr(exc, "signum", signal.SIGINT)
+        imported = getattr(exc, "imported", None)
+        outcome = f"{imported} was made current before it stopped" if imported else "nothing was imported"
+        print(f"gaprank data: interrupted by {signal.Signals(number).name}; {outcome}", file=sys.stderr)
+        raise SystemExit(128 + number) from None
     print(f"imported {info.name if info else args.name} into {target}")
 
 
@@ -229,7 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
                                           "into place.")
     imp.add_argument("name", help=f"the set's name: {', '.join(i.name for i in DATASETS.values())}")
     imp.add_argument("path", help="the download: a folder, a .zip or a tar archive")
-    imp.add_argument("--replace", action="store_true", help="replace a copy imported before")
+    imp.add_argument("--replace", action="store_true", help="replace a copy imported before (readers see the old "
+                     "copy or the new one, never a mix)")
+    imp.add_argument("--max-size", default="100G",
+                     help="the largest uncompressed size an archive may declare, e.g. 500M, 200G (default 100G)")
     imp.set_defaults(handler=_cmd_data_import)
     return parser
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,8 @@ NUM_FEATURES = {key: info.num_features for key, info in DATASETS.items()}
 MAX_LABEL = {key: info.max_label for key, info in DATASETS.items()}
 CONVENTIONS = {key: info.conventions for key, info in DATASETS.items()}
 SPLITS = ("train", "vali", "test")
+READ_ATTEMPTS = 5  # reads of a set that a new import replaced while they ran, before giving up
+T = TypeVar("T")
 _SPLIT_FILE_NAMES = {
     "train": ("train", "trainingset"),
     "vali": ("vali", "validationset"),
@@ -114,6 +116,12 @@ def _read_folds_json(path: Path) -> dict[str, Any]:
 
 def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None) -> tuple[Path, Path, dict | None]:
     """The data set's folder, the folder of its files (the variant's, if any) and its folds.json entry."""
+    return _fold_spec_in(*_fold_folder(dataset, fold, variant, data_dir))
+
+
+def _fold_folder(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None
+                 ) -> tuple[Path, str, int, str | None]:
+    """The arguments checked, and the folder the set is read from: ``_fold_spec_in``'s arguments."""
     info = dataset_info(dataset)
     if isinstance(fold, bool) or not isinstance(fold, int) or not 1 <= fold <= 5:
         raise GaprankInputError(f"fold must be an integer 1..5; got {fold!r}")
@@ -121,7 +129,34 @@ def _fold_spec(dataset: str, fold: int, variant: str | None, data_dir: str | Pat
         raise GaprankInputError(f"{info.name} has one train/vali/test split, read as fold 1; got fold {fold}")
     if variant is None and info is not None:
         variant = info.variant
-    return _fold_spec_in(locate_dataset(dataset, variant=variant, data_dir=data_dir), dataset, fold, variant)
+    return locate_dataset(dataset, variant=variant, data_dir=data_dir), dataset, fold, variant
+
+
+def _from_one_copy(dataset: str, fold: int, variant: str | None, data_dir: str | Path | None,
+                   read: Callable[[tuple[Path, Path, dict | None]], T]) -> T:
+    """``read`` of the fold's :func:`_fold_spec`, every file from one copy of the set.
+
+    The set's folder is resolved once (an imported set's pointer is read once); an import never changes a
+    folder's files, it writes a new folder, switches the pointer to it, then removes the old one. So a read
+    that fails because a replace removed its folder is read again from the new copy, and one that succeeds
+    read one copy whole.
+    """
+    for attempt in range(READ_ATTEMPTS):
+        where = _fold_folder(dataset, fold, variant, data_dir)
+        try:
+            return read(_fold_spec_in(*where))
+        except (GaprankInputError, OSError):
+            if attempt + 1 == READ_ATTEMPTS or not _replaced(where[0], dataset, fold, variant, data_dir):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _replaced(folder: Path, dataset: str, fold: int, variant: str | None, data_dir: str | Path | None) -> bool:
+    """Whether the set is now read from another folder than ``folder`` (a new import replaced it)."""
+    try:
+        return _fold_folder(dataset, fold, variant, data_dir)[0] != folder
+    except GaprankInputError:
+        return False
 
 
 def _fold_spec_in(ds_dir: Path, dataset: str, fold: int, variant: str | None) -> tuple[Path, Path, dict | None]:
@@ -153,7 +188,7 @@ def fold_files(dataset: str, fold: int, *, variant: str | None = None,
     dict of str to list of Path
         ``{"train": [...], "vali": [...], "test": [...]}``.
     """
-    return _split_files(dataset, fold, *_fold_spec(dataset, fold, variant, data_dir))
+    return _from_one_copy(dataset, fold, variant, data_dir, lambda located: _split_files(dataset, fold, *located))
 
 
 def _split_files(dataset: str, fold: int, ds_dir: Path, base: Path, spec: dict | None,
@@ -219,25 +254,28 @@ def fold_fingerprint(dataset: str, fold: int, *, variant: str | None = None,
     >>> fold_fingerprint("OHSUMED", 1)["test"][0]["file"]
     'test.txt.gz'
     """
-    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
-    files = _split_files(dataset, fold, ds_dir, base, spec)
-    fingerprint: dict[str, Any] = {split: [_file_digest(p) for p in paths] for split, paths in files.items()}
-    if spec is not None:
-        fingerprint["folds.json"] = _file_digest(ds_dir / "folds.json")
-    return fingerprint
+    def digests(located: tuple[Path, Path, dict | None]) -> dict[str, Any]:
+        ds_dir, base, spec = located
+        files = _split_files(dataset, fold, ds_dir, base, spec)
+        fingerprint: dict[str, Any] = {split: [_file_digest(p) for p in paths] for split, paths in files.items()}
+        if spec is not None:
+            fingerprint["folds.json"] = _file_digest(ds_dir / "folds.json")
+        return fingerprint
+    return _from_one_copy(dataset, fold, variant, data_dir, digests)
 
 
 def _check_splits(name: str, parts: dict[str, RankingSplit], spec: dict | None, source: Path) -> None:
     """Train, vali and test share no query, and match the query lists folds.json gives for them."""
     ids = {split: part.query_ids for split, part in parts.items()}
-    for i, a in enumerate(SPLITS):
-        for b in SPLITS[i + 1:]:
+    present = [split for split in SPLITS if split in ids]  # a set without a vali split (Istella) has two
+    for i, a in enumerate(present):
+        for b in present[i + 1:]:
             shared = sorted(set(ids[a]) & set(ids[b]), key=lambda q: (len(q), q))
             if shared:
                 more = f" and {len(shared) - 5} more" if len(shared) > 5 else ""
                 raise FoldsFileError(f"{name}: {a} and {b} share {len(shared)} queries ({', '.join(shared[:5])}{more}); "
                                      f"the splits of a fold must be disjoint (check {source})")
-    for split in SPLITS:
+    for split in present:
         listed = None if spec is None else spec.get(f"{split}_qids")
         if listed is not None and sorted(listed) != sorted(ids[split]):
             missing = sorted(set(listed) - set(ids[split]))[:3]
@@ -298,16 +336,16 @@ def load_fold(
     >>> fold.test.num_queries, fold.train.num_queries
     (22, 63)
     """
-    _, parts = _read_fold(dataset, fold, _fold_spec(dataset, fold, variant, data_dir), null, dtype)
+    _, parts = _from_one_copy(dataset, fold, variant, data_dir, lambda located: _read_fold(dataset, fold, located, null, dtype))
     return Fold(f"{dataset} Fold{fold}", parts["train"], parts["vali"], parts["test"])
 
 
 def _read_fold(dataset: str, fold: int, located: tuple[Path, Path, dict | None], null: str, dtype: Any,
-               cache: bool = True) -> tuple[dict[str, list[Path]], dict[str, RankingSplit]]:
-    """A fold's files and its train, vali and test splits, read and checked (no query in two splits,
-    folds.json's query lists), from its :func:`_fold_spec`."""
+               cache: bool = True, splits: tuple[str, ...] = SPLITS) -> tuple[dict[str, list[Path]], dict[str, RankingSplit]]:
+    """A fold's files and its ``splits``, read and checked (no query in two splits, folds.json's query
+    lists), from its :func:`_fold_spec`."""
     ds_dir, base, spec = located
-    files = _split_files(dataset, fold, ds_dir, base, spec)
+    files = _split_files(dataset, fold, ds_dir, base, spec, splits)
     read = _split_reader(dataset, ds_dir, null, dtype, cache)
     parts = {split: _read_split(paths, read) for split, paths in files.items()}
     source = ds_dir / "folds.json" if spec is not None else ds_dir / f"Fold{fold}"
@@ -378,9 +416,11 @@ def load_split(
         fold = 1
     elif fold is None:
         raise GaprankInputError(f"{dataset} comes in five folds: pass fold=1..5")
-    ds_dir, base, spec = _fold_spec(dataset, fold, variant, data_dir)
-    paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
-    return _read_split(paths, _split_reader(dataset, ds_dir, null, dtype))
+    def read(located: tuple[Path, Path, dict | None]) -> RankingSplit:
+        ds_dir, base, spec = located
+        paths = _split_files(dataset, fold, ds_dir, base, spec, (split,))[split]
+        return _read_split(paths, _split_reader(dataset, ds_dir, null, dtype))
+    return _from_one_copy(dataset, fold, variant, data_dir, read)
 
 
 def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
@@ -403,8 +443,8 @@ def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
     Returns
     -------
     dict
-        ``{"folds", "queries", "documents"}`` of the set (queries and documents over the test sets, which
-        together cover a five-fold set).
+        ``{"folds", "queries", "documents"}`` of the set (for a five-fold set over the test sets, which
+        together cover it; for a one-split set over train, vali and test).
 
     Raises
     ------
@@ -419,14 +459,20 @@ def check_dataset_folder(dataset: str, folder: Path, *, dtype: Any = np.float32,
     tested: dict[str, str] = {}
     documents = 0
     for fold in folds:
+        # a one-split set is checked in the splits it comes with (Istella has no vali split)
+        splits = tuple(s for s in SPLITS if s in info.split_files) if info.layout == "splits" else SPLITS
         files, parts = _read_fold(info.name, fold, _fold_spec_in(folder, info.name, fold, info.variant), "min", dtype,
-                                  cache=False)
+                                  cache=False, splits=splits)
         for qid in parts["test"].query_ids:
             if qid in tested:
                 raise FoldsFileError(f"{files['test'][0]}: query {qid} is in the test sets of both {tested[qid]} and "
                                      f"Fold{fold}; the folds' test sets must be disjoint")
             tested[qid] = f"Fold{fold}"
         documents += len(parts["test"].labels)
+        if info.layout == "splits":  # one split: the whole set is train, vali and test (disjoint, checked above)
+            for split in splits[:-1]:
+                tested.update((f"{split}:{qid}", "") for qid in parts[split].query_ids)
+                documents += len(parts[split].labels)
         if progress is not None:
             progress(f"Fold{fold}")
     return {"folds": len(folds), "queries": len(tested), "documents": documents}

@@ -1,9 +1,9 @@
 """Reading LETOR / SVMlight ranking files.
 
-Line format: ``<label> qid:<q> <fid>:<value> ... [# docid = <id> ...]``. Parsing of the numbers is
-done by :func:`sklearn.datasets.load_svmlight_file` (``query_id=True``); this module adds what it
-lacks for ranking data: checks with file and line in every message (label, qid, feature ids and count,
-contiguous queries), the ``#docid`` comments, and a policy for LETOR's literal ``NULL`` values.
+Line format: ``<label> qid:<q> <fid>:<value> ... [# docid = <id> ...]``. Files of plain numbers are read
+whole-array (NumPy, in blocks); anything else by a strict line-by-line reader whose errors name file and line
+(label, qid, feature ids and count, contiguous queries), which also keeps the ``#docid`` comments and applies a
+policy for LETOR's literal ``NULL`` values.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import gzip
 import io
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,19 +246,10 @@ def _parse_block(block: bytes, width: int | None, dtype: np.dtype, sparse: bool
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(features, labels, query ids) of a block of plain lines, or None when a line breaks a rule.
     Dense rows go through NumPy's text reader as ``label qid id value id value ...`` columns (every row
-    must then carry the ids 1..F in order); sparse rows through scikit-learn's SVMlight reader."""
+    must then carry the ids 1..F in order); sparse rows through :func:`_parse_sparse_block`."""
     lines = _line_count(block)
     if sparse:
-        from sklearn.datasets import load_svmlight_file  # scikit-learn on first use: importing gaprank stays light
-
-        try:
-            x, y, q = load_svmlight_file(io.BytesIO(block), n_features=width, zero_based=False, query_id=True,
-                                         dtype=np.float64)
-        except ValueError:
-            return None
-        if x.shape[0] != lines:
-            return None  # a blank line inside the file
-        return x.toarray().astype(dtype, copy=False), y, q
+        return _parse_sparse_block(block, lines, width, dtype)
     columns = block.replace(b":", b" ")
     count = len(columns.split(b"\n", 1)[0].split())  # columns of the first line
     if count < 5 or count % 2 == 0 or (width is not None and count != 3 + 2 * width):
@@ -272,6 +263,48 @@ def _parse_block(block: bytes, width: int | None, dtype: np.dtype, sparse: bool
             np.arange(1, (count - 1) // 2), (lines, (count - 3) // 2))):
         return None
     return table[:, 3::2].astype(dtype), table[:, 0], table[:, 1]
+
+
+def _parse_sparse_block(block: bytes, lines: int, width: int | None, dtype: np.dtype
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(features, labels, query ids) of a block of plain sparse lines (``label qid:q id:value ...``, ids
+    increasing), whole-array: every token's line is found from the line ends; None when a line breaks a rule
+    (the strict reader then words it)."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    space = (data == ord(" ")) | (data == ord("\t")) | (data == ord("\r")) | (data == ord("\n"))
+    starts = np.flatnonzero(~space & np.concatenate([[True], space[:-1]]))  # each token's first byte
+    line_ends = np.flatnonzero(data == ord("\n"))
+    token_line = np.searchsorted(line_ends, starts)  # the line of each token
+    tokens = block.replace(b"qid:", b"").replace(b":", b" ").split()  # label, query, then id, value, ...
+    # "qid:" and each "id:value" are single whitespace-free tokens, so the split keeps their order
+    per_line = np.bincount(token_line, minlength=lines)
+    if per_line.size != lines or (per_line < 2).any():
+        return None  # a blank line inside the block, or a line without label and query
+    counts = per_line + (per_line - 2)  # each id:value token became two
+    if len(tokens) != int(counts.sum()) or ((counts - 2) % 2).any():
+        return None
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    try:
+        numbers = np.array(tokens).astype(np.float64)
+    except ValueError:
+        return None  # a token that is no number
+    position = np.arange(numbers.size) - np.repeat(first, counts)
+    row = np.repeat(np.arange(lines), counts)
+    pairs = position >= 2
+    ids, values = numbers[pairs][0::2], numbers[pairs][1::2]
+    id_rows = row[pairs][0::2]
+    if ((ids < 1) | (ids != np.floor(ids))).any():
+        return None
+    if ids.size > 1 and ((np.diff(ids) <= 0) & (id_rows[1:] == id_rows[:-1])).any():
+        return None  # ids not increasing within a line
+    columns = int(ids.max()) if ids.size else 0
+    if width is not None:
+        if columns > width:
+            return None
+        columns = width
+    features = np.zeros((lines, columns), dtype=np.float64)
+    features[id_rows, ids.astype(np.int64) - 1] = values
+    return features.astype(dtype, copy=False), numbers[first], numbers[first + 1]
 
 
 def _read_plain(path: Path, num_features: int | None, max_label: int | None, dtype: np.dtype,
@@ -404,7 +437,9 @@ def _read_line_by_line(path: Path, num_features: int | None, null: str, max_labe
     qids: list[str] = []
     docids: list[str] = []
     comments: list[str] = []
-    cleaned: list[str] = []
+    columns: list[int] = []  # the features' columns (1-based), row after row
+    values: list[str] = []  # their values as written (checked), row after row
+    row_widths: list[int] = []
     first_line_of: dict[str, int] = {}
     expected_ids: list[int] | None = None
     previous_qid = None
@@ -438,7 +473,6 @@ def _read_line_by_line(path: Path, num_features: int | None, null: str, max_labe
             first_line_of[qid] = lineno
             previous_qid = qid
         ids: list[int] = []
-        values: list[str] = []
         for token in tokens[2:]:
             match = _FEATURE.fullmatch(token)
             if not match:
@@ -459,7 +493,8 @@ def _read_line_by_line(path: Path, num_features: int | None, null: str, max_labe
                 kind = "not finite" if _NON_FINITE.fullmatch(value) else "not a number"
                 raise LetorFormatError(f"{where}: feature value {value!r} (feature {fid}) is {kind}")
             # dense files: columns numbered by position, so a large feature id costs no memory
-            values.append(f"{fid if sparse else len(ids)}:{value}")
+            columns.append(fid if sparse else len(ids))
+            values.append(value)
         if not sparse:  # dense files: every row carries the first row's feature ids (sparse rows list their own)
             if expected_ids is None:
                 expected_ids = ids
@@ -477,43 +512,27 @@ def _read_line_by_line(path: Path, num_features: int | None, null: str, max_labe
         match = _DOCID.search(comment)
         docids.append(match.group(1) if match else "")
         comments.append(comment.strip())
-        # sklearn wants integer qids; the query's ordinal keeps the grouping and any id text.
-        cleaned.append(f"{tokens[0]} qid:{len(first_line_of)} {' '.join(values)}")
+        row_widths.append(len(ids))
     if not labels:
         raise LetorFormatError(f"{path}: no data lines")
     width = len(expected_ids) if expected_ids else 0
     if sparse:
-        width = num_features if num_features is not None else max((int(t.split(":")[0]) for c in cleaned
-                                                                    for t in c.split()[2:]), default=0)
+        width = num_features if num_features is not None else max(columns, default=0)
     if width == 0:
         raise LetorFormatError(f"{path}, line {first_data_line}: no features (a line is '<label> qid:<id> "
                                "<feature>:<value> ...'); a file of labels and query ids only cannot be ranked")
-    from sklearn.datasets import load_svmlight_file
-
-    try:
-        x_sparse, _, _ = load_svmlight_file(
-            io.BytesIO("\n".join(cleaned).encode()), n_features=width, zero_based=False, query_id=True,
-            dtype=dtype,
-        )
-    except ValueError:
-        _locate_bad_value(path, cleaned)
-        raise
-    features = np.asarray(x_sparse.todense())
+    # every value matched _NUMBER (or is a NULL's "nan"): each parses, correctly rounded, to float64
+    features = np.zeros((len(labels), width), dtype=np.float64)
+    rows = np.repeat(np.arange(len(labels)), row_widths)
+    features[rows, np.asarray(columns, dtype=np.int64) - 1] = np.asarray(values, dtype=np.float64)
     if not np.isfinite(features[~np.isnan(features)]).all():  # e.g. 1e999, which overflows on parsing
         row = int(np.flatnonzero(np.isinf(features).any(1))[0])
         raise LetorFormatError(f"{path}, data line {row + 1}: a feature value overflows to infinity")
+    features = features.astype(dtype, copy=False)
     split = RankingSplit(features, np.asarray(labels, np.int64), np.asarray(qids, dtype=object).astype(str),
                          np.asarray(docids, dtype=object).astype(str), comments, str(path))
     split.features = _fill_null(features, split.group_sizes, null)
     return split
-
-
-def _locate_bad_value(path: Path, cleaned: Iterable[str]) -> None:
-    for lineno, line in enumerate(cleaned, 1):
-        for token in line.split()[2:]:
-            value = token.split(":", 1)[1]
-            if value != "nan" and not _NUMBER.fullmatch(value):
-                raise LetorFormatError(f"{path}, data line {lineno}: feature value {value!r} is not a number")
 
 
 def read_scores(path: str | Path, expected_lines: int | None = None) -> np.ndarray:

@@ -11,6 +11,11 @@ A set is looked for, in this order, in
 and the first place holding the set's folder is where all of its files are read. Every bundled file is
 checked against the SHA-256 its manifest lists before it is read, so a damaged installation is an
 error, never a different number.
+
+``gaprank data import`` puts each import in its own folder, ``.versions/NAME.<stamp>-<pid>-<token>``, and
+switches to it by rewriting one small file, ``NAME.current`` (atomically): a place holding that pointer
+file reads the set from the folder it names, resolved once per load, so a reader never mixes two imports.
+A place that cannot be read (no permission) is passed over with a warning.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +33,8 @@ from ._datasets import dataset_info
 
 BUNDLED_DIR = Path(__file__).resolve().with_name("bundled")
 MANIFEST = "SHA256SUMS"
+POINTER_SUFFIX = ".current"  # NAME.current names the folder of the set's current import
+VERSIONS_DIR = ".versions"  # where each import of a set lies, in a folder of its own
 
 
 class DataNotFoundError(GaprankInputError, FileNotFoundError):
@@ -35,6 +43,10 @@ class DataNotFoundError(GaprankInputError, FileNotFoundError):
 
 class BundledDataError(GaprankInputError):
     """A file bundled with gaprank differs from its manifest: the installation is damaged."""
+
+
+class DataLocationWarning(UserWarning):
+    """A place data sets are looked in cannot be read (no permission); it is passed over."""
 
 
 @dataclass(frozen=True)
@@ -100,26 +112,97 @@ def data_locations(data_dir: str | Path | None = None) -> list[DataLocation]:
     env = os.environ.get("GAPRANK_DATA")
     if env:
         path = Path(env)
-        if not path.is_dir():
-            raise DataNotFoundError(f"GAPRANK_DATA={env} is not a directory")
-        places.append(DataLocation("GAPRANK_DATA", path))
+        try:
+            path.stat()
+        except PermissionError as exc:  # a folder on its way cannot be searched: passed over as an unreadable one
+            _warn_unreadable(DataLocation("GAPRANK_DATA", path), exc)
+        except OSError:
+            raise DataNotFoundError(f"GAPRANK_DATA={env} is not a directory") from None
+        else:
+            if not path.is_dir():
+                raise DataNotFoundError(f"GAPRANK_DATA={env} is not a directory")
+            places.append(DataLocation("GAPRANK_DATA", path))
     places.append(DataLocation("user", user_data_dir()))
     places.append(DataLocation("bundled", BUNDLED_DIR))
     return places
 
 
-def dataset_folder(root: Path, dataset: str) -> Path | None:
-    """The folder of ``dataset`` under ``root`` (its name or one of the set's known folder names, any
-    case), or None."""
+def _warn_unreadable(place: DataLocation, exc: OSError) -> None:
+    warnings.warn(f"gaprank: cannot read {place.describe()} ({exc.strerror or exc}); passed over",
+                  DataLocationWarning, stacklevel=4)
+
+
+def pointer_file(root: Path, dataset: str) -> Path:
+    """The file naming the folder of ``dataset``'s current import under ``root`` (it need not exist)."""
     info = dataset_info(dataset)
-    names = [n.lower() for n in (dataset, *(info.folders if info else ()))]
+    return root / f"{info.name if info else dataset}{POINTER_SUFFIX}"
+
+
+def current_version(root: Path, dataset: str) -> Path | None:
+    """The folder ``root``'s pointer file for ``dataset`` names, or None when ``root`` has none.
+
+    Raises
+    ------
+    DataNotFoundError
+        When the pointer names no folder of ``root``'s ``.versions`` (a damaged or hand-edited pointer is
+        never passed over for another copy of the set).
+    OSError
+        When the pointer cannot be read (no permission).
+    """
+    pointer = pointer_file(root, dataset)
+    text = ""
+    for _ in range(3):  # a replace may switch the pointer and remove the folder it named between two reads
+        try:
+            text = pointer.read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        parts = Path(text).parts
+        if len(parts) == 2 and parts[0] == VERSIONS_DIR and parts[1] not in (".", ".."):
+            folder = root / text
+            if folder.is_dir():
+                return folder
+    raise DataNotFoundError(f"{pointer} names {text!r}, which is not a folder under {root / VERSIONS_DIR}; import the "
+                            f"set again: gaprank data import {dataset} PATH --replace")
+
+
+def named_folders(root: Path, dataset: str) -> list[Path]:
+    """The folders of ``root`` named for ``dataset`` (its name or one of its known folder names, any case),
+    in the order of those names; imports' pointers are not looked at.
+
+    Raises
+    ------
+    OSError
+        When ``root`` cannot be listed (no permission).
+    """
     if not root.is_dir():
-        return None
-    entries = {entry.name.lower(): entry for entry in sorted(root.iterdir()) if entry.is_dir()}
-    for name in names:
-        if name in entries:
-            return entries[name]
-    return None
+        return []
+    info = dataset_info(dataset)
+    names = info.own_names() if info else (dataset.lower(),)
+    with os.scandir(root) as listing:
+        entries = {entry.name.lower(): Path(entry.path) for entry in sorted(listing, key=lambda e: e.name)}
+    return [entries[name] for name in names if name in entries and entries[name].is_dir()]
+
+
+def dataset_folders(root: Path, dataset: str) -> list[Path]:
+    """The candidate folders of ``dataset`` under ``root``: the folder of its current import when ``root``
+    has a pointer for it (then that one only), else the folders named for it (:func:`named_folders`)."""
+    version = current_version(root, dataset)
+    return [version] if version is not None else named_folders(root, dataset)
+
+
+def dataset_folder(root: Path, dataset: str) -> Path | None:
+    """The first of :func:`dataset_folders`, or None."""
+    return next(iter(dataset_folders(root, dataset)), None)
+
+
+def has_own_files(folder: Path, dataset: str) -> bool:
+    """Whether ``folder`` holds ``dataset``'s own files: for a one-split set (Yahoo!, Istella), its train
+    file, since one folder (``Yahoo``) may hold several sets; any folder for the others."""
+    info = dataset_info(dataset)
+    if info is None or info.layout != "splits":
+        return True
+    stem = info.split_files["train"][0]
+    return any((folder / f"{stem}{suffix}").is_file() for suffix in (".txt", ".txt.gz", ""))
 
 
 def variant_folder(folder: Path, variant: str | None) -> Path:
@@ -127,9 +210,11 @@ def variant_folder(folder: Path, variant: str | None) -> Path:
     return folder / variant if variant and (folder / variant).is_dir() else folder
 
 
-def _holds(folder: Path, variant: str | None) -> bool:
-    """Whether a set's folder has the requested feature variant (a variant folder, or the folds or
-    partitions directly)."""
+def _holds(folder: Path, dataset: str, variant: str | None) -> bool:
+    """Whether a set's folder holds the set's own files and the requested feature variant (a variant
+    folder, or the folds or partitions directly)."""
+    if not has_own_files(folder, dataset):
+        return False
     if variant is None or (folder / variant).is_dir():
         return True
     return not any((folder / v).is_dir() for v in ("QueryLevelNorm", "Feature-min", "Feature-null")) and \
@@ -212,16 +297,24 @@ def find_dataset(dataset: str, *, variant: str | None = None, data_dir: str | Pa
     >>> place.kind, folder.name
     ('bundled', 'OHSUMED')
     """
-    return next(_copies(dataset, data_dir, lambda folder: _holds(folder, variant)), None)
+    return next(_copies(dataset, data_dir, lambda folder: _holds(folder, dataset, variant)), None)
 
 
 def _copies(dataset: str, data_dir: str | Path | None, accept: Callable[[Path], bool]
             ) -> Iterator[tuple[DataLocation, Path]]:
-    """Each place, in the rule's order, whose folder of ``dataset`` ``accept`` takes, with that folder."""
+    """Each place, in the rule's order, with its first folder of ``dataset`` that ``accept`` takes. A place
+    that cannot be read is passed over with a warning, except an explicit ``data_dir``: that is an error."""
     for place in data_locations(data_dir):
-        folder = dataset_folder(place.path, dataset)
-        if folder is not None and accept(folder):
-            yield place, folder
+        try:
+            folders = dataset_folders(place.path, dataset)
+        except PermissionError as exc:
+            if place.kind == "data_dir":
+                raise DataNotFoundError(f"cannot read data_dir {place.path}: {exc.strerror or exc}") from None
+            _warn_unreadable(place, exc)
+            continue
+        found = next((folder for folder in folders if accept(folder)), None)
+        if found is not None:
+            yield place, found
 
 
 def dataset_file(dataset: str, relative: str, *, data_dir: str | Path | None = None) -> Path | None:

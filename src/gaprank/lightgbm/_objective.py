@@ -8,12 +8,12 @@ subset of a data set must hold whole queries (``lgb.cv`` splits rows with a call
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from .._typing import ArrayLike
-from ..boosting import LambdaMARTObjective, LambdaMARTSettings, takes_settings
+from ..boosting import LambdaMARTObjective, LambdaMARTSettings
 from ._folds import check_whole_queries
 
 
@@ -48,9 +48,16 @@ class SklearnObjective:
         return f"sklearn_objective({self.objective!r})"
 
 
-@takes_settings(returns=("LambdaRankObjective",
-                         "A callable ``(preds, train_data) -> (grad, hess)`` for ``lgb.train(params={\"objective\": ...})``."))
-def lambdarank_objective(metric: str = "gap", **settings: Any) -> LambdaRankObjective:
+def lambdarank_objective(
+    metric: str = "gap",
+    *,
+    g: list[float] | None = None,
+    sigma: float = 1.0,
+    truncation_level: int | None = None,
+    norm: bool = False,
+    label_gain: list[float] | None = None,
+    precision: Literal["float32", "float64"] = "float32",
+) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
     ``metric``: any measure string with swap deltas: "gap", "egap", "xgap" (with threshold probabilities
@@ -68,16 +75,40 @@ def lambdarank_objective(metric: str = "gap", **settings: Any) -> LambdaRankObje
     truncation_level=30, norm=True`` this is LightGBM's own ``objective="lambdarank"`` (its defaults
     ``lambdarank_truncation_level=30``, ``lambdarank_norm=true``, ``sigmoid=1``).
 
-    ``precision`` is the floating type of the per-pair arithmetic (rho, lambdas, hessians and their
-    sums): "float32" (default) or "float64". LightGBM keeps gradients and hessians in float32 (its
-    Python API rounds a custom objective's output to float32; its own lambdarank sums in float32).
-    float32 moves each gradient by at most about 1e-6 of the largest one (tested), and makes the pair
-    arithmetic about three times faster. :math:`\Delta M` and the score differences are formed in
-    float64 and rounded once; "float64" gives the numbers of :func:`gaprank.lambdarank_loss`.
+    On the CPU the AP family and the discounted-gain measures run on the compiled kernel, in float64
+    (``precision`` then changes nothing); the measures with factors of their own (ERR, Q, RR, Rprec, Success)
+    run on the tensor engine, whose per-pair arithmetic ``precision`` sets. LightGBM keeps gradients and
+    hessians in float32 either way.
 
-    Returns a callable ``(preds, train_data) -> (grad, hess)``: ``lgb.train({"objective": obj}, data)``.
-    Pairs are processed as dense blocks over queries bucketed by length (no Python loop over pairs or
-    queries); a query of N documents needs O(N) memory beyond a bounded block of pairs.
+    Parameters
+    ----------
+    metric : str, default 'gap'
+        The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg',
+        'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
+        registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
+        the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
+    g : sequence of float, optional
+        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's
+        grades.
+    sigma : float, default 1.0
+        The logistic's steepness (LightGBM's ``sigmoid``).
+    truncation_level : int, optional
+        Only pairs whose higher-ranked document is in the current top k; default every pair.
+    norm : bool, default False
+        LightGBM's ``lambdarank_norm``: divide |dM| by 0.01 + |s_i - s_j| and scale each query's
+        lambdas by log2(1 + S)/S, S their sum.
+    label_gain : sequence of float, optional
+        A gain per label replacing nDCG's 2^l - 1 (LightGBM's ``label_gain``); for nDCG only.
+    precision : {"float32", "float64"}, default "float32"
+        The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences
+        are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
+        family) and discounted-gain measures on the CPU, always computes in float64.
+
+    Returns
+    -------
+    value : LambdaRankObjective
+        A callable ``(preds, train_data) -> (grad, hess)`` for ``lgb.train(params={"objective":
+        ...})``.
 
     Examples
     --------
@@ -91,13 +122,51 @@ def lambdarank_objective(metric: str = "gap", **settings: Any) -> LambdaRankObje
     >>> booster.predict(X).shape
     (60,)
     """
-    return LambdaRankObjective(LambdaMARTSettings(metric, **settings))
+    return LambdaRankObjective(LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
+                                                  label_gain=label_gain, precision=precision))
 
 
-@takes_settings(returns=("SklearnObjective",
-                         "A callable ``(y_true, y_pred, weight, group) -> (grad, hess)`` for ``LGBMRanker(objective=...)``."))
-def sklearn_objective(metric: str = "gap", **settings: Any) -> SklearnObjective:
-    """The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.
+def sklearn_objective(
+    metric: str = "gap",
+    *,
+    g: list[float] | None = None,
+    sigma: float = 1.0,
+    truncation_level: int | None = None,
+    norm: bool = False,
+    label_gain: list[float] | None = None,
+    precision: Literal["float32", "float64"] = "float32",
+) -> SklearnObjective:
+    r"""The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.
+
+    Parameters
+    ----------
+    metric : str, default 'gap'
+        The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg',
+        'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
+        registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
+        the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
+    g : sequence of float, optional
+        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's
+        grades.
+    sigma : float, default 1.0
+        The logistic's steepness (LightGBM's ``sigmoid``).
+    truncation_level : int, optional
+        Only pairs whose higher-ranked document is in the current top k; default every pair.
+    norm : bool, default False
+        LightGBM's ``lambdarank_norm``: divide |dM| by 0.01 + |s_i - s_j| and scale each query's
+        lambdas by log2(1 + S)/S, S their sum.
+    label_gain : sequence of float, optional
+        A gain per label replacing nDCG's 2^l - 1 (LightGBM's ``label_gain``); for nDCG only.
+    precision : {"float32", "float64"}, default "float32"
+        The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences
+        are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
+        family) and discounted-gain measures on the CPU, always computes in float64.
+
+    Returns
+    -------
+    value : SklearnObjective
+        A callable ``(y_true, y_pred, weight, group) -> (grad, hess)`` for
+        ``LGBMRanker(objective=...)``.
 
     Examples
     --------
@@ -109,4 +178,6 @@ def sklearn_objective(metric: str = "gap", **settings: Any) -> SklearnObjective:
     >>> ranker.fit(X, y, group=[20, 20, 20]).predict(X).shape
     (60,)
     """
-    return SklearnObjective(LambdaRankObjective(LambdaMARTSettings(metric, **settings)))
+    settings = LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
+                                  label_gain=label_gain, precision=precision)
+    return SklearnObjective(LambdaRankObjective(settings))

@@ -6,7 +6,6 @@ to minimise, with an ``nn.Module`` twin that holds the hyperparameters only.
 """
 
 from ._deltas import swap_deltas
-from ._docs import CUTOFF_DELTAS, DELTAS, SIGMA_LOGISTIC, SIGMA_SMOOTH, VALUE, document_loss
 from ._listnet import ListNetLoss, listnet_loss
 from ._pairwise import LambdaRankLoss, RankNetLoss, lambdarank_loss, ranknet_loss
 from ._soft import (
@@ -23,14 +22,6 @@ from ._soft import (
     soft_ndcg_loss,
     soft_xgap_loss,
 )
-
-for _smooth in (soft_metric_loss, soft_gap_loss, soft_xgap_loss, soft_egap_loss, soft_ap_loss, soft_ndcg_loss):
-    document_loss(_smooth, sigma=SIGMA_SMOOTH)
-document_loss(soft_metric, sigma=SIGMA_SMOOTH, returns=VALUE)
-for _pairwise_loss in (lambdarank_loss, ranknet_loss):
-    document_loss(_pairwise_loss, sigma=SIGMA_LOGISTIC)
-document_loss(listnet_loss)
-document_loss(swap_deltas, returns=DELTAS, own={"k": CUTOFF_DELTAS})
 
 __all__ = [
     "swap_deltas",

@@ -31,6 +31,35 @@ def swap_deltas(
     :math:`\Delta = (\mathrm{gain}(y) - \mathrm{gain}(x)) (D(a) - D(b)) / Z`; ERR and Q their own
     forms, constant per pair.
 
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    metric : str
+        A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
+        whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
+        uniform over grades 1..c.
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    k : int, optional
+        The deltas of the measure at cutoff k (only ranks 1..k count); default the whole list.
+
+    Returns
+    -------
+    value : torch.Tensor
+        ``[batch, list, list]`` (``[list, list]`` for one query): entry [b, i, j] is the signed
+        change of the measure when documents i and j swap places; symmetric, 0 for equal labels and
+        padding.
+
     Examples
     --------
     >>> import torch

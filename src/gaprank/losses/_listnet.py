@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 
+from .._typing import ArrayLike
 from ..metrics import rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 
 
-def listnet_loss(scores: torch.Tensor, labels, *, mask: torch.Tensor | None = None,
-                 reduction: str = "mean") -> torch.Tensor:
+def listnet_loss(scores: torch.Tensor, labels: ArrayLike, *, mask: torch.Tensor | None = None,
+                 reduction: Literal["mean", "sum", "none"] = "mean") -> torch.Tensor:
     r"""ListNet with top-one probabilities: :math:`\mathrm{KL}(\mathrm{softmax}(l) \,\|\, \mathrm{softmax}(s))`
     over each query's real documents,
 
@@ -19,6 +22,26 @@ def listnet_loss(scores: torch.Tensor, labels, *, mask: torch.Tensor | None = No
 
     i.e. Cao et al.'s cross entropy minus the target's entropy (the same gradient, and 0 at the optimum).
     Queries without two different labels give 0 loss and 0 gradient.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
 
     Examples
     --------
@@ -42,7 +65,7 @@ def listnet_loss(scores: torch.Tensor, labels, *, mask: torch.Tensor | None = No
 class ListNetLoss(torch.nn.Module):
     """ListNet (top-one probabilities); see :func:`listnet_loss`."""
 
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(self, reduction: Literal["mean", "sum", "none"] = "mean") -> None:
         super().__init__()
         self.reduction = reduction
 

@@ -15,6 +15,8 @@ LambdaMART"). RankNet is the same with :math:`|\Delta M| = 1` (Burges et al., IC
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import torch
 
@@ -24,6 +26,7 @@ from .._engine.factors import GainDiscountInputs, KernelInputs, plan_inputs, ran
 from .._engine.pairs import PairwiseTerms
 from .._engine.slots import SlotLayout
 from .._inputs import MAX_GRADE, check_positive_int, check_sigma
+from .._typing import ArrayLike
 from ..metrics import GainDiscountForm, KernelForm, objective_measure, rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
 
@@ -82,16 +85,16 @@ def _attach_terms(scores, mask, ranked, terms: PairwiseTerms, reduction: str):
 
 def lambdarank_loss(
     scores: torch.Tensor,
-    labels,
+    labels: ArrayLike,
     *,
     metric: str = "gap",
-    g=None,
+    g: ArrayLike | None = None,
     sigma: float = 1.0,
     k: int | None = None,
     mask: torch.Tensor | None = None,
-    grade_counts=None,
+    grade_counts: ArrayLike | None = None,
     max_grade: int | None = None,
-    reduction: str = "mean",
+    reduction: Literal["mean", "sum", "none"] = "mean",
     validate: bool = True,
 ) -> torch.Tensor:
     r"""LambdaRank loss whose gradient w.r.t. the scores is the lambda sums for ``metric``.
@@ -120,6 +123,48 @@ def lambdarank_loss(
     integer labels within the scale are skipped, and the scale must be fixed: ``max_grade`` or a setting). With
     ``grade_counts`` a measure normalised by its ideal ranking (nDCG, vG, Q, ...) still reads that ranking's
     length back, since the counts, unlike the lists, do not bound it.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    metric : str, default "gap"
+        A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
+        whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
+        uniform over grades 1..c.
+    sigma : float, default 1.0
+        The logistic's steepness: rho_ij = 1 / (1 + exp(sigma (s_i - s_j))).
+    k : int, optional
+        Only pairs whose upper document is in the current top k (LightGBM's truncation rule);
+        default every pair.
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+    max_grade : int, optional
+        The top grade c of the data set's grade scale 0..c. Default: the largest label of the batch,
+        which then also sets a default uniform ``g``; pass it so that every batch is scored on the
+        same scale.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
 
     Examples
     --------
@@ -157,17 +202,43 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, metric: st
 
 def ranknet_loss(
     scores: torch.Tensor,
-    labels,
+    labels: ArrayLike,
     *,
     sigma: float = 1.0,
     mask: torch.Tensor | None = None,
-    reduction: str = "mean",
+    reduction: Literal["mean", "sum", "none"] = "mean",
     validate: bool = True,
 ) -> torch.Tensor:
     r"""RankNet: :math:`L = \sum_{l_i > l_j} \log(1 + e^{-\sigma (s_i - s_j)})` per query
     (Burges et al., ICML 2005), computed pair-block by pair-block with a direct gradient.
     ``validate=False``: trusted input, nothing read back from the device (as in :func:`lambdarank_loss`; RankNet
     needs no grade scale, so none is asked for).
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    sigma : float, default 1.0
+        The logistic's steepness: rho_ij = 1 / (1 + exp(sigma (s_i - s_j))).
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
 
     Examples
     --------
@@ -205,7 +276,7 @@ class LambdaRankLoss(torch.nn.Module):
     """
 
     def __init__(self, metric: str = "gap", g=None, sigma: float = 1.0, k: int | None = None,
-                 reduction: str = "mean", max_grade: int | None = None, validate: bool = True) -> None:
+                 reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None, validate: bool = True) -> None:
         super().__init__()
         self.metric, self.g, self.sigma, self.k, self.reduction = metric, g, sigma, k, reduction
         self.max_grade, self.validate = max_grade, validate
@@ -224,7 +295,7 @@ class LambdaRankLoss(torch.nn.Module):
 class RankNetLoss(torch.nn.Module):
     """RankNet's pairwise logistic loss; see :func:`ranknet_loss`."""
 
-    def __init__(self, sigma: float = 1.0, reduction: str = "mean", validate: bool = True) -> None:
+    def __init__(self, sigma: float = 1.0, reduction: Literal["mean", "sum", "none"] = "mean", validate: bool = True) -> None:
         super().__init__()
         self.sigma, self.reduction, self.validate = sigma, reduction, validate
         self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)

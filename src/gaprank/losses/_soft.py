@@ -17,11 +17,13 @@ Scores are independent Gaussians :math:`s_j \sim N(\bar s_j, \sigma^2)` around t
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 
 from .._engine.factors import rank_for_measure
 from .._inputs import check_choice, check_sigma
+from .._typing import ArrayLike
 from ..distributions import RankLawBuffers, expected_score_rank_values, pair_block
 from ..metrics import GainDiscountForm, grade_indicators, objective_measure, pivot_sum
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
@@ -135,14 +137,14 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max
 
 def soft_metric(
     scores: torch.Tensor,
-    labels,
+    labels: ArrayLike,
     *,
     metric: str,
     sigma: float,
-    g=None,
-    mode: str = "paper",
+    g: ArrayLike | None = None,
+    mode: Literal["paper", "exact"] = "paper",
     mask: torch.Tensor | None = None,
-    grade_counts=None,
+    grade_counts: ArrayLike | None = None,
     max_grade: int | None = None,
     validate: bool = True,
 ) -> torch.Tensor:
@@ -163,6 +165,46 @@ def soft_metric(
     :func:`~gaprank.losses.lambdarank_loss`: unvalidated, the paper's mode and the discounted-gain measures read
     nothing back from the device; the exact mode still reads the scores' span (its grid depends on it).
 
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    metric : str
+        A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
+        whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+    sigma : float
+        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
+        as it goes to 0 with distinct scores the value goes to the measure.
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
+        uniform over grades 1..c.
+    mode : {"paper", "exact"}, default "paper"
+        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
+        expectation of the measure under the Gaussian score model (the AP family; float64).
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    max_grade : int, optional
+        The top grade c of the data set's grade scale 0..c. Default: the largest label of the batch,
+        which then also sets a default uniform ``g``; pass it so that every batch is scored on the
+        same scale.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The smooth value per query, ``[batch]`` (a scalar for one 1-D query), in the scores' dtype;
+        0 where the measure is undefined.
+
     Examples
     --------
     >>> import torch
@@ -181,15 +223,15 @@ def soft_metric(
 
 def soft_metric_loss(
     scores: torch.Tensor,
-    labels,
+    labels: ArrayLike,
     *,
     metric: str,
-    g=None,
+    g: ArrayLike | None = None,
     sigma: float = 1.0,
-    mode: str = "paper",
+    mode: Literal["paper", "exact"] = "paper",
     mask: torch.Tensor | None = None,
-    grade_counts=None,
-    reduction: str = "mean",
+    grade_counts: ArrayLike | None = None,
+    reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
 ) -> torch.Tensor:
@@ -200,6 +242,49 @@ def soft_metric_loss(
     gradient is that of :math:`-\mathrm{Soft}M` and the loss is 0 at a perfect, confident ranking.
     Queries without two different labels, or without a relevant document, give 0 loss and 0 gradient.
     See :func:`soft_metric` for ``metric``, ``sigma``, ``mode``, ``max_grade`` and ``validate``.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    metric : str
+        A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
+        whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
+        uniform over grades 1..c.
+    sigma : float, default 1.0
+        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
+        as it goes to 0 with distinct scores the value goes to the measure.
+    mode : {"paper", "exact"}, default "paper"
+        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
+        expectation of the measure under the Gaussian score model (the AP family; float64).
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+    max_grade : int, optional
+        The top grade c of the data set's grade scale 0..c. Default: the largest label of the batch,
+        which then also sets a default uniform ``g``; pass it so that every batch is scored on the
+        same scale.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
 
     Examples
     --------
@@ -222,34 +307,321 @@ def _soft_metric_loss(scores, labels, metric, g, sigma, mode, mask, grade_counts
     return reduce_loss(regret, reduction, ranked.spec.squeeze)
 
 
-def _named_loss(metric: str, title: str, reference: str):
-    def loss(scores, labels, *, g=None, sigma=1.0, mode="paper", mask=None, grade_counts=None, reduction="mean",
-             max_grade=None, validate=True):
-        return soft_metric_loss(scores, labels, metric=metric, g=g, sigma=sigma, mode=mode, mask=mask,
-                                grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
+def soft_gap_loss(
+    scores: torch.Tensor,
+    labels: ArrayLike,
+    *,
+    g: ArrayLike | None = None,
+    sigma: float = 1.0,
+    mode: Literal["paper", "exact"] = "paper",
+    mask: torch.Tensor | None = None,
+    grade_counts: ArrayLike | None = None,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+    max_grade: int | None = None,
+    validate: bool = True,
+) -> torch.Tensor:
+    r"""GAP loss: ``gap(ideal) - SoftGAP`` per query; :func:`soft_metric_loss` with
+    ``metric='gap'`` (Robertson et al. 2010, sec. 5).
 
-    loss.__name__ = loss.__qualname__ = f"soft_{metric}_loss"
-    loss.__doc__ = (
-        f"{title} loss: ``{metric}(ideal) - Soft{title}`` per query; :func:`soft_metric_loss` with "
-        f"``metric={metric!r}`` ({reference}).\n\n"
-        "    Examples\n    --------\n    >>> import torch\n"
-        f"    >>> from gaprank.losses import soft_{metric}_loss\n"
-        f"    >>> float(soft_{metric}_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))\n"
-        "    0.0\n"
-    )
-    return loss
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
+        uniform over grades 1..c.
+    sigma : float, default 1.0
+        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
+        as it goes to 0 with distinct scores the value goes to the measure.
+    mode : {"paper", "exact"}, default "paper"
+        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
+        expectation of the measure under the Gaussian score model (the AP family; float64).
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+    max_grade : int, optional
+        The top grade c of the data set's grade scale 0..c. Default: the largest label of the batch,
+        which then also sets a default uniform ``g``; pass it so that every batch is scored on the
+        same scale.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import soft_gap_loss
+    >>> float(soft_gap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
+    0.0
+    """
+    return soft_metric_loss(scores, labels, metric='gap', g=g, sigma=sigma, mode=mode, mask=mask,
+                            grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
-soft_gap_loss = _named_loss("gap", "GAP", "Robertson et al. 2010, sec. 5")
-soft_xgap_loss = _named_loss("xgap", "xGAP", "kernel of Ferrante et al., eq. 5")
-soft_egap_loss = _named_loss("egap", "eGAP", "kernel of Ferrante et al., eq. 6")
-soft_ap_loss = _named_loss("ap", "AP", "binary AP, labels >= 1 relevant")
+def soft_xgap_loss(
+    scores: torch.Tensor,
+    labels: ArrayLike,
+    *,
+    g: ArrayLike | None = None,
+    sigma: float = 1.0,
+    mode: Literal["paper", "exact"] = "paper",
+    mask: torch.Tensor | None = None,
+    grade_counts: ArrayLike | None = None,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+    max_grade: int | None = None,
+    validate: bool = True,
+) -> torch.Tensor:
+    r"""xGAP loss: ``xgap(ideal) - SoftxGAP`` per query; :func:`soft_metric_loss` with
+    ``metric='xgap'`` (kernel of Ferrante et al., eq. 5).
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
+        uniform over grades 1..c.
+    sigma : float, default 1.0
+        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
+        as it goes to 0 with distinct scores the value goes to the measure.
+    mode : {"paper", "exact"}, default "paper"
+        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
+        expectation of the measure under the Gaussian score model (the AP family; float64).
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+    max_grade : int, optional
+        The top grade c of the data set's grade scale 0..c. Default: the largest label of the batch,
+        which then also sets a default uniform ``g``; pass it so that every batch is scored on the
+        same scale.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import soft_xgap_loss
+    >>> float(soft_xgap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
+    0.0
+    """
+    return soft_metric_loss(scores, labels, metric='xgap', g=g, sigma=sigma, mode=mode, mask=mask,
+                            grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
-def soft_ndcg_loss(scores, labels, *, sigma=1.0, mask=None, grade_counts=None, reduction="mean", max_grade=None,
-                   validate=True):
-    """SoftNDCG loss: ``1 - SoftNDCG`` per query (Taylor et al. 2008); :func:`soft_metric_loss` with
+def soft_egap_loss(
+    scores: torch.Tensor,
+    labels: ArrayLike,
+    *,
+    g: ArrayLike | None = None,
+    sigma: float = 1.0,
+    mode: Literal["paper", "exact"] = "paper",
+    mask: torch.Tensor | None = None,
+    grade_counts: ArrayLike | None = None,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+    max_grade: int | None = None,
+    validate: bool = True,
+) -> torch.Tensor:
+    r"""eGAP loss: ``egap(ideal) - SofteGAP`` per query; :func:`soft_metric_loss` with
+    ``metric='egap'`` (kernel of Ferrante et al., eq. 6).
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
+        uniform over grades 1..c.
+    sigma : float, default 1.0
+        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
+        as it goes to 0 with distinct scores the value goes to the measure.
+    mode : {"paper", "exact"}, default "paper"
+        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
+        expectation of the measure under the Gaussian score model (the AP family; float64).
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+    max_grade : int, optional
+        The top grade c of the data set's grade scale 0..c. Default: the largest label of the batch,
+        which then also sets a default uniform ``g``; pass it so that every batch is scored on the
+        same scale.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import soft_egap_loss
+    >>> float(soft_egap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
+    0.0
+    """
+    return soft_metric_loss(scores, labels, metric='egap', g=g, sigma=sigma, mode=mode, mask=mask,
+                            grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
+
+
+def soft_ap_loss(
+    scores: torch.Tensor,
+    labels: ArrayLike,
+    *,
+    g: ArrayLike | None = None,
+    sigma: float = 1.0,
+    mode: Literal["paper", "exact"] = "paper",
+    mask: torch.Tensor | None = None,
+    grade_counts: ArrayLike | None = None,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+    max_grade: int | None = None,
+    validate: bool = True,
+) -> torch.Tensor:
+    r"""AP loss: ``ap(ideal) - SoftAP`` per query; :func:`soft_metric_loss` with
+    ``metric='ap'`` (binary AP, labels >= 1 relevant).
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    g : array-like, optional
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
+        uniform over grades 1..c.
+    sigma : float, default 1.0
+        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
+        as it goes to 0 with distinct scores the value goes to the measure.
+    mode : {"paper", "exact"}, default "paper"
+        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
+        expectation of the measure under the Gaussian score model (the AP family; float64).
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+    max_grade : int, optional
+        The top grade c of the data set's grade scale 0..c. Default: the largest label of the batch,
+        which then also sets a default uniform ``g``; pass it so that every batch is scored on the
+        same scale.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import soft_ap_loss
+    >>> float(soft_ap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
+    0.0
+    """
+    return soft_metric_loss(scores, labels, metric='ap', g=g, sigma=sigma, mode=mode, mask=mask,
+                            grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
+
+
+def soft_ndcg_loss(
+    scores: torch.Tensor,
+    labels: ArrayLike,
+    *,
+    sigma: float = 1.0,
+    mask: torch.Tensor | None = None,
+    grade_counts: ArrayLike | None = None,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+    max_grade: int | None = None,
+    validate: bool = True,
+) -> torch.Tensor:
+    r"""SoftNDCG loss: ``1 - SoftNDCG`` per query (Taylor et al. 2008); :func:`soft_metric_loss` with
     ``metric="ndcg"``.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
+        differentiated with respect to them.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    sigma : float, default 1.0
+        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
+        as it goes to 0 with distinct scores the value goes to the measure.
+    mask : torch.Tensor of bool, optional
+        True marks a real document, False padding; padding gets exactly 0 gradient whatever its
+        scores hold. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query when the list does not hold every judged document (the recall base and
+        the ideal list); default counted from the labels.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" over all the batch's queries (those without two different labels count as 0), "sum",
+        or "none": one value per query.
+    max_grade : int, optional
+        The top grade c of the data set's grade scale 0..c. Default: the largest label of the batch,
+        which then also sets a default uniform ``g``; pass it so that every batch is scored on the
+        same scale.
+    validate : bool, default True
+        Check the inputs (finite scores, integer labels within the scale). False is for trusted
+        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
+        (``max_grade`` or a setting of the measure).
+
+    Returns
+    -------
+    value : torch.Tensor
+        The loss to minimise: a scalar for reduction "mean" or "sum", ``[batch]`` for "none" (a
+        scalar for one 1-D query); 0 at a perfect, confident ranking.
 
     Examples
     --------
@@ -265,8 +637,9 @@ def soft_ndcg_loss(scores, labels, *, sigma=1.0, mask=None, grade_counts=None, r
 class _SoftMetricLoss(torch.nn.Module):
     metric = ""
 
-    def __init__(self, g=None, sigma: float = 1.0, mode: str = "paper", reduction: str = "mean",
-                 max_grade: int | None = None, validate: bool = True) -> None:
+    def __init__(self, g: ArrayLike | None = None, sigma: float = 1.0, mode: Literal["paper", "exact"] = "paper",
+                 reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
+                 validate: bool = True) -> None:
         super().__init__()
         self.g, self.sigma, self.mode, self.reduction = g, sigma, mode, reduction
         self.max_grade, self.validate = max_grade, validate
@@ -314,7 +687,8 @@ class SoftAPLoss(_SoftMetricLoss):
 
     metric = "ap"
 
-    def __init__(self, sigma: float = 1.0, mode: str = "paper", reduction: str = "mean", max_grade: int | None = None,
+    def __init__(self, sigma: float = 1.0, mode: Literal["paper", "exact"] = "paper",
+                 reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
                  validate: bool = True) -> None:
         super().__init__(None, sigma, mode, reduction, max_grade, validate)
 
@@ -324,6 +698,6 @@ class SoftNDCGLoss(_SoftMetricLoss):
 
     metric = "ndcg"
 
-    def __init__(self, sigma: float = 1.0, reduction: str = "mean", max_grade: int | None = None,
+    def __init__(self, sigma: float = 1.0, reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
                  validate: bool = True) -> None:
         super().__init__(None, sigma, "paper", reduction, max_grade, validate)

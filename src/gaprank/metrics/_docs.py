@@ -13,9 +13,11 @@ from typing import Any
 
 from .._docstrings import with_parameters
 
-ARRAYS = ("scores, labels", "array-like or torch.Tensor",
-          "``[list]`` (one query) or ``[batch, list]``. Higher score = better rank; labels are integer grades "
-          "0..30. NumPy in, NumPy out; a tensor in, a tensor out, on its device.")
+ARRAYS = (("scores", "array-like or torch.Tensor",
+           "``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy in, NumPy "
+           "out; a tensor in, a tensor out, on its device."),
+          ("labels", "array-like or torch.Tensor",
+           "The documents' relevance grades, integers 0..30, in the shape of ``scores``."))
 CUTOFF = ("int, optional", "Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as "
                            "it is, as in trec_eval's cut measures.")
 SHARED: dict[str, tuple[str, str]] = {

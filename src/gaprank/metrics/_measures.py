@@ -1,11 +1,16 @@
-"""The built-in measures: one registry entry each, with its docstring; the metric functions are their entries'.
+"""The built-in measures: each a metric function, written out, and its registry entry.
 
-Each entry names its form and the formulas it is made of (:mod:`._kernels`, :mod:`._formulas`), its
-parameters, its reference and its docs; :func:`~gaprank.metrics.register` builds its metric function.
+Each metric function calls its entry's :meth:`~gaprank.metrics.MeasureInfo.evaluate`; each entry names its form
+and the formulas it is made of (:mod:`._kernels`, :mod:`._formulas`), its parameters, its reference and its
+function. The functions' signatures are :func:`~gaprank.metrics._registry.metric_signature` of their entries (a
+test compares them), so they cannot drift from the registry.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
+from .._typing import ArrayLike, MetricValue
 from ._forms import GainDiscountForm, KernelForm, ListForm
 from ._formulas import (
     DISCOUNTS,
@@ -58,17 +63,93 @@ _GAIN = ParamInfo("gain", "gain", str, "exp2", "'exp2' (2^l - 1) or 'linear' (th
 _DISCOUNT = ParamInfo("discount", "discount", str, "log2p1", "'log2p1' (1/log2(r+1)) or 'jk' (1/max(1, log2 r), LETOR)",
                       check=choice("discount", DISCOUNTS))
 
-
-# the examples' lists: scores, labels; Kishida's (2005) Table 5, pattern a, with its recall base
-_S, _Y = "[3.0, 2.0, 1.0]", "[1, 2, 0]"
-_KISHIDA = ("[5.0, 4, 3, 2, 1]", "[3, 2, 0, 0, 0]", "grade_counts=[3, 1, 1, 1]")
-
+_MAX_GRADE = ParamInfo("max_grade", "max_grade", int, None, "g_max (default: the largest label)", check=check_max_grade,
+                       grade_scale=int, fill=int)
+_BETA = ParamInfo("beta", "beta", float, 1.0, "Sakai's beta", check=check_beta)
 
 def _persistence(name: str) -> ParamInfo:
     return ParamInfo(name, "persistence", float, 0.8, "persistence", check=check_persistence)
 
 
-_GAP_DOC = r"""Graded Average Precision (Robertson, Kanoulas and Yilmaz, SIGIR 2010, sec. 2.2).
+def average_precision(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    threshold: int = 1,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Binary average precision with grades >= ``threshold`` relevant.
+
+    .. math::
+
+        AP = \frac{1}{RB} \sum_n 1[r_n \ge \theta]\, \frac{1}{n} \sum_{m \le n} 1[r_m \ge \theta]
+
+    RB = the number of judged relevant documents (``grade_counts``, default: in the list).
+    ``k`` truncates at rank k with the same RB (trec_eval ``map_cut``). Undefined when RB = 0.
+
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    threshold : int, default 1
+        Smallest grade counted as relevant.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import average_precision
+    >>> round(float(average_precision(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 1]))), 4)
+    0.8333
+    """
+    return AP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                       empty_value=empty_value, reduction=reduction, threshold=threshold)
+
+
+def gap(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    g: ArrayLike | None = None,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Graded Average Precision (Robertson, Kanoulas and Yilmaz, SIGIR 2010, sec. 2.2).
 
     .. math::
 
@@ -79,9 +160,65 @@ _GAP_DOC = r"""Graded Average Precision (Robertson, Kanoulas and Yilmaz, SIGIR 2
     summing to 1; default uniform over grades 1..c, c = the largest label of the input). With one
     g_t = 1, GAP is binary AP at threshold t. ``k`` truncates the sum over pivots at rank k, keeping
     the normaliser (like trec_eval's ``map_cut``). Undefined (``empty_value``) when the normaliser is 0.
-    """
 
-_XGAP_DOC = r"""Extended Graded Average Precision (Ferrante, Ferro et al., eq. 5).
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    g : sequence of float, optional
+        User threshold probabilities g_1..g_c (default uniform over grades 1..c).
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import gap
+    >>> round(float(gap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), g=[0.5, 0.5])), 4)
+    0.8333
+    """
+    return GAP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                        empty_value=empty_value, reduction=reduction, g=g)
+
+
+def xgap(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    g: ArrayLike | None = None,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Extended Graded Average Precision (Ferrante, Ferro et al., eq. 5).
 
     .. math::
 
@@ -91,9 +228,65 @@ _XGAP_DOC = r"""Extended Graded Average Precision (Ferrante, Ferro et al., eq. 5
     with RB(k) the number of judged documents of grade >= k. The ideal ranking scores
     ``sum_{k <= tau} g_k`` (below 1 when the top grades are absent), as the paper defines.
     Undefined when the query has no relevant document.
-    """
 
-_EGAP_DOC = r"""Expected Graded Average Precision (Ferrante, Ferro et al., eq. 6).
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    g : sequence of float, optional
+        User threshold probabilities g_1..g_c (default uniform over grades 1..c).
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import xgap
+    >>> round(float(xgap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), g=[0.5, 0.5])), 4)
+    0.8125
+    """
+    return XGAP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                         empty_value=empty_value, reduction=reduction, g=g)
+
+
+def egap(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    g: ArrayLike | None = None,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Expected Graded Average Precision (Ferrante, Ferro et al., eq. 6).
 
     .. math::
 
@@ -101,41 +294,67 @@ _EGAP_DOC = r"""Expected Graded Average Precision (Ferrante, Ferro et al., eq. 6
 
     where AP(k) is binary AP with grades >= k relevant and tau the highest grade with a judged
     document. Undefined when the query has no relevant document.
+
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    g : sequence of float, optional
+        User threshold probabilities g_1..g_c (default uniform over grades 1..c).
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import egap
+    >>> round(float(egap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), g=[0.5, 0.5])), 4)
+    0.75
     """
+    return EGAP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                         empty_value=empty_value, reduction=reduction, g=g)
 
-_AVERAGE_PRECISION_DOC = r"""Binary average precision with grades >= ``threshold`` relevant.
 
-    .. math::
-
-        AP = \frac{1}{RB} \sum_n 1[r_n \ge \theta]\, \frac{1}{n} \sum_{m \le n} 1[r_m \ge \theta]
-
-    RB = the number of judged relevant documents (``grade_counts``, default: in the list).
-    ``k`` truncates at rank k with the same RB (trec_eval ``map_cut``). Undefined when RB = 0.
-    """
-
-_GENERALIZED_AP_DOC = r"""Kishida's generalized average precision v_G (Kishida 2005, eq. 42).
-
-    .. math::
-
-        v_G = \frac{\sum_i 1[x_i > 0]\, \frac{1}{i} \sum_{k \le i} x_k}
-                   {\sum_i 1[y_i > 0]\, \frac{1}{i} \sum_{k \le i} y_k}
-
-    x = grades in ranked order, y = the ideal list (all judged grades, descending). The example is pattern a of
-    Kishida's Table 5.
-    """
-
-_ERAP_DOC = r"""Expected random average precision, eRAP (Ferrante, Ferro, Pontarollo, eq. 2).
-
-    .. math::
-
-        \mathrm{eRAP} = \frac{1}{\widehat{RB}} \sum_n \frac{1}{n}
-            \Big(1 + \sum_{m<n} p_{r_m}\Big) p_{r_n}, \qquad \widehat{RB} = \sum_k R(k)\, p_k
-
-    ``p[k]`` is the probability that a document of grade k is relevant, k = 0..c.
-    Undefined when the expected recall base is 0.
-    """
-
-_NDCG_DOC = r"""Normalised discounted cumulative gain at cutoff k (Järvelin and Kekäläinen 2002).
+def ndcg(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    gain: str = "exp2",
+    discount: str = "log2p1",
+    short_list: str = "pad",
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Normalised discounted cumulative gain at cutoff k (Järvelin and Kekäläinen 2002).
 
     .. math::
 
@@ -146,34 +365,206 @@ _NDCG_DOC = r"""Normalised discounted cumulative gain at cutoff k (Järvelin and
     ``grade_counts``. ``short_list``: for a query with fewer than k documents, ``"pad"`` counts the
     missing ranks as non-relevant, ``"zero"`` scores it 0 (the LETOR 3.0/4.0 tools). Undefined when the
     ideal DCG is 0.
-    """
 
-_PRECISION_DOC = r"""Precision at cutoff k: :math:`P@k = \frac{1}{k} \sum_{n \le k} 1[r_n \ge \theta]`.
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    gain : str, default 'exp2'
+        'exp2' (2^l - 1) or 'linear' (the grade).
+    discount : str, default 'log2p1'
+        'log2p1' (1/log2(r+1)) or 'jk' (1/max(1, log2 r), LETOR).
+    short_list : str, default 'pad'
+        A list shorter than k: 'pad' (missing ranks count as non-relevant) or 'zero' (the query
+        scores 0, as LETOR 3.0's tool).
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import ndcg
+    >>> round(float(ndcg(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), k=2)), 4)
+    0.7967
+    """
+    return NDCG.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                         empty_value=empty_value, reduction=reduction, gain=gain, discount=discount,
+                         short_list=short_list)
+
+
+def precision(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    k: int,
+    threshold: int = 1,
+    short_list: str = "pad",
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Precision at cutoff k: :math:`P@k = \frac{1}{k} \sum_{n \le k} 1[r_n \ge \theta]`.
 
     Always divides by k. ``short_list="zero"`` gives 0 to a query with fewer than k documents
     (LETOR 3.0's tool); ``"pad"`` counts the missing ranks as non-relevant (trec_eval, LETOR 4.0).
     Always defined (0 for a query without relevant documents).
-    """
 
-_RBP_DOC = r"""Rank-biased precision (Moffat and Zobel 2008), binary relevance at ``threshold``.
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    threshold : int, default 1
+        Smallest grade counted as relevant.
+    short_list : str, default 'pad'
+        A list shorter than k: 'pad' (missing ranks count as non-relevant) or 'zero' (the query
+        scores 0, as LETOR 3.0's tool).
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import precision
+    >>> round(float(precision(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 2]), k=2)), 4)
+    0.5
+    """
+    return P.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties, empty_value=empty_value,
+                      reduction=reduction, threshold=threshold, short_list=short_list)
+
+
+def rbp(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    persistence: float = 0.8,
+    threshold: int = 1,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Rank-biased precision (Moffat and Zobel 2008), binary relevance at ``threshold``.
 
     .. math::
 
         \mathrm{RBP} = (1 - q) \sum_n q^{n-1}\, 1[r_n \ge \theta]
 
     with persistence q in (0, 1). Always defined. ``k`` truncates the sum (no residual).
+
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    persistence : float, default 0.8
+        Persistence.
+    threshold : int, default 1
+        Smallest grade counted as relevant.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import rbp
+    >>> round(float(rbp(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 2]), persistence=0.5)), 4)
+    0.625
     """
+    return RBP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                        empty_value=empty_value, reduction=reduction, persistence=persistence, threshold=threshold)
 
-_ERRBP_DOC = r"""Expected random rank-biased precision, eRRBP (Ferrante, Ferro, Pontarollo, eq. 1).
 
-    .. math::
-
-        \mathrm{eRRBP} = (1 - q) \sum_n q^{n-1}\, p_{r_n}
-
-    ``p[k]`` is the probability that a document of grade k is relevant, k = 0..c. Always defined.
-    """
-
-_ERR_DOC = r"""Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, CIKM 2009).
+def err(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    max_grade: int | None = None,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, CIKM 2009).
 
     .. math::
 
@@ -182,9 +573,64 @@ _ERR_DOC = r"""Expected reciprocal rank (Chapelle, Metzler, Zhang and Grinspan, 
 
     ``max_grade`` (g_max) defaults to the largest label of the input; pass it explicitly to compare
     numbers across batches. Always defined.
-    """
 
-_Q_MEASURE_DOC = r"""Sakai's Q-measure with gain = grade (Kishida 2005, eq. 35 for beta = 1).
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    max_grade : int, optional
+        The top grade g_max of ERR's relevance probabilities (default: the largest label).
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import err
+    >>> round(float(err(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), max_grade=2)), 4)
+    0.5312
+    """
+    return ERR.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                        empty_value=empty_value, reduction=reduction, max_grade=max_grade)
+
+
+def q_measure(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    beta: float = 1.0,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Sakai's Q-measure with gain = grade (Kishida 2005, eq. 35 for beta = 1).
 
     .. math::
 
@@ -193,9 +639,61 @@ _Q_MEASURE_DOC = r"""Sakai's Q-measure with gain = grade (Kishida 2005, eq. 35 f
 
     R = number of judged relevant documents, y = the ideal list. Undefined when R = 0. The example is pattern a of
     Kishida's Table 5.
-    """
 
-_SLIDING_RATIO_DOC = r"""Sagara's modified sliding ratio (Kishida 2005, eq. 27).
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    beta : float, default 1.0
+        Sakai's beta.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import q_measure
+    >>> round(float(q_measure(np.array([5.0, 4, 3, 2, 1]), np.array([3, 2, 0, 0, 0]), grade_counts=[3, 1, 1, 1])), 4)
+    0.6667
+    """
+    return Q.evaluate(scores, labels, k=None, mask=mask, grade_counts=grade_counts, ties=ties,
+                      empty_value=empty_value, reduction=reduction, beta=beta)
+
+
+def sliding_ratio(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Sagara's modified sliding ratio (Kishida 2005, eq. 27).
 
     .. math::
 
@@ -203,9 +701,262 @@ _SLIDING_RATIO_DOC = r"""Sagara's modified sliding ratio (Kishida 2005, eq. 27).
 
     n = the list length (or ``k``), y = the ideal list truncated at n. Undefined when the ideal sum is 0.
     The example is pattern a of Kishida's Table 5.
-    """
 
-_RR_DOC = r"""Reciprocal rank of the first document whose grade reaches ``threshold`` (MRR is its mean).
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import sliding_ratio
+    >>> round(float(sliding_ratio(np.array([5.0, 4, 3, 2, 1]), np.array([3, 2, 0, 0, 0]), grade_counts=[3, 1, 1, 1])), 4)
+    0.9231
+    """
+    return SR.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                       empty_value=empty_value, reduction=reduction)
+
+
+def generalized_ap(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Kishida's generalized average precision v_G (Kishida 2005, eq. 42).
+
+    .. math::
+
+        v_G = \frac{\sum_i 1[x_i > 0]\, \frac{1}{i} \sum_{k \le i} x_k}
+                   {\sum_i 1[y_i > 0]\, \frac{1}{i} \sum_{k \le i} y_k}
+
+    x = grades in ranked order, y = the ideal list (all judged grades, descending). The example is pattern a of
+    Kishida's Table 5.
+
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import generalized_ap
+    >>> round(float(generalized_ap(np.array([5.0, 4, 3, 2, 1]), np.array([3, 2, 0, 0, 0]), grade_counts=[3, 1, 1, 1])), 4)
+    0.7333
+    """
+    return VG.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                       empty_value=empty_value, reduction=reduction)
+
+
+def erap(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    p: ArrayLike,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Expected random average precision, eRAP (Ferrante, Ferro, Pontarollo, eq. 2).
+
+    .. math::
+
+        \mathrm{eRAP} = \frac{1}{\widehat{RB}} \sum_n \frac{1}{n}
+            \Big(1 + \sum_{m<n} p_{r_m}\Big) p_{r_n}, \qquad \widehat{RB} = \sum_k R(k)\, p_k
+
+    ``p[k]`` is the probability that a document of grade k is relevant, k = 0..c.
+    Undefined when the expected recall base is 0.
+
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    p : sequence of float
+        Probability of relevance of each grade 0..c.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import erap
+    >>> round(float(erap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), p=[0.0, 0.5, 1.0])), 4)
+    0.8333
+    """
+    return ERAP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                         empty_value=empty_value, reduction=reduction, p=p)
+
+
+def errbp(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    p: ArrayLike,
+    persistence: float = 0.8,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Expected random rank-biased precision, eRRBP (Ferrante, Ferro, Pontarollo, eq. 1).
+
+    .. math::
+
+        \mathrm{eRRBP} = (1 - q) \sum_n q^{n-1}\, p_{r_n}
+
+    ``p[k]`` is the probability that a document of grade k is relevant, k = 0..c. Always defined.
+
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    p : sequence of float
+        Probability of relevance of each grade 0..c.
+    persistence : float, default 0.8
+        Persistence.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import errbp
+    >>> round(float(errbp(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), p=[0.0, 0.5, 1.0], persistence=0.5)), 4)
+    0.5
+    """
+    return ERRBP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                          empty_value=empty_value, reduction=reduction, p=p, persistence=persistence)
+
+
+def reciprocal_rank(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    threshold: int = 1,
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Reciprocal rank of the first document whose grade reaches ``threshold`` (MRR is its mean).
 
     .. math::
 
@@ -213,9 +964,65 @@ _RR_DOC = r"""Reciprocal rank of the first document whose grade reaches ``thresh
 
     0 when no such document is ranked (or none within ``k``). Undefined when the query has no judged relevant
     document (``grade_counts``, default: in the list). trec_eval's ``recip_rank``.
-    """
 
-_RECALL_DOC = r"""Recall at cutoff k: the share of the judged relevant documents ranked within k.
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    threshold : int, default 1
+        Smallest grade counted as relevant.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import reciprocal_rank
+    >>> round(float(reciprocal_rank(np.array([3.0, 2.0, 1.0]), np.array([0, 0, 1]))), 4)
+    0.3333
+    """
+    return RR.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                       empty_value=empty_value, reduction=reduction, threshold=threshold)
+
+
+def recall(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    k: int,
+    threshold: int = 1,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Recall at cutoff k: the share of the judged relevant documents ranked within k.
 
     .. math::
 
@@ -223,9 +1030,64 @@ _RECALL_DOC = r"""Recall at cutoff k: the share of the judged relevant documents
 
     RB = the number of judged documents of grade >= ``threshold`` (``grade_counts``, default: in the list).
     Undefined when RB = 0. trec_eval's ``recall_k``.
-    """
 
-_RPREC_DOC = r"""R-precision: precision at rank RB, the number of judged relevant documents.
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    threshold : int, default 1
+        Smallest grade counted as relevant.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import recall
+    >>> round(float(recall(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 2]), k=2)), 4)
+    0.5
+    """
+    return R.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties, empty_value=empty_value,
+                      reduction=reduction, threshold=threshold)
+
+
+def r_precision(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    threshold: int = 1,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""R-precision: precision at rank RB, the number of judged relevant documents.
 
     .. math::
 
@@ -233,94 +1095,215 @@ _RPREC_DOC = r"""R-precision: precision at rank RB, the number of judged relevan
 
     A list shorter than RB counts its missing ranks as non-relevant. Undefined when RB = 0. trec_eval's
     ``Rprec``.
-    """
 
-_SUCCESS_DOC = r"""Success at cutoff k: 1 when a document whose grade reaches ``threshold`` is ranked within k, else 0.
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    threshold : int, default 1
+        Smallest grade counted as relevant.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import r_precision
+    >>> round(float(r_precision(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 2]))), 4)
+    0.5
+    """
+    return RPREC.evaluate(scores, labels, k=None, mask=mask, grade_counts=grade_counts, ties=ties,
+                          empty_value=empty_value, reduction=reduction, threshold=threshold)
+
+
+def success(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    k: int,
+    threshold: int = 1,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Success at cutoff k: 1 when a document whose grade reaches ``threshold`` is ranked within k, else 0.
 
     .. math::
 
         \mathrm{Success@k} = 1\Big[\sum_{n \le k} 1[r_n \ge \theta] > 0\Big]
 
     Always defined (0 for a query without relevant documents). trec_eval's ``success_k``.
-    """
 
-_DCG_DOC = r"""Discounted cumulative gain at cutoff k, unnormalised (Järvelin and Kekäläinen 2002).
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    threshold : int, default 1
+        Smallest grade counted as relevant.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import success
+    >>> round(float(success(np.array([3.0, 2.0, 1.0]), np.array([0, 0, 1]), k=2)), 4)
+    0.0
+    """
+    return SUCCESS.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                            empty_value=empty_value, reduction=reduction, threshold=threshold)
+
+
+def dcg(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    gain: str = "exp2",
+    discount: str = "log2p1",
+    k: int | None = None,
+    mask: ArrayLike | None = None,
+    grade_counts: ArrayLike | None = None,
+    ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
+    empty_value: float = 0.0,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> MetricValue:
+    r"""Discounted cumulative gain at cutoff k, unnormalised (Järvelin and Kekäläinen 2002).
 
     .. math::
 
         \mathrm{DCG@k} = \sum_{n \le k} \mathrm{gain}(r_n) D(n)
 
     ``gain`` and ``discount`` as :func:`ndcg`'s. Always defined.
+
+    Parameters
+    ----------
+    scores : array-like or torch.Tensor
+        ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
+        in, NumPy out; a tensor in, a tensor out, on its device.
+    labels : array-like or torch.Tensor
+        The documents' relevance grades, integers 0..30, in the shape of ``scores``.
+    gain : str, default 'exp2'
+        'exp2' (2^l - 1) or 'linear' (the grade).
+    discount : str, default 'log2p1'
+        'log2p1' (1/log2(r+1)) or 'jk' (1/max(1, log2 r), LETOR).
+    k : int, optional
+        Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
+        in trec_eval's cut measures.
+    mask : array-like of bool, optional
+        True marks a real document, False padding. Padding ranks after every real document and never
+        counts; its scores and labels are never read. Default: every position is real.
+    grade_counts : array-like, optional
+        R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
+        grade, when the list does not hold every judged document (a run that missed relevant ones).
+        The recall base and the ideal ranking are built from it. Default: counted from the labels.
+    ties : {"stable", "pessimistic", "optimistic"}, default "stable"
+        "stable" keeps tied documents in input order (as LETOR's evaluation tools); "pessimistic"
+        puts the lower grades of a tie first, "optimistic" the higher grades.
+    empty_value : float, default 0.0
+        The value of a query whose measure is undefined because its normaliser is 0 (no relevant
+        document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined.
+    reduction : {"mean", "sum", "none"}, default "mean"
+        "mean" or "sum" over the queries, or "none": one value per query.
+
+    Returns
+    -------
+    value : float, numpy.ndarray or torch.Tensor
+        The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar
+        for a 1-D input), in the scores' array type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gaprank.metrics import dcg
+    >>> round(float(dcg(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), k=2)), 4)
+    2.8928
     """
+    return DCG.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                        empty_value=empty_value, reduction=reduction, gain=gain, discount=discount)
 
-AP = register(MeasureInfo(
-    "AP", KernelForm(ap_kernel), (_REL,), aliases=("MAP",), function_name="average_precision",
-    reference="binary average precision; Robertson, Kanoulas and Yilmaz 2010, sec. 2.1", doc=_AVERAGE_PRECISION_DOC,
-    example=("[3.0, 2.0, 1.0]", "[1, 0, 1]", "", "0.8333")))
-GAP = register(MeasureInfo(
-    "GAP", KernelForm(gap_kernel), (_G,), doc=_GAP_DOC, example=(_S, _Y, "g=[0.5, 0.5]", "0.8333"),
-    reference="Robertson, Kanoulas and Yilmaz, SIGIR 2010, sec. 2.2; Ferrante, Ferro et al., eq. 4"))
-XGAP = register(MeasureInfo("xGAP", KernelForm(xgap_kernel), (_G,), doc=_XGAP_DOC,
-                            example=(_S, _Y, "g=[0.5, 0.5]", "0.8125"),
-                            reference="Ferrante, Ferro et al., eq. 5"))
-EGAP = register(MeasureInfo("eGAP", KernelForm(egap_kernel), (_G,), doc=_EGAP_DOC,
-                            example=(_S, _Y, "g=[0.5, 0.5]", "0.75"),
-                            reference="Ferrante, Ferro et al., eq. 6"))
-NDCG = register(MeasureInfo(
-    "nDCG", GainDiscountForm(graded_gain, graded_discount, ideal_dcg), (_GAIN, _DISCOUNT, _SHORT), doc=_NDCG_DOC,
-    example=(_S, _Y, "k=2", "0.7967"),
-    reference="Järvelin and Kekäläinen 2002; SoftNDCG: Taylor et al., WSDM 2008"))
-P = register(MeasureInfo(
-    "P", GainDiscountForm(binary_gain, flat_discount, cutoff_norm), (_REL, _SHORT), needs_cutoff=True,
-    function_name="precision", doc=_PRECISION_DOC, reference="precision at k",
-    example=(_S, "[1, 0, 2]", "k=2", "0.5")))
-RBP = register(MeasureInfo(
-    "RBP", GainDiscountForm(binary_gain, geometric_discount), (_persistence("p"), _REL), doc=_RBP_DOC,
-    example=(_S, "[1, 0, 2]", "persistence=0.5", "0.625"),
-    reference="Moffat and Zobel 2008"))
-ERR = register(MeasureInfo(
-    "ERR", ListForm(err_value, err_swap_factors),
-    (ParamInfo("max_grade", "max_grade", int, None, "g_max (default: the largest label)", check=check_max_grade,
-               grade_scale=int, fill=int),), doc=_ERR_DOC,
-    example=(_S, _Y, "max_grade=2", "0.5312"),
-    reference="Chapelle, Metzler, Zhang and Grinspan, CIKM 2009"))
-Q = register(MeasureInfo(
-    "Q", ListForm(q_value, q_swap_factors), (ParamInfo("beta", "beta", float, 1.0, "Sakai's beta", check=check_beta),),
-    takes_cutoff=False, function_name="q_measure", doc=_Q_MEASURE_DOC, reference="Sakai; Kishida 2005, eq. 35",
-    example=_KISHIDA + ("0.6667",)))
-SR = register(MeasureInfo(
-    "SR", GainDiscountForm(linear_gain, reciprocal_discount, ideal_within_list), function_name="sliding_ratio",
-    doc=_SLIDING_RATIO_DOC, reference="Sagara's modified sliding ratio; Kishida 2005, eq. 27",
-    example=_KISHIDA + ("0.9231",)))
-VG = register(MeasureInfo(
-    "vG", KernelForm(kishida_kernel), function_name="generalized_ap", doc=_GENERALIZED_AP_DOC,
-    reference="Kishida's generalized average precision; Kishida 2005, eq. 42",
-    example=_KISHIDA + ("0.7333",)))
-ERAP = register(MeasureInfo("eRAP", KernelForm(erap_kernel), (_RELEVANCE_P,), doc=_ERAP_DOC,
-                            example=(_S, _Y, "p=[0.0, 0.5, 1.0]", "0.8333"),
+
+
+# The registry entries: each names its form, parameters, reference and metric function.
+AP = register(MeasureInfo("AP", KernelForm(ap_kernel), (_REL,), aliases=("MAP",), function=average_precision,
+                          reference="binary average precision; Robertson, Kanoulas and Yilmaz 2010, sec. 2.1"))
+GAP = register(MeasureInfo("GAP", KernelForm(gap_kernel), (_G,), function=gap,
+                           reference="Robertson, Kanoulas and Yilmaz, SIGIR 2010, sec. 2.2; Ferrante, Ferro et al., eq. 4"))
+XGAP = register(MeasureInfo("xGAP", KernelForm(xgap_kernel), (_G,), function=xgap, reference="Ferrante, Ferro et al., eq. 5"))
+EGAP = register(MeasureInfo("eGAP", KernelForm(egap_kernel), (_G,), function=egap, reference="Ferrante, Ferro et al., eq. 6"))
+NDCG = register(MeasureInfo("nDCG", GainDiscountForm(graded_gain, graded_discount, ideal_dcg), (_GAIN, _DISCOUNT, _SHORT),
+                            function=ndcg, reference="Järvelin and Kekäläinen 2002; SoftNDCG: Taylor et al., WSDM 2008"))
+P = register(MeasureInfo("P", GainDiscountForm(binary_gain, flat_discount, cutoff_norm), (_REL, _SHORT), needs_cutoff=True,
+                         function=precision, reference="precision at k"))
+RBP = register(MeasureInfo("RBP", GainDiscountForm(binary_gain, geometric_discount), (_persistence("p"), _REL), function=rbp,
+                           reference="Moffat and Zobel 2008"))
+ERR = register(MeasureInfo("ERR", ListForm(err_value, err_swap_factors), (_MAX_GRADE,), function=err,
+                           reference="Chapelle, Metzler, Zhang and Grinspan, CIKM 2009"))
+Q = register(MeasureInfo("Q", ListForm(q_value, q_swap_factors), (_BETA,), takes_cutoff=False, function=q_measure,
+                         reference="Sakai; Kishida 2005, eq. 35"))
+SR = register(MeasureInfo("SR", GainDiscountForm(linear_gain, reciprocal_discount, ideal_within_list), function=sliding_ratio,
+                          reference="Sagara's modified sliding ratio; Kishida 2005, eq. 27"))
+VG = register(MeasureInfo("vG", KernelForm(kishida_kernel), function=generalized_ap,
+                          reference="Kishida's generalized average precision; Kishida 2005, eq. 42"))
+ERAP = register(MeasureInfo("eRAP", KernelForm(erap_kernel), (_RELEVANCE_P,), function=erap,
                             reference="Ferrante, Ferro, Pontarollo, eq. 2"))
-ERRBP = register(MeasureInfo(
-    "eRRBP", GainDiscountForm(relevance_gain, geometric_discount), (_RELEVANCE_P, _persistence("q")), doc=_ERRBP_DOC,
-    example=(_S, _Y, "p=[0.0, 0.5, 1.0], persistence=0.5", "0.5"),
-    reference="Ferrante, Ferro, Pontarollo, eq. 1"))
-RR = register(MeasureInfo(
-    "RR", ListForm(rr_value, rr_swap_factors), (_REL,), aliases=("MRR",), function_name="reciprocal_rank",
-    doc=_RR_DOC, reference="reciprocal rank; trec_eval recip_rank", example=(_S, "[0, 0, 1]", "", "0.3333")))
-R = register(MeasureInfo(
-    "R", GainDiscountForm(binary_gain, flat_discount, recall_norm), (_REL,), needs_cutoff=True, function_name="recall",
-    doc=_RECALL_DOC, reference="recall at k; trec_eval recall_k", example=(_S, "[1, 0, 2]", "k=2", "0.5")))
-RPREC = register(MeasureInfo(
-    "Rprec", ListForm(rprec_value, rprec_swap_factors), (_REL,), takes_cutoff=False, function_name="r_precision",
-    doc=_RPREC_DOC, reference="R-precision; trec_eval Rprec", example=(_S, "[1, 0, 2]", "", "0.5")))
-SUCCESS = register(MeasureInfo(
-    "Success", ListForm(success_value, success_swap_factors), (_REL,), needs_cutoff=True, function_name="success",
-    doc=_SUCCESS_DOC, reference="success at k; trec_eval success_k", example=(_S, "[0, 0, 1]", "k=2", "0.0")))
-DCG = register(MeasureInfo(
-    "DCG", GainDiscountForm(graded_gain, graded_discount), (_GAIN, _DISCOUNT), doc=_DCG_DOC,
-    example=(_S, _Y, "k=2", "2.8928"), reference="Järvelin and Kekäläinen 2002"))
-
-# the metric functions, named as gaprank.metrics exports them
-(average_precision, gap, xgap, egap, ndcg, precision, rbp, err, q_measure, sliding_ratio, generalized_ap, erap,
- errbp, reciprocal_rank, recall, r_precision, success, dcg) = (
-    entry.function for entry in (AP, GAP, XGAP, EGAP, NDCG, P, RBP, ERR, Q, SR, VG, ERAP, ERRBP, RR, R, RPREC,
-                                 SUCCESS, DCG))
+ERRBP = register(MeasureInfo("eRRBP", GainDiscountForm(relevance_gain, geometric_discount), (_RELEVANCE_P, _persistence("q")),
+                             function=errbp, reference="Ferrante, Ferro, Pontarollo, eq. 1"))
+RR = register(MeasureInfo("RR", ListForm(rr_value, rr_swap_factors), (_REL,), aliases=("MRR",), function=reciprocal_rank,
+                          reference="reciprocal rank; trec_eval recip_rank"))
+R = register(MeasureInfo("R", GainDiscountForm(binary_gain, flat_discount, recall_norm), (_REL,), needs_cutoff=True,
+                         function=recall, reference="recall at k; trec_eval recall_k"))
+RPREC = register(MeasureInfo("Rprec", ListForm(rprec_value, rprec_swap_factors), (_REL,), takes_cutoff=False,
+                             function=r_precision, reference="R-precision; trec_eval Rprec"))
+SUCCESS = register(MeasureInfo("Success", ListForm(success_value, success_swap_factors), (_REL,), needs_cutoff=True,
+                               function=success, reference="success at k; trec_eval success_k"))
+DCG = register(MeasureInfo("DCG", GainDiscountForm(graded_gain, graded_discount), (_GAIN, _DISCOUNT), function=dcg,
+                           reference="Järvelin and Kekäläinen 2002"))

@@ -10,11 +10,11 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError
+from .._inputs import GaprankInputError, check_positive_int
 from .._typing import ArrayLike
-from ._registry import MODES, MeasureInfo, find_measure, g_not_taken, known_names, objective_names
+from ._registry import MEASURE_NAME, MODES, MeasureInfo, find_measure, g_not_taken, known_names, objective_names
 
-_NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
+_NAME = re.compile(r"^\s*(" + MEASURE_NAME.pattern + r")\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,10 @@ def parse_measure(name: str) -> Measure:
     if cutoff is not None:
         if not entry.takes_cutoff:
             raise GaprankInputError(f"measure {name!r}: {base} takes no @k cutoff")
-        kwargs["k"] = int(cutoff)
+        try:
+            kwargs["k"] = check_positive_int(int(cutoff), "the cutoff @k", allow_none=False)
+        except GaprankInputError as exc:
+            raise GaprankInputError(f"measure {name!r}: {exc}") from None
     elif entry.needs_cutoff:
         raise GaprankInputError(f"measure {name!r}: {base} needs a cutoff, e.g. {base}@10")
     return Measure(name.strip(), entry, kwargs)

@@ -21,6 +21,7 @@ without a type, a name already taken) is refused when it is built or registered.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,12 +29,21 @@ from typing import Any
 import torch
 
 from .._inputs import GaprankInputError, check_positive_int, finalize, on_device
-from .._typing import MetricValue
+from .._typing import ArrayLike, MetricValue
 from ._docs import document_metric
 from ._forms import Form
 from ._ranking import rank_lists
 
 PARAM_TYPES = (int, float, str, list)
+# What a measure string can name (gaprank.metrics.parse_measure): an ASCII letter, then letters, digits or _.
+MEASURE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def is_measure_name(name: Any) -> bool:
+    """Whether ``name`` can stand in a measure string."""
+    return isinstance(name, str) and MEASURE_NAME.fullmatch(name) is not None
+
+
 # Keywords every metric function has; a measure's own parameter may not take one of them.
 COMMON_KEYWORDS = ("scores", "labels", "k", "mask", "grade_counts", "ties", "empty_value", "reduction")
 
@@ -143,12 +153,14 @@ class MeasureInfo:
     needs_cutoff: bool = False
     takes_cutoff: bool = True
     example: tuple[str, ...] = ()
+    # None: made from the entry (a measure a user registers); always set once the entry is built
+    function: Callable[..., MetricValue] = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     parameters: dict[str, ParamInfo] = field(init=False, repr=False, compare=False)
-    function: Callable[..., MetricValue] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise GaprankInputError(f"measure name must be an identifier (letters, digits, _); got {self.name!r}")
+        if not is_measure_name(self.name):
+            raise GaprankInputError(f"measure name must be an ASCII letter followed by ASCII letters, digits or _ "
+                                    f"(what a measure string can name); got {self.name!r}")
         if not isinstance(self.form, Form):
             raise GaprankInputError(f"measure {self.name}: form must be a KernelForm, GainDiscountForm or ListForm "
                                     f"(its implementation); got {type(self.form).__name__}")
@@ -166,7 +178,12 @@ class MeasureInfo:
         if self.needs_cutoff and not self.takes_cutoff:
             raise GaprankInputError(f"measure {self.name}: needs_cutoff without takes_cutoff")
         object.__setattr__(self, "parameters", {p.name: p for p in self.params})
-        object.__setattr__(self, "function", _metric_function(self))
+        if self.function is None:  # a measure a user registers: its metric function is made from the entry
+            object.__setattr__(self, "function", _metric_function(self))
+        elif not callable(self.function):
+            raise GaprankInputError(f"measure {self.name}: function must be callable; got {type(self.function).__name__}")
+        elif not self.doc:
+            object.__setattr__(self, "doc", inspect.getdoc(self.function) or "")
 
     def __reduce__(self) -> tuple[Any, ...]:
         # pickled by name: the entry is the registry's (a process that registered it has it)
@@ -217,6 +234,20 @@ class MeasureInfo:
                           else f"{param.keyword}={shown}")
         return values, scale, source
 
+    def evaluate(self, scores: ArrayLike, labels: ArrayLike, *, k: int | None, mask: ArrayLike | None,
+                 grade_counts: ArrayLike | None, ties: str, empty_value: float, reduction: str,
+                 **own: Any) -> MetricValue:
+        """The exact metric: what every metric function, built in or made for a registered measure, calls.
+
+        ``own`` holds the measure's own keywords (unset ones at None or their defaults)."""
+        k = check_positive_int(k, allow_none=not self.needs_cutoff)
+        values, scale, source = self.resolve(own)
+        ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties=ties, num_grades=scale,
+                            scale_source=source)
+        params = self.fill(values, ranked.num_grades, ranked.grades.device)
+        result, defined = self.form.value(ranked, k, params)
+        return finalize(result, defined, ranked.spec, empty_value=empty_value, reduction=reduction)
+
     def fill(self, values: dict[str, Any], num_grades: int, device: torch.device) -> dict[str, Any]:
         """The values with unset data-dependent ones filled for the grade scale 0..``num_grades``, tensors
         on ``device``."""
@@ -229,15 +260,19 @@ class MeasureInfo:
         return out
 
 
-def _metric_function(info: MeasureInfo) -> Callable[..., MetricValue]:
-    """The exact metric of an entry, with the signature every metric has."""
+def metric_signature(info: MeasureInfo) -> inspect.Signature:
+    """The signature every metric function of a measure has: ``scores, labels``, then keyword-only the cutoff
+    ``k`` and the measure's own parameters (P@k-style measures that need a cutoff list it first), then
+    ``mask, grade_counts, ties, empty_value, reduction``. The built-in metric functions are written out with
+    it (a test compares them); a registered measure's function is made with it."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     arrays = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="ArrayLike")
               for n in ("scores", "labels")]
     cutoff = [inspect.Parameter("k", keyword, default=inspect.Parameter.empty if info.needs_cutoff else None,
                                 annotation="int" if info.needs_cutoff else "int | None")] if info.takes_cutoff else []
     own = [inspect.Parameter(p.keyword, keyword, default=inspect.Parameter.empty if p.required else p.default,
-                             annotation="ArrayLike" if p.dtype is list else p.dtype.__name__) for p in info.params]
+                             annotation=("ArrayLike" if p.dtype is list else p.dtype.__name__)
+                             + (" | None" if p.default is None and not p.required else "")) for p in info.params]
     common = [inspect.Parameter("mask", keyword, default=None, annotation="ArrayLike | None"),
               inspect.Parameter("grade_counts", keyword, default=None, annotation="ArrayLike | None"),
               inspect.Parameter("ties", keyword, default="stable", annotation="str"),
@@ -245,11 +280,15 @@ def _metric_function(info: MeasureInfo) -> Callable[..., MetricValue]:
               inspect.Parameter("reduction", keyword, default="mean", annotation="str")]
     # P@k lists k first, then its own parameters; other measures list their parameters, then k
     ordered = cutoff + own if info.needs_cutoff else own + cutoff
-    signature = inspect.Signature(arrays + ordered + common, return_annotation="MetricValue")
-    form = info.form
+    return inspect.Signature(arrays + ordered + common, return_annotation="MetricValue")
 
-    defaults = {p.name: p.default for p in ordered + common if p.default is not inspect.Parameter.empty}
-    required = [p.name for p in ordered if p.default is inspect.Parameter.empty]
+
+def _metric_function(info: MeasureInfo) -> Callable[..., MetricValue]:
+    """The exact metric of a registered measure's entry, with :func:`metric_signature`."""
+    signature = metric_signature(info)
+    parameters = list(signature.parameters.values())[2:]
+    defaults = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+    required = [p.name for p in parameters if p.default is inspect.Parameter.empty]
     accepted = frozenset(defaults) | frozenset(required)
     own_keywords = [p.keyword for p in info.params]
 
@@ -264,14 +303,10 @@ def _metric_function(info: MeasureInfo) -> Callable[..., MetricValue]:
             bound.apply_defaults()
             arguments = bound.arguments
             scores, labels = arguments["scores"], arguments["labels"]
-        k = check_positive_int(arguments.get("k"), allow_none=not info.needs_cutoff)
-        values, scale, source = info.resolve({keyword: arguments[keyword] for keyword in own_keywords})
-        ranked = rank_lists(scores, labels, mask=arguments["mask"], grade_counts=arguments["grade_counts"],
-                            ties=arguments["ties"], num_grades=scale, scale_source=source)
-        params = info.fill(values, ranked.num_grades, ranked.grades.device)
-        result, defined = form.value(ranked, k, params)
-        return finalize(result, defined, ranked.spec, empty_value=arguments["empty_value"],
-                        reduction=arguments["reduction"])
+        return info.evaluate(scores, labels, k=arguments.get("k"), mask=arguments["mask"],
+                             grade_counts=arguments["grade_counts"], ties=arguments["ties"],
+                             empty_value=arguments["empty_value"], reduction=arguments["reduction"],
+                             **{keyword: arguments[keyword] for keyword in own_keywords})
 
     name = info.function_name or info.key
     metric.__name__ = metric.__qualname__ = name
@@ -328,8 +363,9 @@ def register(info: MeasureInfo) -> MeasureInfo:
         raise GaprankInputError(f"register takes a MeasureInfo; got {type(info).__name__}")
     names = [info.name, *info.aliases]
     for alias in info.aliases:
-        if not isinstance(alias, str) or not alias.isidentifier():
-            raise GaprankInputError(f"measure {info.name}: alias {alias!r} is not an identifier")
+        if not is_measure_name(alias):
+            raise GaprankInputError(f"measure {info.name}: alias {alias!r} is not an ASCII letter followed by ASCII "
+                                    "letters, digits or _ (what a measure string can name)")
     if len({n.lower() for n in names}) != len(names):
         raise GaprankInputError(f"measure {info.name}: a name appears twice in {names}")
     taken = [n for n in names if n.lower() in _LOOKUP]
@@ -349,6 +385,9 @@ def unregister(name: str) -> None:
     name : str
         Its canonical name.
     """
+    if name not in _REGISTRY:
+        raise GaprankInputError(f"unregister: no measure is registered as {name!r} (canonical names: "
+                                f"{', '.join(_REGISTRY)})")
     info = _REGISTRY.pop(name)
     for n in [info.name, *info.aliases]:
         _LOOKUP.pop(n.lower(), None)

@@ -10,13 +10,13 @@ objective here does the same, so a learning rate means what it means for ``rank:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from .._inputs import GaprankInputError
 from .._typing import ArrayLike
-from ..boosting import LambdaMARTObjective, LambdaMARTSettings, RankingEval, takes_settings
+from ..boosting import LambdaMARTObjective, LambdaMARTSettings, RankingEval
 from ..metrics import Conventions
 
 # XGBoost's lambdarank hessian per pair is 2 rho (1 - rho) |dM| (LightGBM's: rho (1 - rho) |dM|).
@@ -76,8 +76,16 @@ class XGBoostMetric:
         return list(values.items())
 
 
-@takes_settings(returns=("XGBoostObjective", "A callable ``(predt, dtrain) -> (grad, hess)``."))
-def objective(metric: str = "gap", **settings: Any) -> XGBoostObjective:
+def objective(
+    metric: str = "gap",
+    *,
+    g: list[float] | None = None,
+    sigma: float = 1.0,
+    truncation_level: int | None = None,
+    norm: bool = False,
+    label_gain: list[float] | None = None,
+    precision: Literal["float32", "float64"] = "float32",
+) -> XGBoostObjective:
     r"""LambdaMART objective for ``xgboost.train(params, dtrain, obj=...)``: LambdaRank gradients weighted
     by :math:`|\Delta M|`, the exact swap delta of ``metric`` in the ranking the current scores induce.
 
@@ -93,6 +101,35 @@ def objective(metric: str = "gap", **settings: Any) -> XGBoostObjective:
     Groups come from the DMatrix (``qid=`` or ``set_group``); labels must be integer grades
     0..30; weights, when set, are one per query (normalised to mean 1, as XGBoost does).
 
+    Parameters
+    ----------
+    metric : str, default 'gap'
+        The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg',
+        'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
+        registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
+        the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
+    g : sequence of float, optional
+        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's
+        grades.
+    sigma : float, default 1.0
+        The logistic's steepness (LightGBM's ``sigmoid``).
+    truncation_level : int, optional
+        Only pairs whose higher-ranked document is in the current top k; default every pair.
+    norm : bool, default False
+        LightGBM's ``lambdarank_norm``: divide |dM| by 0.01 + |s_i - s_j| and scale each query's
+        lambdas by log2(1 + S)/S, S their sum.
+    label_gain : sequence of float, optional
+        A gain per label replacing nDCG's 2^l - 1 (LightGBM's ``label_gain``); for nDCG only.
+    precision : {"float32", "float64"}, default "float32"
+        The type of the torch pair engine's per-pair arithmetic (swap deltas and score differences
+        are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
+        family) and discounted-gain measures on the CPU, always computes in float64.
+
+    Returns
+    -------
+    value : XGBoostObjective
+        A callable ``(predt, dtrain) -> (grad, hess)``.
+
     Examples
     --------
     >>> import numpy as np, xgboost as xgb
@@ -105,7 +142,9 @@ def objective(metric: str = "gap", **settings: Any) -> XGBoostObjective:
     >>> booster.predict(dtrain).shape
     (60,)
     """
-    return XGBoostObjective(LambdaMARTObjective(LambdaMARTSettings(metric, **settings)))
+    settings = LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
+                                  label_gain=label_gain, precision=precision)
+    return XGBoostObjective(LambdaMARTObjective(settings))
 
 
 def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
