@@ -5,6 +5,8 @@ Run by hand, with nothing else running:
     python -m training.synthetic --like mslr-web30k --queries 31531 --out DATA --folds 1
     python benchmarks/bench_scale.py --data DATA [--parts load,epoch,lambdamart] [--device cpu|cuda]
 
+The ``epoch`` part needs allRank's loss modules: ``pip install allrank --no-deps`` (as ``bench_losses.py``).
+
 * ``load``: ``load_fold("MSLR-WEB30K", 1, dtype=float32)`` with an empty parsed-file cache (cold: the
   text is parsed and the cache written), then again in a new process (cached). Target: cached <= 1/10
   of cold.

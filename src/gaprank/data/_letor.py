@@ -81,9 +81,41 @@ class RankingSplit:
         """Documents per query, in file order (LightGBM's ``group``)."""
         return self._sizes.copy()
 
-    def to_flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(features ``[rows, F]``, labels ``[rows]``, group sizes ``[queries]``) for LightGBM."""
-        return self.features, self.labels, self.group_sizes
+    @property
+    def query_index(self) -> np.ndarray:
+        """Each row's query as an integer: its position in file order (``0, 0, 0, 1, 1, ...``), int64 ``[rows]``.
+
+        Non-decreasing, as XGBoost's ``qid`` and :func:`gaprank.dask.partition_by_query` want; the query ids
+        themselves (``qids``, ``query_ids``) are text, which neither takes.
+        """
+        return np.repeat(np.arange(self.num_queries, dtype=np.int64), self._sizes)
+
+    def to_flat(self, *, qid: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The split as flat arrays for gradient boosting.
+
+        Parameters
+        ----------
+        qid : bool, default False
+            False: the third array is the group sizes ``[queries]`` (LightGBM's ``group``); True: one integer
+            query id per row, ``[rows]`` (:attr:`query_index`: XGBoost's ``qid``).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            Features ``[rows, F]``, labels ``[rows]`` and the group sizes or the per-row query ids.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gaprank.data import load_fold
+        >>> test = load_fold("OHSUMED", 1).test
+        >>> X, y, qid = test.to_flat(qid=True)
+        >>> X.shape, qid[:3], qid.dtype
+        ((3383, 45), array([0, 0, 0]), dtype('int64'))
+        >>> bool((np.bincount(qid) == test.group_sizes).all())
+        True
+        """
+        return self.features, self.labels, self.query_index if qid else self.group_sizes
 
     def to_padded(self, *, dtype: torch.dtype = torch.float32, device: str | torch.device | None = None) -> PaddedBatch:
         """Padded tensors ``[queries, max_docs, ...]`` with a boolean mask (True = a real document)."""
