@@ -88,13 +88,13 @@ def test_an_option_of_the_other_eval_mode_is_refused_not_ignored(argv, message, 
 
 
 def test_the_cli_page_s_synopsis_is_commands_that_parse():
-    """docs/cli.md's bash block holds only commands (it once swallowed a paragraph of prose), each accepted by
+    """docs/cli.md's synopsis block holds only commands (it once swallowed a paragraph of prose), each accepted by
     the parser with its optional parts left out and with each of them in."""
     import shlex
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```bash\n(.*?)```", page, flags=re.S)
+    blocks = re.findall(r"```text\n(.*?)```", page, flags=re.S)[:1]  # the synopsis, with [optional] parts
     assert blocks
     lines = [line for block in blocks for line in block.splitlines() if line.strip()]
     assert all(line.startswith("gaprank ") for line in lines), lines
