@@ -194,3 +194,32 @@ def test_a_label_above_the_scale_is_exit_2_not_nan(tmp_path, capsys):
     assert main(["eval", "--letor", str(letor), "--scores", str(scores), "--format", "json"]) == 2
     captured = capsys.readouterr()
     assert "line 1: label 1024 is above 30" in captured.err and "NaN" not in captured.out
+
+
+def test_conventions_apply_by_parameter_name_to_a_registered_measure():
+    """A newly registered measure with nDCG's parameters follows letor3 / letor4 / trec like nDCG (before, the
+    conventions dispatched on nDCG's, DCG's and P@k's functions, and a new measure silently ignored them); a
+    binary one with short_list follows P@k's rule."""
+    import torch
+
+    from gaprank.extend import GainDiscountForm, MeasureInfo, ParamInfo, register, unregister
+    from gaprank.metrics import get_conventions, parse_measure
+
+    ndcg = parse_measure("nDCG").info
+    graded = register(MeasureInfo("ToyNDCG", ndcg.form, ndcg.params))
+    binary = register(MeasureInfo("ToyP", GainDiscountForm(
+        lambda c, params: (torch.arange(c + 1) >= 1).to(torch.float64), lambda positions, params: 1.0 / positions),
+        (ParamInfo("short_list", "short_list", str, "pad", "as P@k's"),)))
+    try:
+        for name in ("letor3", "letor4", "trec"):
+            conventions = get_conventions(name)
+            assert conventions.keywords(graded) == conventions.keywords(ndcg.function)
+            assert conventions.keywords(parse_measure("ToyNDCG@10")) == conventions.keywords(ndcg)
+            assert conventions.keywords(binary.function) == conventions.keywords(parse_measure("P@5"))
+        assert get_conventions("letor4").keywords(binary)["short_list"] == "pad"
+        assert get_conventions("letor3").keywords(graded)["gain"] == "exp2"
+        assert get_conventions("trec").keywords(graded) == {"ties": "stable", "empty_value": 0.0, "gain": "linear",
+                                                            "discount": "log2p1", "short_list": "pad"}
+    finally:
+        unregister("ToyNDCG")
+        unregister("ToyP")

@@ -11,6 +11,7 @@ They differ on queries with fewer than k documents:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +21,9 @@ from .._inputs import GaprankInputError
 from .._padding import check_group_sizes, length_buckets, per_query_by_bucket
 from .._typing import ArrayLike
 from . import _measures as F
-from ._names import parse_measure
-from ._registry import user_model_measures
+from ._names import Measure, parse_measure
+from ._registry import MeasureInfo, user_model_measures
+from ._registry import measures as registry_entries
 
 
 @dataclass(frozen=True)
@@ -39,16 +41,34 @@ class Conventions:
     def describe(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
-    def keywords(self, function: Any) -> dict[str, Any]:
-        """The keywords these conventions give the metric ``function`` (nDCG and P@k have their own)."""
+    def keywords(self, measure: MeasureInfo | Measure | Callable[..., Any]) -> dict[str, Any]:
+        """The keywords these conventions give a measure (its entry, a parsed measure string or its metric
+        function), decided by the parameters the registry declares for it: every measure takes ``ties`` and
+        ``empty_value``; one with ``gain`` or ``discount`` takes nDCG's; ``short_list`` follows nDCG's rule for
+        a graded measure (one with a ``gain``) and P@k's for a binary one."""
+        info = _entry_of(measure)
+        own = {param.keyword for param in info.params}
         common: dict[str, Any] = {"ties": self.ties, "empty_value": self.empty_value}
-        if function is F.ndcg:
-            common.update(gain=self.ndcg_gain, discount=self.ndcg_discount, short_list=self.ndcg_short_list)
-        elif function is F.dcg:  # nDCG's gain and discount
-            common.update(gain=self.ndcg_gain, discount=self.ndcg_discount)
-        elif function is F.precision:
-            common.update(short_list=self.precision_short_list)
+        if "gain" in own:
+            common["gain"] = self.ndcg_gain
+        if "discount" in own:
+            common["discount"] = self.ndcg_discount
+        if "short_list" in own:
+            common["short_list"] = self.ndcg_short_list if "gain" in own else self.precision_short_list
         return common
+
+
+def _entry_of(measure: MeasureInfo | Measure | Callable[..., Any]) -> MeasureInfo:
+    """The registry entry of a measure given as its entry, a parsed measure string or its metric function."""
+    if isinstance(measure, MeasureInfo):
+        return measure
+    if isinstance(measure, Measure):
+        return measure.info
+    for info in registry_entries():
+        if info.function is measure:
+            return info
+    raise GaprankInputError(f"{getattr(measure, '__name__', measure)!r} is not the metric function of a registered "
+                            "measure")
 
 
 CONVENTIONS = {
