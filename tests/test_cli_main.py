@@ -4,10 +4,12 @@ default, ``gaprank baseline``'s required data set and output, options of the oth
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import gaprank
@@ -105,3 +107,40 @@ def test_the_cli_page_s_synopsis_is_commands_that_parse():
             if argv == ["--version"]:
                 continue
             build_parser().parse_args(argv)
+
+
+def test_ridge_is_the_closed_form_solution():
+    """The baseline's ridge regression (NumPy; scikit-learn is no dependency): the normal equations of the
+    centred data with an unpenalised intercept."""
+    from gaprank.cli.main import _ridge
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 4))
+    y = x @ [1.0, -2.0, 0.5, 0.0] + 3.0 + rng.normal(scale=0.1, size=50)
+    for alpha in (0.0, 1.0, 25.0):
+        weights, intercept = _ridge(x, y, alpha)
+        xc, yc = x - x.mean(0), y - y.mean()
+        expected = np.linalg.solve(xc.T @ xc + alpha * np.eye(4), xc.T @ yc)
+        np.testing.assert_allclose(weights, expected, rtol=1e-10, atol=1e-12)
+        assert abs(intercept - (y.mean() - x.mean(0) @ expected)) < 1e-10
+
+
+def test_the_cli_runs_on_the_lean_install(tmp_path):
+    """Without the extras' libraries (tqdm, scikit-learn, scipy, yaml, lightgbm), ``gaprank data import`` and
+    ``gaprank baseline`` run: they used to import tqdm and scikit-learn unconditionally."""
+    from gaprank.data import locate_dataset
+
+    script = ("import sys\n"
+              "for name in ('tqdm', 'sklearn', 'scipy', 'yaml', 'lightgbm', 'xgboost', 'matplotlib'):\n"
+              "    sys.modules[name] = None\n"
+              "from gaprank.cli.main import main\n"
+              "sys.exit(main(sys.argv[1:]))\n")
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data-home")}
+    env.pop("GAPRANK_DATA", None)
+    out = tmp_path / "pred.txt"
+    for argv in (["data", "import", "MQ2008", str(locate_dataset("MQ2008"))],
+                 ["baseline", "--dataset", "MQ2008", "--out", str(out)]):
+        result = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, env=env,
+                                cwd=tmp_path, timeout=600)
+        assert result.returncode == 0, (argv, result.stderr[-2000:])
+    assert len(out.read_text().splitlines()) > 100

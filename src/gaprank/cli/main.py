@@ -145,10 +145,21 @@ def _cmd_eval(args: argparse.Namespace) -> None:
         _eval_trec(args)
 
 
+def _ridge(features: np.ndarray, labels: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
+    """Ridge regression with an unpenalised intercept: the weights minimise ``|y - X w - b|^2 + alpha |w|^2``
+    (centred data, then the least-squares solution of the system stacked with ``sqrt(alpha) I``, which also
+    takes ``alpha = 0`` and constant features)."""
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    x_mean, y_mean = x.mean(0), y.mean()
+    stacked = np.vstack([x - x_mean, np.sqrt(alpha) * np.eye(x.shape[1])])
+    target = np.concatenate([y - y_mean, np.zeros(x.shape[1])])
+    weights = np.linalg.lstsq(stacked, target, rcond=None)[0]
+    return weights, float(y_mean - x_mean @ weights)
+
+
 def _cmd_baseline(args: argparse.Namespace) -> None:
     """Least-squares linear regression on the fold's train set: LETOR's 'Regression' baseline, pointwise."""
-    from sklearn.linear_model import Ridge
-
     if not (np.isfinite(args.alpha) and args.alpha >= 0):
         raise GaprankInputError(f"--alpha must be a finite number >= 0; got {args.alpha}")
     out = Path(args.out)
@@ -161,9 +172,9 @@ def _cmd_baseline(args: argparse.Namespace) -> None:
         if dataset_info(args.dataset) is not None or not hint:
             raise
         raise DataNotFoundError(f"{exc} {hint[0].upper()}{hint[1:]}") from None
-    model = Ridge(alpha=args.alpha).fit(fold.train.features, fold.train.labels)
+    weights, intercept = _ridge(fold.train.features, fold.train.labels, args.alpha)
     split = fold.split(args.split)
-    scores = model.predict(split.features)
+    scores = split.features @ weights + intercept
     write_atomic(out, "".join(f"{s:.10g}\n" for s in scores))
     files = fold_files(args.dataset, args.fold, variant=args.variant, data_dir=args.data_dir)[args.split]
     print(f"wrote {len(scores)} scores for {fold.name} {args.split} ({split.num_queries} queries) to {out}")

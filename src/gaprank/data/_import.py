@@ -124,6 +124,34 @@ class _Signals:
                 signal.signal(number, handler)
 
 
+
+def _progress_bar_class():
+    """tqdm's bar when it is installed (the experiments extra brings it), else a bar that shows nothing."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar
+    return tqdm
+
+
+class _NoBar:
+    """What the import uses of a tqdm bar, doing nothing (a lean install has no tqdm)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    total: int | None = None
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+
 def parse_size(value: int | str) -> int:
     """A size in bytes from an int or a string such as ``"500M"``, ``"2.5G"``, ``"1T"`` (powers of 1024).
 
@@ -169,7 +197,7 @@ class _Budget:
 
 
 def _progress_bar(total: int | None, description: str, enabled: bool) -> Any:
-    from tqdm import tqdm
+    tqdm = _progress_bar_class()
 
     return tqdm(total=total, desc=description, unit="B", unit_scale=True, unit_divisor=1024, disable=not enabled,
                 file=sys.stderr, leave=False)
@@ -609,7 +637,7 @@ def _notify(info: DatasetInfo, summary: dict[str, int], skipped: list[PurePosixP
 
 def _check(info: DatasetInfo, staged: Path, shown: Path, progress: bool) -> dict[str, int]:
     """:func:`check_dataset_folder` on the staged copy, its messages naming the download's files."""
-    from tqdm import tqdm
+    tqdm = _progress_bar_class()
 
     with tqdm(total=len(info.fold_numbers), desc=f"checking {info.name}", unit="fold", disable=not progress, file=sys.stderr,
               leave=False) as bar:

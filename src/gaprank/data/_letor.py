@@ -265,11 +265,17 @@ def _parse_block(block: bytes, width: int | None, dtype: np.dtype, sparse: bool
     return table[:, 3::2].astype(dtype), table[:, 0], table[:, 1]
 
 
+# A plain sparse line: label, qid, then <id>:<value> tokens (digits only in ids; a value NumPy then parses or refuses).
+_SPARSE_LINE = re.compile(rb"(?m)^[0-9]+[ \t]+qid:[0-9]+(?:[ \t]+[0-9]+:[-+0-9.eE]+)*[ \t]*\r?$")
+
+
 def _parse_sparse_block(block: bytes, lines: int, width: int | None, dtype: np.dtype
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(features, labels, query ids) of a block of plain sparse lines (``label qid:q id:value ...``, ids
     increasing), whole-array: every token's line is found from the line ends; None when a line breaks a rule
     (the strict reader then words it)."""
+    if len(_SPARSE_LINE.findall(block)) != lines:
+        return None  # a token that is not <id>:<value> (two colons, none, a signed or decimal id, ...)
     data = np.frombuffer(block, dtype=np.uint8)
     space = (data == ord(" ")) | (data == ord("\t")) | (data == ord("\r")) | (data == ord("\n"))
     starts = np.flatnonzero(~space & np.concatenate([[True], space[:-1]]))  # each token's first byte

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError, check_positive_int
+from .._inputs import MAX_COUNT, GaprankInputError, check_positive_int
 from .._typing import ArrayLike
 from ._registry import MEASURE_NAME, MODES, MeasureInfo, find_measure, g_not_taken, known_names, objective_names
 
@@ -171,8 +171,9 @@ def parse_measure(name: str) -> Measure:
     if cutoff is not None:
         if not entry.takes_cutoff:
             raise GaprankInputError(f"measure {name!r}: {base} takes no @k cutoff")
-        try:
-            kwargs["k"] = check_positive_int(int(cutoff), "the cutoff @k", allow_none=False)
+        try:  # more digits than any allowed cutoff has: refused before int() (which limits its digits)
+            value = int(cutoff) if len(cutoff.lstrip("0")) <= 10 else MAX_COUNT + 1
+            kwargs["k"] = check_positive_int(value, "the cutoff @k", allow_none=False)
         except GaprankInputError as exc:
             raise GaprankInputError(f"measure {name!r}: {exc}") from None
     elif entry.needs_cutoff:

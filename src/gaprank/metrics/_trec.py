@@ -68,6 +68,10 @@ def _id_text(value: Any, what: str, kind: str) -> str:
 def text_ids(table: Mapping[Any, Mapping[Any, Any]], what: str) -> dict[str, dict[str, Any]]:
     """Query and document ids as text, as trec_eval reads them from its files: the integer 7 (a pandas int64
     column) and the string "7" are one id. An id of another type, or two ids with one text, is refused."""
+    for query, docs in table.items():
+        if not isinstance(docs, Mapping):
+            raise GaprankInputError(f"{what} must map each query id to {{document id: value}}; query {query!r} maps to "
+                                    f"a {type(docs).__name__}")
     if all(type(q) is str and all(type(d) is str for d in docs) for q, docs in table.items()):
         return table  # type: ignore[return-value]  # already text: read as it is, never written
     texts: dict[str, dict[str, Any]] = {}
