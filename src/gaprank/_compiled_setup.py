@@ -4,7 +4,7 @@
 * **Disk cache.** Kernels are compiled once and kept in numba's disk cache. Where numba has no writable place
   for it (a read-only install with no writable home or ``NUMBA_CACHE_DIR``) they are compiled without it, in
   each process on first use, and one :class:`CompileCacheWarning` says so.
-* **Threading layer.** Unless the user chose one (``NUMBA_THREADING_LAYER``, or ``numba.config``) or numba's
+* **Threading layer.** Unless the user chose one (``NUMBA_THREADING_LAYER`` or its priority, or ``numba.config``) or numba's
   threads were started before gaprank was imported, numba runs parallel kernels on its ``workqueue`` layer:
   its idle threads sleep on a condition variable instead of spinning against torch's and XGBoost's OpenMP
   threads, it loads no OpenMP runtime of its own (so the order in which torch and xgboost are imported does
@@ -69,7 +69,7 @@ def threading_layer() -> str | None:
 def choose_threading_layer() -> None:
     """Run numba's parallel kernels on the ``workqueue`` layer, unless the user chose a layer or numba's
     threads have started already (the layer is then fixed)."""
-    if numba is None or "NUMBA_THREADING_LAYER" in os.environ:
+    if numba is None or {"NUMBA_THREADING_LAYER", "NUMBA_THREADING_LAYER_PRIORITY"} & set(os.environ):
         return
     if str(numba.config.THREADING_LAYER).lower() != "default" or threading_layer() is not None:
         return
