@@ -12,9 +12,11 @@ time of each and their ratio. Target (issue 39): at most 3x on two cores beside 
 cases must print the same means (the threads change the time, never a number); the script says so, or
 exits 1.
 
-``--env KEY=VALUE`` runs the job with that variable set, e.g. ``--env OMP_WAIT_POLICY=ACTIVE`` for OpenMP
-threads that spin while idle (the training scripts ask for ``PASSIVE`` unless a wait policy is set), or
-``--env NUMBA_THREADING_LAYER=omp`` for numba's OpenMP layer instead of its workqueue.
+``--env KEY=VALUE`` runs the job with that variable set. The training scripts ask OpenMP's idle threads to
+sleep (``OMP_WAIT_POLICY=PASSIVE``) unless a wait policy is set: ``--env GOMP_SPINCOUNT=300000`` gives GNU
+OpenMP's default spinning instead, ``--env OMP_WAIT_POLICY=ACTIVE`` threads that always spin, and
+``--env NUMBA_THREADING_LAYER=omp`` numba's OpenMP layer instead of its workqueue (both: the behaviour
+before issue 39).
 """
 
 from __future__ import annotations
