@@ -71,9 +71,9 @@ def choose_threading_layer() -> None:
     threads have started already (the layer is then fixed)."""
     if numba is None or {"NUMBA_THREADING_LAYER", "NUMBA_THREADING_LAYER_PRIORITY"} & set(os.environ):
         return
-    if str(numba.config.THREADING_LAYER).lower() != "default" or threading_layer() is not None:
+    if str(getattr(numba.config, "THREADING_LAYER", "default")).lower() != "default" or threading_layer() is not None:
         return
-    numba.config.THREADING_LAYER = QUIET_LAYER
+    setattr(numba.config, "THREADING_LAYER", QUIET_LAYER)  # noqa: B010 - numba's config attributes are made at run time
 
 
 def thread_count() -> int:
@@ -97,8 +97,7 @@ def _before_fork() -> None:
 def _after_fork_in_child() -> None:
     global _forked_from_gnu_omp
     if _layer_at_fork == "omp":
-        from numba.np.ufunc import omppool  # loaded already: the layer runs on it
-
+        omppool = sys.modules.get("numba.np.ufunc.omppool")  # loaded: the layer runs on it
         _forked_from_gnu_omp = _forked_from_gnu_omp or getattr(omppool, "openmp_vendor", "GNU") == "GNU"
     elif _layer_at_fork is not None and numba is not None:
         numba.set_num_threads(1)  # the layer's threads are started afresh in the child: one is enough there
