@@ -4,17 +4,19 @@
 * **Disk cache.** Kernels are compiled once and kept in numba's disk cache. Where numba has no writable place
   for it (a read-only install with no writable home or ``NUMBA_CACHE_DIR``) they are compiled without it, in
   each process on first use, and one :class:`CompileCacheWarning` says so.
-* **Threading layer.** Unless the user chose one (``NUMBA_THREADING_LAYER`` or its priority, or ``numba.config``) or numba's
-  threads were started before gaprank was imported, numba runs parallel kernels on its ``workqueue`` layer:
+* **Threading layer.** Unless the user chose one (``NUMBA_THREADING_LAYER`` or its priority, or
+  ``numba.config``) or numba's threads were started before gaprank was imported, numba runs parallel kernels
+  on its ``workqueue`` layer:
   its idle threads sleep on a condition variable instead of spinning against torch's and XGBoost's OpenMP
   threads, it loads no OpenMP runtime of its own (so the order in which torch and xgboost are imported does
   not matter to it), and it survives ``fork()``. gaprank's parallel kernels hold the GIL, so they never enter
   the layer from two threads at once (the workqueue layer refuses that).
 * **fork.** In a child process forked from one that imported gaprank, torch and numba run on one thread, as
   PyTorch's DataLoader does in its workers: GNU OpenMP's thread pool does not survive ``fork()`` (a
-  parallel torch operation in the child would wait forever for the parent's threads). A child forked after
-  the kernels ran on numba's GNU OpenMP layer (chosen by the user), which numba cannot run there, gets a
-  one-line :class:`ForkedKernelError` asking for the ``spawn`` start method instead of a killed process.
+  parallel torch operation in the child would wait forever for the parent's threads). In a child forked
+  after numba's threads started on its GNU OpenMP layer (the user's choice), where numba would stop the
+  process (``SIGTERM``) at the first parallel kernel, a parallel kernel raises a one-line
+  :class:`ForkedKernelError` asking for the ``spawn`` start method.
 """
 
 from __future__ import annotations
@@ -39,15 +41,15 @@ class CompileCacheWarning(UserWarning):
 
 
 class ForkedKernelError(RuntimeError):
-    """A compiled kernel was called in a process forked after the kernels ran on GNU OpenMP."""
+    """A parallel kernel was called in a process forked after numba's threads started on GNU OpenMP."""
 
 
-FORK_MESSAGE = ("gaprank's compiled kernels cannot run in a process forked after they ran on numba's GNU OpenMP "
-                "threading layer: start the process with the 'spawn' method (multiprocessing.get_context('spawn'), "
+FORK_MESSAGE = ("gaprank's compiled kernels cannot run in a process forked after numba's threads started on its "
+                "GNU OpenMP threading layer: start the process with the 'spawn' method (multiprocessing.get_context('spawn'), "
                 "DataLoader(multiprocessing_context='spawn')) or use NUMBA_THREADING_LAYER=workqueue")
 
 _cache_warned = False
-_forked_from_gnu_omp = False  # this process was forked after numba's GNU OpenMP threads ran the kernels
+_forked_from_gnu_omp = False  # this process was forked after numba's threads started on GNU OpenMP
 _layer_at_fork: str | None = None
 
 
@@ -82,13 +84,6 @@ def thread_count() -> int:
     return int(numba.get_num_threads()) if numba is not None else 1
 
 
-def check_not_forked_from_gnu_omp() -> None:
-    """Raise :class:`ForkedKernelError` in a process forked after the kernels ran on GNU OpenMP, where numba
-    would stop the process (``SIGTERM``) at the first parallel kernel."""
-    if _forked_from_gnu_omp:
-        raise ForkedKernelError(FORK_MESSAGE)
-
-
 def _before_fork() -> None:
     global _layer_at_fork
     _layer_at_fork = threading_layer()
@@ -100,7 +95,7 @@ def _after_fork_in_child() -> None:
         omppool = sys.modules.get("numba.np.ufunc.omppool")  # loaded: the layer runs on it
         _forked_from_gnu_omp = _forked_from_gnu_omp or getattr(omppool, "openmp_vendor", "GNU") == "GNU"
     elif _layer_at_fork is not None and numba is not None:
-        numba.set_num_threads(1)  # the layer's threads are started afresh in the child: one is enough there
+        numba.set_num_threads(1)  # as torch below: a pool's children share the parent's cores
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() > 1:
         torch.set_num_threads(1)  # the parent's OpenMP threads are gone: a parallel torch operation would hang
@@ -118,8 +113,8 @@ def _compile_without_cache(function: Callable[..., Any], options: dict[str, Any]
 
 def jit(function: Callable[..., Any], **options: Any) -> Any:
     """``numba.njit(cache=True, **options)(function)``, without the disk cache where numba has no writable place
-    for it. A parallel kernel (``parallel=True``) refuses, in one line, to run in a process forked after the
-    kernels ran on GNU OpenMP."""
+    for it. A parallel kernel (``parallel=True``) refuses, in one line, to run in a process forked after numba's
+    threads started on GNU OpenMP."""
     try:
         kernel = numba.njit(cache=True, **options)(function)
     except RuntimeError as exc:  # numba's "cannot cache function ...: no locator available for file ..."
