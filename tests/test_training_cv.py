@@ -194,6 +194,66 @@ def test_config_errors_are_clear_messages(tmp_path, change, message):
         load_config(_write(tmp_path, data), CVConfig)
 
 
+def test_num_threads_auto_is_the_cores_this_process_may_use(tmp_path, monkeypatch):
+    """``num_threads: auto`` (what the shipped configs say) resolves, when the config is read, to the cores of
+    this process's CPU affinity, shared among torchrun's local processes; anything else is refused."""
+    import os
+
+    from training.config import auto_threads
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    data = _small(tmp_path)
+    data["training"]["num_threads"] = "auto"
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert load_config(_write(tmp_path, data), CVConfig).training.num_threads == cores == auto_threads()
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(2 * cores))  # more processes than cores: one thread each
+    assert load_config(_write(tmp_path, data), CVConfig).training.num_threads == 1
+    data["training"]["num_threads"] = "all"
+    with pytest.raises(ConfigError, match="training.num_threads must be an integer or auto; got 'all'"):
+        load_config(_write(tmp_path, data), CVConfig)
+    data["training"]["num_threads"] = 0
+    with pytest.raises(ConfigError, match="training.num_threads must be >= 1"):
+        load_config(_write(tmp_path, data), CVConfig)
+    data["training"].update(num_threads=2, seed="auto")  # only a thread count takes auto
+    with pytest.raises(ConfigError, match="training.seed must be an integer; got 'auto'"):
+        load_config(_write(tmp_path, data), CVConfig)
+
+
+def test_the_shipped_configs_ask_for_auto_threads():
+    from training.lambdamart import LambdaMARTConfig
+
+    for path in sorted((ROOT / "configs").rglob("*.yaml")):
+        text = yaml.safe_load(path.read_text())
+        for section in ("training", "booster"):
+            if isinstance(text.get(section), dict) and "num_threads" in text[section]:
+                assert text[section]["num_threads"] == "auto", path
+    config = load_config(ROOT / "configs" / "ohsumed" / "lambdamart_gap.yaml", LambdaMARTConfig)
+    assert isinstance(config.booster.num_threads, int) and config.booster.num_threads >= 1
+
+
+def test_more_threads_than_cores_is_one_warning(monkeypatch):
+    import torch
+
+    from training import _runner
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(_runner, "_oversubscription_told", False)
+    monkeypatch.setattr(_runner, "available_cores", lambda: 2)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    try:
+        with pytest.warns(_runner.OversubscribedWarning, match="2 threads x 2 processes on 2 cores.*set num_threads to 1"):
+            _runner.use_threads(2, processes=2)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            _runner.use_threads(3)  # said once per process
+            monkeypatch.setattr(_runner, "_oversubscription_told", False)
+            _runner.use_threads(1, processes=2)  # within the cores: nothing to say
+    finally:
+        _runner.use_threads(before)
+
+
 def test_a_binary_g_is_a_valid_loss_setting(tmp_path):
     config = load_config(_write(tmp_path, _small(tmp_path, kind="lambdarank", metric="gap", g=[1.0])), CVConfig)
     assert config.loss.g == [1.0]

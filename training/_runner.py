@@ -23,6 +23,7 @@ import platform
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions
 
-from .config import output_path, to_dict
+from .config import available_cores, output_path, to_dict
 
 LOCK_NAME = ".lock"
 REPO = Path(__file__).resolve().parents[1]  # the repository: relative config paths and the commit
@@ -46,12 +47,36 @@ class OutputInUse(GaprankInputError):
     """Another run holds the lock on an output directory."""
 
 
-def use_threads(count: int) -> None:
+class OversubscribedWarning(UserWarning):
+    """More threads than cores: the run is correct but slower than with fewer threads."""
+
+
+_oversubscription_told = False
+
+
+def use_threads(count: int, processes: int | None = None) -> None:
     """Run this process's torch operations and gaprank's compiled (numba) kernels on ``count`` threads
-    (numba's capped at the pool it started with), so that a trial given one core uses one."""
+    (numba's capped at the pool it started with), so that a trial given one core uses one.
+
+    ``processes``: how many processes of this run share the machine's cores (default: torchrun's
+    ``LOCAL_WORLD_SIZE``, else 1). When ``count`` x ``processes`` exceeds the cores this process may use,
+    one warning says so (once per process)."""
     import numba
     import torch
 
+    global _oversubscription_told
+    if processes is None:
+        try:
+            processes = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+        except ValueError:
+            processes = 1
+    cores = available_cores()
+    if count * processes > cores and not _oversubscription_told:
+        _oversubscription_told = True
+        alone = "" if processes == 1 else f" x {processes} processes"
+        warnings.warn(f"{count} threads{alone} on {cores} cores: threads wait for each other and the run slows "
+                      f"down; set num_threads to {max(1, cores // processes)} (or auto)", OversubscribedWarning,
+                      stacklevel=2)
     torch.set_num_threads(count)
     numba.set_num_threads(max(1, min(count, numba.config.NUMBA_NUM_THREADS)))
 

@@ -4,12 +4,17 @@ A config section is a dataclass; its fields' annotations say what is allowed (``
 ``str``, ``bool``, ``X | None``, ``list[X]``, ``tuple[X, ...]``, ``Literal[...]``, nested dataclasses
 and ``dict[str, Any]`` for pass-through options). Unknown keys, wrong types and missing required keys
 raise :class:`ConfigError`; nothing is looked up by name at run time.
+
+A ``num_threads`` field (``training.num_threads``, ``booster.num_threads``) also takes ``auto``: the cores
+this process may use (:func:`auto_threads`), resolved when the config is read, so that a run's record holds
+the number it ran with.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import types
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
@@ -43,6 +48,22 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 INT64 = 2**63
+THREADS_FIELD = "num_threads"  # an integer field that also takes "auto"
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def auto_threads() -> int:
+    """``num_threads: auto``: the cores this process may use, shared with the other processes torchrun
+    started on this machine (``LOCAL_WORLD_SIZE``); at least 1."""
+    try:
+        local = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    except ValueError:
+        local = 1
+    return max(1, available_cores() // local)
 
 
 def _describe(tp: Any) -> str:
@@ -100,8 +121,11 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
             raise ConfigError(f"{where} must be true or false; got {value!r}")
         return value
     if tp is int:
+        takes_auto = where.rsplit(".", 1)[-1] == THREADS_FIELD
+        if takes_auto and value == "auto":
+            return auto_threads()
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where} must be an integer; got {value!r}")
+            raise ConfigError(f"{where} must be an integer{' or auto' if takes_auto else ''}; got {value!r}")
         if not -INT64 <= value < INT64:
             raise ConfigError(f"{where} must fit in 64 bits; got {value}")
         return value
@@ -223,4 +247,4 @@ def with_params(config: Any, params: dict[str, Any]) -> Any:
     return build_config(type(config), data)
 
 
-__all__ = ["ConfigError", "build_config", "load_config", "to_dict", "with_params"]
+__all__ = ["ConfigError", "auto_threads", "available_cores", "build_config", "load_config", "to_dict", "with_params"]

@@ -24,10 +24,7 @@ import math
 
 import numpy as np
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; without it the torch paths serve
-    numba = None  # type: ignore[assignment]
+from ._compiled_setup import jit, numba
 
 # log 2 in two parts (the high one with trailing zero bits, so that e * LN2_HI is exact for |e| < 2^11)
 LN2_HI, LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
@@ -175,6 +172,6 @@ def erfc_into(x, out, spare, scratch, count):  # pragma: no cover - compiled
 if numba is not None:
     # log_into as the LambdaMART kernel measured it, without contraction; exp and erfc with their multiply-adds
     # fused (never reordered)
-    log_into = numba.njit(cache=True, nogil=True, error_model="numpy")(log_into)
-    exp_into = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})(exp_into)
-    erfc_into = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})(erfc_into)
+    log_into = jit(log_into, nogil=True, error_model="numpy")
+    exp_into = jit(exp_into, nogil=True, error_model="numpy", fastmath={"contract"})
+    erfc_into = jit(erfc_into, nogil=True, error_model="numpy", fastmath={"contract"})

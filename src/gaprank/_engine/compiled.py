@@ -24,7 +24,7 @@ and hessians added to the lower ranks, then the cost's logarithms and terms -- a
 upper rank's terms in the pairs' order, so the result is the same on any machine. Queries are dealt to the
 threads in lanes balanced by pair count; a query is one thread's, start to end, so the result does not depend on
 the number of threads.
-Compiled on first use and cached on disk (numba's cache).
+Compiled on first use and cached on disk (numba's cache; :mod:`gaprank._compiled_setup`).
 """
 
 from __future__ import annotations
@@ -35,15 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._compiled_setup import compiled, numba, thread_count
 from .._elementwise import log_into
 from .._inputs import GaprankInputError
 from .factors import GainDiscountInputs, KernelInputs
 from .norm import NORM_OFFSET
-
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; without it the torch engine serves
-    numba = None  # type: ignore[assignment]
 
 KERNEL, GAIN_DISCOUNT = 0, 1
 
@@ -52,10 +48,6 @@ COMPILE_SECONDS: list[float] = []  # the first call's compile (or cache load) ti
 
 def available() -> bool:
     return numba is not None
-
-
-def thread_count() -> int:
-    return int(numba.get_num_threads()) if numba is not None else 1
 
 
 @dataclass
@@ -144,7 +136,7 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
 
 if numba is not None:
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    @compiled(nogil=True, error_model="numpy")
     def _sort(order, keys, n):
         """Order ``0..n-1`` by ``keys`` descending, ties by index: a stable merge sort."""
         negated = np.empty(n)
@@ -152,7 +144,7 @@ if numba is not None:
             negated[m] = -keys[m]
         order[:] = np.argsort(negated, kind="mergesort")
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    @compiled(nogil=True, error_model="numpy")
     def _sort_from(order, keys, n):
         """:func:`_sort`, starting from last round's ``order``: insertion sort, linear in the few places boosting
         moved; past ``16 n`` moves, the merge sort."""
@@ -170,7 +162,7 @@ if numba is not None:
                 _sort(order, keys, n)
                 return
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    @compiled(nogil=True, error_model="numpy")
     def _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
               inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q, table_v,
               v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas, hessians,
@@ -327,7 +319,7 @@ if numba is not None:
             if cost is not None:
                 cost[q] = query_cost
 
-    @numba.njit(parallel=True, cache=True, error_model="numpy")
+    @compiled(parallel=True, error_model="numpy")
     def _lambdamart(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
                     truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
         lanes = lane_starts.size - 1

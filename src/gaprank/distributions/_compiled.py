@@ -44,12 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._compiled_setup import jit, numba
 from .._elementwise import erfc_into, exp_into
-
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; without it the torch path serves
-    numba = None  # type: ignore[assignment]
 
 
 def available() -> bool:
@@ -401,8 +397,8 @@ def _pair_probabilities(scores, mask, c, out, threads):  # pragma: no cover - co
 
 def _compile(function, parallel=False):
     # contract: multiply-adds fused, never reordered; error_model numpy: a division raises nothing, so its
-    # loops vectorise; cache: compiled once, kept on disk
-    return numba.njit(parallel=parallel, cache=True, fastmath={"contract"}, error_model="numpy")(function)
+    # loops vectorise; compiled once, kept in numba's disk cache where it has one (gaprank._compiled_setup)
+    return jit(function, parallel=parallel, fastmath={"contract"}, error_model="numpy")
 
 
 if numba is not None:

@@ -172,8 +172,8 @@ def parse_measure(name: str) -> Measure:
         if not entry.takes_cutoff:
             raise GaprankInputError(f"measure {name!r}: {base} takes no @k cutoff")
         try:  # more digits than any allowed cutoff has: refused before int() (which limits its digits)
-            value = int(cutoff) if len(cutoff.lstrip("0")) <= 10 else MAX_COUNT + 1
-            kwargs["k"] = check_positive_int(value, "the cutoff @k", allow_none=False)
+            cut = int(cutoff) if len(cutoff.lstrip("0")) <= 10 else MAX_COUNT + 1
+            kwargs["k"] = check_positive_int(cut, "the cutoff @k", allow_none=False)
         except GaprankInputError as exc:
             raise GaprankInputError(f"measure {name!r}: {exc}") from None
     elif entry.needs_cutoff:
