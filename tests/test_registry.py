@@ -375,3 +375,14 @@ def test_the_public_surface_is_what_a_user_calls():
     assert {"MeasureInfo", "ParamInfo", "KernelForm", "GainDiscountForm", "ListForm", "pivot_sum", "ideal_sum",
             "rank_lists", "register"} <= set(E.__all__)
     assert all(getattr(E, name) is getattr(M, name) for name in E.__all__)  # the same objects, as before
+
+
+def test_names_moved_off_the_top_level_still_work_with_a_deprecation_warning():
+    import gaprank.extend as E
+
+    with pytest.warns(DeprecationWarning, match="gaprank.pivot_sum moved to gaprank.extend.pivot_sum"):
+        assert gaprank.pivot_sum is E.pivot_sum
+    with pytest.warns(DeprecationWarning, match="gaprank.CONVENTIONS moved to gaprank.metrics"):
+        assert gaprank.CONVENTIONS is M.CONVENTIONS
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        gaprank.nope  # noqa: B018

@@ -225,12 +225,11 @@ def ranknet_loss(
         "mean" over all the batch's queries (those without two different labels count as 0), "sum",
         or "none": one value per query.
     validate : bool, default True
-        Check the inputs (finite scores, integer labels within the scale). False is for trusted
-        inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
-        (``max_grade`` or a setting of the measure).
-    backend : {"auto", "torch"}, default "auto"
-        RankNet runs on the tensor engine ("auto" and "torch" alike); "compiled" is refused (its kernel weighs
-        pairs by a measure's swap deltas).
+        Check the inputs (finite scores, integer labels). False is for trusted inputs on a GPU: nothing is
+        read back from the device (RankNet needs no grade scale).
+    backend : {"auto", "compiled", "torch"}, default "auto"
+        RankNet runs on the tensor engine ("auto" and "torch" alike); "compiled" is refused in one line (the
+        compiled kernel weighs pairs by a measure's swap deltas).
 
     Returns
     -------
@@ -265,6 +264,14 @@ def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float,
 class LambdaRankLoss(torch.nn.Module):
     """LambdaRank with |Delta metric| swap weights; see :func:`lambdarank_loss` (value to minimise).
 
+    The module keeps its layouts, factor plans and engine buffers per batch shape between calls (working
+    memory, not state: a copy starts empty); its numbers are :func:`lambdarank_loss`'s.
+
+    Parameters
+    ----------
+    metric, g, sigma, k, reduction, max_grade, validate, backend
+        As in :func:`lambdarank_loss`, used on every call.
+
     Examples
     --------
     >>> import torch
@@ -293,7 +300,13 @@ class LambdaRankLoss(torch.nn.Module):
 
 
 class RankNetLoss(torch.nn.Module):
-    """RankNet's pairwise logistic loss; see :func:`ranknet_loss`."""
+    """RankNet's pairwise logistic loss; see :func:`ranknet_loss`.
+
+    Parameters
+    ----------
+    sigma, reduction, validate, backend
+        As in :func:`ranknet_loss`, used on every call.
+    """
 
     def __init__(self, sigma: float = 1.0, reduction: Literal["mean", "sum", "none"] = "mean", validate: bool = True,
                  backend: Backend = "auto") -> None:
