@@ -92,14 +92,13 @@ def fast_soft_ranks(scores: torch.Tensor, mask: torch.Tensor, epsilon: float) ->
     z = -scores.gather(1, order) / epsilon
     position = torch.arange(size, device=scores.device)
     real = position[None, :] < lengths[:, None]
-    w = (lengths[:, None] - position[None, :]).to(z.dtype)  # n, n-1, ..., 1 over the real positions
-    targets = torch.where(real, z - w, torch.zeros_like(z))
-    blocks = isotonic_blocks(targets, lengths)
-    counts = torch.zeros_like(targets).scatter_add(1, blocks, torch.ones_like(targets)).gather(1, blocks)
-
-    def block_means(values: torch.Tensor) -> torch.Tensor:
-        return torch.zeros_like(values).scatter_add(1, blocks, values).gather(1, blocks) / counts
-
+    top = lengths[:, None].to(z.dtype)
+    with torch.no_grad():
+        blocks = isotonic_blocks(torch.where(real, z - (top - position), torch.zeros_like(z)), lengths)
+        counts = torch.zeros_like(z).scatter_add_(1, blocks, torch.ones_like(z)).gather(1, blocks)
+        # w = n - k over the block's positions k = first .. first + count - 1: its mean, without a pass
+        w_means = top - blocks.to(z.dtype) - 0.5 * (counts - 1.0)
+    z_means = torch.zeros_like(z).scatter_add(1, blocks, z).gather(1, blocks) / counts
     # z - mean(z - w), written so that a block of one gives w exactly, whatever the size of z
-    ranks_sorted = torch.where(real, block_means(w) + (z - block_means(z)), torch.zeros_like(z))
+    ranks_sorted = torch.where(real, w_means + (z - z_means), torch.zeros_like(z))
     return torch.zeros_like(ranks_sorted).scatter(1, order, ranks_sorted)
