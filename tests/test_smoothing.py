@@ -214,6 +214,7 @@ def test_fast_soft_ranks_equal_the_dense_projection_and_its_gradient(epsilon):
         (dense * weights).sum().backward()
         np.testing.assert_allclose(fast_in.grad.numpy(), dense_in.grad.numpy(), rtol=0, atol=1e-10)
         # a projection onto the permutahedron: the ranks sum to n(n+1)/2 and lie in [1, n]
+        fast = fast.detach()
         assert float(fast.sum()) == pytest.approx(size * (size + 1) / 2, abs=1e-9)
         assert float(fast.min()) >= 1 - 1e-12 and float(fast.max()) <= size + 1e-12
 
@@ -306,3 +307,15 @@ def test_mode_is_a_deprecated_alias():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         L.soft_gap_loss(scores, labels, sigma=0.5)  # the default warns nothing
+
+
+def test_the_choosing_a_smooth_loss_page_runs_as_written():
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "smooth-losses.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
+    assert len(blocks) == 1
+    namespace: dict = {}
+    exec(compile(blocks[0], "docs/smooth-losses.md", "exec"), namespace)
+    assert namespace["scores"].grad is not None and torch.isfinite(namespace["scores"].grad).all()
