@@ -319,3 +319,16 @@ def test_the_choosing_a_smooth_loss_page_runs_as_written():
     namespace: dict = {}
     exec(compile(blocks[0], "docs/smooth-losses.md", "exec"), namespace)
     assert namespace["scores"].grad is not None and torch.isfinite(namespace["scores"].grad).all()
+
+
+def test_neuralsorts_spread_by_sorting_equals_the_pair_sum():
+    from gaprank.losses._smoothing import _spread
+
+    gen = torch.Generator().manual_seed(11)
+    s = torch.randn(3, 9, dtype=torch.float64, generator=gen)
+    s[0, 2] = s[0, 5]  # a tie
+    m = torch.ones(3, 9, dtype=torch.bool)
+    m[1, 6:] = False
+    m[2] = False
+    pairs = ((s[:, :, None] - s[:, None, :]).abs() * m[:, :, None]).sum(1) * m
+    np.testing.assert_allclose(_spread(s, m).numpy(), pairs.numpy(), rtol=0, atol=1e-12)

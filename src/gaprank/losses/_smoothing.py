@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 
+from .._autograd import first_derivatives_only
 from .._engine.soft_rank import fast_soft_ranks
 from .._inputs import GaprankInputError
 from ..metrics import Kernel
@@ -44,39 +45,77 @@ PERMUTATION_SMOOTHINGS = ("neuralsort", "softsort")
 
 
 def approx_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
-    """``[R, N]``: :math:`1 + \\sum_{m \\ne n} \\mathrm{sigmoid}((s_m - s_n)/\\sigma)` over real m; 0 at padding."""
-    above = torch.sigmoid((s[:, :, None] - s[:, None, :]) / sigma)  # [R, m, n]: m above n
-    keep = m[:, :, None] & m[:, None, :]
-    keep = keep & ~torch.eye(s.shape[1], dtype=torch.bool, device=s.device)[None]
-    ranks = 1.0 + (above * keep).sum(1)
+    r"""``[R, N]``: :math:`1 + \sum_{m \ne n} \mathrm{sigmoid}((s_m - s_n)/\sigma)` over real m; 0 at padding."""
+    scaled = s / sigma
+    above = torch.sigmoid(scaled[:, :, None] - scaled[:, None, :])  # [R, m, n]: m above n
+    # the sum over real m, n's own term sigmoid(0) = 1/2 included: 1/2 + sum_m instead of 1 + sum_{m != n}
+    ranks = 0.5 + torch.bmm(m.to(s.dtype)[:, None, :], above)[:, 0]
     return torch.where(m, ranks, torch.zeros_like(ranks))
+
+
+def _row_weights(values: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """``[R, N]``: ``values`` ``[N]`` (a value per rank) at the ranks 1..n of each row's n real documents, 0 after."""
+    ranks = torch.arange(m.shape[1], device=m.device)
+    return values[None, :] * (ranks[None, :] < m.sum(-1, keepdim=True))
+
+
+def _spread(s: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    r"""``[R, N]``: :math:`\sum_{m\ real} |s_m - s_n|`, from the sorted scores' prefix sums (O(N log N))."""
+    order = torch.sort(s.detach().masked_fill(~m, torch.inf), dim=-1, stable=True).indices
+    real = torch.gather(m, 1, order)
+    ordered = torch.where(real, s.gather(1, order), torch.zeros_like(s))
+    below = torch.cumsum(ordered, -1) - ordered  # the sum of the real scores before each sorted position
+    total = ordered.sum(-1, keepdim=True)
+    count = torch.arange(s.shape[1], device=s.device, dtype=s.dtype)[None, :]  # real scores before it
+    n = m.sum(-1, keepdim=True).to(s.dtype)
+    spread = ordered * count - below + (total - below - ordered) - ordered * (n - count - 1.0)
+    return torch.zeros_like(spread).scatter(1, order, torch.where(real, spread, torch.zeros_like(spread)))
 
 
 def relaxed_permutation(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -> torch.Tensor:
     """``[R, N ranks, N documents]``: NeuralSort's or SoftSort's relaxed sorting permutation (descending) of
-    each row's real documents; rows past a list's length and columns of padding are 0."""
+    each row's real documents; columns of padding are 0. Rows past a list's length hold no meaning: the
+    callers weigh them by 0 (:func:`_row_weights`)."""
     size = s.shape[1]
-    n = m.sum(-1, keepdim=True).to(s.dtype)  # [R, 1]
-    ranks = torch.arange(1, size + 1, dtype=s.dtype, device=s.device)[None, :]  # [1, N]
-    columns = m[:, None, :]
+    n = m.sum(-1, keepdim=True)  # [R, 1]
+    # padding's columns get weight 0; a row with no real document masks nothing (its weights are all 0)
+    hide = ~m & (n > 0)
     if smoothing == "neuralsort":
-        spread = (torch.abs(s[:, :, None] - s[:, None, :]) * m[:, :, None]).sum(1)  # (A 1)_n over real m
-        logits = ((n + 1.0 - 2.0 * ranks)[:, :, None] * s[:, None, :] - spread[:, None, :]) / sigma
-    else:
-        top = torch.sort(s.masked_fill(~m, -torch.inf), dim=-1, descending=True).values
-        top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-        logits = -torch.abs(top[:, :, None] - s[:, None, :]) / sigma
-    logits = logits.masked_fill(~columns, -torch.inf)
-    rows_real = ranks.expand(s.shape[0], -1) <= n  # [R, N]
-    logits = torch.where(rows_real[:, :, None], logits, torch.zeros_like(logits))  # no row of -inf only
-    return torch.softmax(logits, dim=-1) * rows_real[:, :, None] * columns
+        ranks = torch.arange(1, size + 1, dtype=s.dtype, device=s.device)[None, :]
+        coefficient = (n.to(s.dtype) + 1.0 - 2.0 * ranks) / sigma  # [R, N]
+        bias = (-_spread(s, m) / sigma).masked_fill(hide, -torch.inf)
+        # logits[r, n] = ((n + 1 - 2r) s_n - (A 1)_n) / sigma, in one product
+        logits = torch.baddbmm(bias[:, None, :], coefficient[:, :, None], s[:, None, :])
+        return torch.softmax(logits, dim=-1)
+    scaled = s / sigma
+    top = torch.sort(scaled.masked_fill(~m, -torch.inf), dim=-1, descending=True).values
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    columns = scaled.masked_fill(hide, torch.inf)  # |top - inf| = inf: padding's logits are -inf
+    return torch.softmax(_NegativeDistance.apply(top, columns), dim=-1)
+
+
+class _NegativeDistance(torch.autograd.Function):
+    """``-|a_r - b_n|`` ``[R, N, N]`` from ``a``, ``b`` ``[R, N]``; the backward pass recomputes the signs, so no
+    ``[R, N, N]`` array is kept for it."""
+
+    @staticmethod
+    def forward(ctx, a, b):  # noqa: D102 - autograd protocol
+        ctx.save_for_backward(a, b)
+        return torch.abs(a[:, :, None] - b[:, None, :]).neg_()
+
+    @staticmethod
+    @first_derivatives_only('smoothing="softsort"')
+    def backward(ctx, grad):  # noqa: D102
+        a, b = ctx.saved_tensors
+        flow = grad * torch.sign(b[:, None, :] - a[:, :, None])  # d(-|a - b|)/da
+        return flow.sum(2), -flow.sum(1)
 
 
 def _permutation_ranks(p: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     ranks = torch.arange(1, p.shape[1] + 1, dtype=p.dtype, device=p.device)
-    mass = p.sum(1)
-    expected = (ranks[None, :, None] * p).sum(1) / torch.where(m, mass, torch.ones_like(mass))
-    return torch.where(m, expected, torch.zeros_like(expected))
+    weights = torch.stack([_row_weights(ranks, m), _row_weights(torch.ones_like(ranks), m)], 1)  # [R, 2, N]
+    expected, mass = torch.bmm(weights, p).unbind(1)
+    return torch.where(m, expected / torch.where(m, mass, torch.ones_like(mass)), torch.zeros_like(mass))
 
 
 def soft_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -> torch.Tensor:
@@ -96,7 +135,7 @@ def soft_positions(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: st
     table = discounts.to(s.dtype)
     if smoothing in PERMUTATION_SMOOTHINGS:
         p = relaxed_permutation(s, m, sigma, smoothing)
-        return (table[:size][None, :, None] * p).sum(1)
+        return torch.where(m, torch.bmm(_row_weights(table[:size], m)[:, None, :], p)[:, 0], torch.zeros_like(s))
     ranks = soft_ranks(s, m, sigma, smoothing).clamp(1.0, float(max(size, 1)))
     low = torch.floor(ranks).detach()
     frac = ranks - low

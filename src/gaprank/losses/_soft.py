@@ -192,7 +192,7 @@ def _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
     ideal_valid, ideal_grades = ideal_order >= 0, ideal_order.clamp_min(0)
     form = measure.info.form
-    if isinstance(form, GainDiscountForm):  # SoftRank's expected discounts (SoftNDCG and its siblings)
+    if isinstance(form, GainDiscountForm):  # expected discounts (SoftNDCG and its siblings) or soft positions
         gains = form.gains(ranked.num_grades, params, doc_labels.device)
         inverse, defined = form.inverse_norm(ranked, gains, measure.k, params)
         discounts = form.discounts(ranked.positions(), params, measure.k)
@@ -210,6 +210,7 @@ def _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts
         zeros = s.new_zeros(s.shape[0])
         return zeros + 0.0 * s.sum(-1), zeros.to(torch.float64), zeros.bool(), ranked
     if smoothing in RANK_SMOOTHINGS:
+        # a registered measure of neither list: its kernel is checked (one read back of a [B, c+1, c+1] test)
         if measure.info.name not in THRESHOLD_MEASURES and not bool(kernel_decomposes(kernel).all()):
             raise refuse_kernel(measure.name, measure.info.name, smoothing)
         ranks = threshold_ranks(s, m, doc_labels, kernel.matrix.shape[-1], sigma, smoothing)
