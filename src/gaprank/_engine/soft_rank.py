@@ -13,9 +13,9 @@ distinct scores :math:`r` is the exact rank. With :math:`\pi` the order that sor
 
 an isotonic regression that the pool-adjacent-violators algorithm solves in one O(n) pass after the
 O(n log n) sort: ``v`` is constant on blocks of consecutive sorted positions, each block's value the mean of
-:math:`z_\pi - w` over it. The compiled pass returns only the blocks; the values are then taken as block
-means with differentiable torch operations, so autograd's gradient is the projection's Jacobian
-:math:`I - \Pi^\top B\, \Pi` (B averages within a block) and nothing of size :math:`n^2` is ever held:
+:math:`z_\pi - w` over it. The compiled pass returns the blocks; the values are then block means taken with
+torch operations, and the backward pass applies the projection's Jacobian :math:`I - \Pi^\top B\, \Pi`
+(B averages within a block) from the order and the blocks alone. Nothing of size :math:`n^2` is ever held:
 O(n log n) time, O(n) memory per list. Tied scores fall in one block and share the mean of the ranks they
 span. Padding (``mask`` False) takes no part: each list is projected onto the permutahedron of its own real
 length, and padding's ranks are 0.
@@ -37,29 +37,33 @@ except ImportError:  # pragma: no cover - numba is a dependency; without it the 
     prange = range
 
 
-def _pav_blocks(targets: np.ndarray, lengths: np.ndarray, blocks: np.ndarray) -> None:  # pragma: no cover - compiled
-    """For each row's first ``lengths[row]`` entries, the blocks of the non-increasing isotonic regression of
-    ``targets``: ``blocks[row, k]`` = the first position of k's block (positions past the length: k itself)."""
-    rows, size = targets.shape
+def _pav_blocks(z: np.ndarray, lengths: np.ndarray, blocks: np.ndarray, counts: np.ndarray,
+                w_means: np.ndarray) -> None:  # pragma: no cover - compiled
+    """For each row's first ``lengths[row] = n`` entries, the blocks of the non-increasing isotonic regression of
+    ``z[k] - (n - k)`` (k from 0): ``blocks[row, k]`` the first position of k's block, ``counts`` its size and
+    ``w_means`` the mean of ``n - k`` over it; past the length each position is a block of its own (mean 0)."""
+    rows, size = z.shape
     for row in prange(rows):
         length = lengths[row]
         starts = np.empty(size + 1, dtype=np.int64)  # the stack of blocks: first position, sum, count
         sums = np.empty(size + 1, dtype=np.float64)
-        counts = np.empty(size + 1, dtype=np.int64)
+        sizes = np.empty(size + 1, dtype=np.int64)
         top = 0
         for k in range(length):
-            starts[top], sums[top], counts[top] = k, targets[row, k], 1
+            starts[top], sums[top], sizes[top] = k, np.float64(z[row, k]) - (length - k), 1
             top += 1
             # v must not increase: pool the last two blocks while the later one's mean is at least the earlier's
-            while top > 1 and sums[top - 2] * counts[top - 1] <= sums[top - 1] * counts[top - 2]:
+            while top > 1 and sums[top - 2] * sizes[top - 1] <= sums[top - 1] * sizes[top - 2]:
                 sums[top - 2] += sums[top - 1]
-                counts[top - 2] += counts[top - 1]
+                sizes[top - 2] += sizes[top - 1]
                 top -= 1
         for b in range(top):
-            for k in range(starts[b], starts[b] + counts[b]):
-                blocks[row, k] = starts[b]
+            first, count = starts[b], sizes[b]
+            mean = length - first - 0.5 * (count - 1)  # of n - k over k = first .. first + count - 1
+            for k in range(first, first + count):
+                blocks[row, k], counts[row, k], w_means[row, k] = first, count, mean
         for k in range(length, size):
-            blocks[row, k] = k
+            blocks[row, k], counts[row, k], w_means[row, k] = k, 1, 0
 
 
 if numba is not None:
@@ -68,37 +72,54 @@ if numba is not None:
     _pav_blocks = numba.njit(parallel=True, cache=True, fastmath={"contract"}, error_model="numpy")(_pav_blocks)
 
 
-def isotonic_blocks(targets: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """``[R, N]`` int64 on ``targets``' device: the block (its first position) of each sorted position in the
-    non-increasing isotonic regression of each row's first ``lengths`` entries of ``targets`` ``[R, N]``."""
-    values = np.ascontiguousarray(targets.detach().to("cpu", torch.float64).numpy())
-    counts = np.ascontiguousarray(lengths.detach().to("cpu", torch.int64).numpy())
+def isotonic_blocks(z: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The blocks of the non-increasing isotonic regression of each row's ``z - w`` (``z`` ``[R, N]`` sorted
+    descending over its first ``lengths`` entries, ``w`` = n, n-1, ..., 1): per position its block's first
+    position (int64), its block's size and the mean of ``w`` over its block (``z``'s dtype), on ``z``'s
+    device; no gradient."""
+    values = np.ascontiguousarray(z.detach().cpu().numpy())
+    sizes = np.ascontiguousarray(lengths.detach().to("cpu", torch.int64).numpy())
     blocks = np.empty(values.shape, dtype=np.int64)
+    counts = np.empty(values.shape, dtype=values.dtype)
+    w_means = np.empty(values.shape, dtype=values.dtype)
     if values.size:
-        _pav_blocks(values, counts, blocks)
-    return torch.from_numpy(blocks).to(targets.device)
+        _pav_blocks(values, sizes, blocks, counts, w_means)
+    return tuple(torch.from_numpy(array).to(z.device) for array in (blocks, counts, w_means))  # type: ignore[return-value]
 
 
 def fast_soft_ranks(scores: torch.Tensor, mask: torch.Tensor, epsilon: float) -> torch.Tensor:
     """Soft ranks ``[R, N]`` (1 near the highest score) of each row's real documents (``mask``), by projection
     onto the permutahedron with regularisation strength ``epsilon``; 0 at padding. Differentiable in
-    ``scores`` (autograd, O(N) memory per row); see the module doc."""
-    rows, size = scores.shape
-    if size == 0:
+    ``scores`` (O(N) memory per row kept for the backward pass); see the module doc."""
+    if scores.shape[1] == 0:
         return scores.clone()
-    lengths = mask.sum(-1)
-    # ascending scores, padding last: z = -s/eps sorted descending
-    order = torch.sort(scores.detach().masked_fill(~mask, torch.inf), dim=-1, stable=True).indices
-    z = -scores.gather(1, order) / epsilon
-    position = torch.arange(size, device=scores.device)
-    real = position[None, :] < lengths[:, None]
-    top = lengths[:, None].to(z.dtype)
-    with torch.no_grad():
-        blocks = isotonic_blocks(torch.where(real, z - (top - position), torch.zeros_like(z)), lengths)
-        counts = torch.zeros_like(z).scatter_add_(1, blocks, torch.ones_like(z)).gather(1, blocks)
-        # w = n - k over the block's positions k = first .. first + count - 1: its mean, without a pass
-        w_means = top - blocks.to(z.dtype) - 0.5 * (counts - 1.0)
-    z_means = torch.zeros_like(z).scatter_add(1, blocks, z).gather(1, blocks) / counts
-    # z - mean(z - w), written so that a block of one gives w exactly, whatever the size of z
-    ranks_sorted = torch.where(real, w_means + (z - z_means), torch.zeros_like(z))
-    return torch.zeros_like(ranks_sorted).scatter(1, order, ranks_sorted)
+    return _FastSoftRanks.apply(scores, mask, float(epsilon))
+
+
+class _FastSoftRanks(torch.autograd.Function):
+    r"""The projection, keeping for the backward pass only the sorting order, the blocks and their sizes: the
+    Jacobian is :math:`-(I - \Pi^\top B \Pi)/\varepsilon`, B the block average, the same linear map written
+    with differentiable operations (so a second derivative, 0 almost everywhere, is available too)."""
+
+    @staticmethod
+    def forward(ctx, scores, mask, epsilon):  # noqa: D102 - autograd protocol
+        lengths = mask.sum(-1)
+        # ascending scores, padding last: z = -s/eps sorted descending
+        order = torch.sort(scores.masked_fill(~mask, torch.inf), dim=-1, stable=True).indices
+        z = scores.gather(1, order).mul_(-1.0 / epsilon)
+        blocks, counts, w_means = isotonic_blocks(z, lengths)
+        real = torch.gather(mask, 1, order)
+        z_means = torch.zeros_like(z).scatter_add_(1, blocks, z).gather(1, blocks).div_(counts)
+        # z - mean(z - w), written so that a block of one gives w exactly, whatever the size of z
+        ranks_sorted = z.sub_(z_means).add_(w_means).masked_fill_(~real, 0.0)
+        ctx.save_for_backward(order, blocks, counts, real)
+        ctx.epsilon = epsilon
+        return torch.zeros_like(ranks_sorted).scatter_(1, order, ranks_sorted)
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: D102
+        order, blocks, counts, real = ctx.saved_tensors
+        incoming = grad.gather(1, order) * real
+        means = torch.zeros_like(incoming).scatter_add(1, blocks, incoming).gather(1, blocks) / counts
+        through = (incoming - means) * (-1.0 / ctx.epsilon) * real
+        return torch.zeros_like(through).scatter(1, order, through), None, None
