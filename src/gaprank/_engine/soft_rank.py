@@ -34,7 +34,7 @@ try:
     from numba import prange
 except ImportError:  # pragma: no cover - numba is a dependency; without it the same pass runs in Python
     numba = None  # type: ignore[assignment]
-    prange = range
+    prange = range  # type: ignore[misc,assignment]
 
 
 def _pav_blocks(z: np.ndarray, lengths: np.ndarray, blocks: np.ndarray, counts: np.ndarray,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Literal
+from typing import Literal, cast
 
 import torch
 
@@ -69,7 +69,7 @@ class _DefaultSmoothing(str):
 DEFAULT_SMOOTHING: Smoothing = _DefaultSmoothing("softrank")  # type: ignore[assignment]
 
 
-def resolve_smoothing(smoothing: str, mode: str | None) -> str:
+def resolve_smoothing(smoothing: str, mode: str | None) -> Smoothing:
     """``smoothing`` checked, or the smoothing the deprecated ``mode`` names (with a DeprecationWarning)."""
     if mode is not None:
         if not isinstance(smoothing, _DefaultSmoothing):
@@ -78,11 +78,11 @@ def resolve_smoothing(smoothing: str, mode: str | None) -> str:
         check_choice(mode, "mode", tuple(MODE_SMOOTHINGS))
         warnings.warn(f"mode={mode!r} is deprecated; use smoothing={MODE_SMOOTHINGS[mode]!r}", DeprecationWarning,
                       stacklevel=3)
-        return MODE_SMOOTHINGS[mode]
+        return cast(Smoothing, MODE_SMOOTHINGS[mode])
     if smoothing in MODE_SMOOTHINGS:
         raise GaprankInputError(f"smoothing must be one of {', '.join(map(repr, SMOOTHINGS))}; got {smoothing!r} "
                                 f"(mode={smoothing!r} is now smoothing={MODE_SMOOTHINGS[smoothing]!r})")
-    return str(check_choice(smoothing, "smoothing", SMOOTHINGS))
+    return cast(Smoothing, str(check_choice(smoothing, "smoothing", SMOOTHINGS)))
 
 
 def smoothing_measure(metric, smoothing: str):
