@@ -148,7 +148,7 @@ class LossConfig:
         """``loss(scores, labels, mask)`` to minimise (mean over the batch's queries)."""
         metric, g, sigma = self.metric, self.g, self.sigma
         if self.kind in ("soft", "exact"):
-            smoothing = "expected" if self.kind == "exact" else self.smoothing or "softrank"
+            smoothing: Any = "expected" if self.kind == "exact" else self.smoothing or "softrank"  # checked on load
             return lambda s, y, m: gaprank.soft_metric_loss(s, y, metric=metric, g=g, sigma=sigma, smoothing=smoothing,
                                                             mask=m)
         if self.kind == "lambdarank":
