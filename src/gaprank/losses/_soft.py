@@ -319,6 +319,8 @@ def soft_metric(
     0.888889
     >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="expected").item(), 6)
     0.888889
+    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="fast_soft_rank").item(), 6)
+    0.888889
     """
     smoothing = resolve_smoothing(smoothing, mode)
     values, _, defined, ranked = _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts,
