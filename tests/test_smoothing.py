@@ -332,3 +332,19 @@ def test_neuralsorts_spread_by_sorting_equals_the_pair_sum():
     m[2] = False
     pairs = ((s[:, :, None] - s[:, None, :]).abs() * m[:, :, None]).sum(1) * m
     np.testing.assert_allclose(_spread(s, m).numpy(), pairs.numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("smoothing", RANK_SMOOTHINGS)
+def test_torch_func_and_second_derivatives(smoothing):
+    """torch.func.grad gives autograd's gradient, and the second derivatives pass gradgradcheck (each smoothing's
+    backward pass is written with torch operations)."""
+    scores, labels, mask = _batch(12, batch=2, size=6)
+    scores = torch.randn(2, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+
+    def loss(x):
+        return L.soft_gap_loss(x, labels, g=[0.2, 0.3, 0.5], sigma=0.6, smoothing=smoothing, mask=mask, max_grade=3)
+
+    x = scores.clone().requires_grad_(True)
+    loss(x).backward()
+    np.testing.assert_allclose(torch.func.grad(loss)(scores).numpy(), x.grad.numpy(), rtol=0, atol=1e-12)
+    assert torch.autograd.gradgradcheck(loss, (scores.clone().requires_grad_(True),), eps=1e-6, atol=1e-6)

@@ -93,7 +93,7 @@ def fast_soft_ranks(scores: torch.Tensor, mask: torch.Tensor, epsilon: float) ->
     ``scores`` (O(N) memory per row kept for the backward pass); see the module doc."""
     if scores.shape[1] == 0:
         return scores.clone()
-    return _FastSoftRanks.apply(scores, mask, float(epsilon))
+    return _FastSoftRanks.apply(scores, mask, float(epsilon))[0]
 
 
 class _FastSoftRanks(torch.autograd.Function):
@@ -102,7 +102,7 @@ class _FastSoftRanks(torch.autograd.Function):
     with differentiable operations (so a second derivative, 0 almost everywhere, is available too)."""
 
     @staticmethod
-    def forward(ctx, scores, mask, epsilon):  # noqa: D102 - autograd protocol
+    def forward(scores, mask, epsilon):  # type: ignore[override]  # noqa: D102 - autograd protocol
         lengths = mask.sum(-1)
         # ascending scores, padding last: z = -s/eps sorted descending
         order = torch.sort(scores.masked_fill(~mask, torch.inf), dim=-1, stable=True).indices
@@ -112,12 +112,18 @@ class _FastSoftRanks(torch.autograd.Function):
         z_means = torch.zeros_like(z).scatter_add_(1, blocks, z).gather(1, blocks).div_(counts)
         # z - mean(z - w), written so that a block of one gives w exactly, whatever the size of z
         ranks_sorted = z.sub_(z_means).add_(w_means).masked_fill_(~real, 0.0)
-        ctx.save_for_backward(order, blocks, counts, real)
-        ctx.epsilon = epsilon
-        return torch.zeros_like(ranks_sorted).scatter_(1, order, ranks_sorted)
+        ranks = torch.zeros_like(ranks_sorted).scatter_(1, order, ranks_sorted)
+        return ranks, order, blocks, counts, real
 
     @staticmethod
-    def backward(ctx, grad):  # noqa: D102
+    def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
+        _, order, blocks, counts, real = output
+        ctx.mark_non_differentiable(order, blocks, counts, real)
+        ctx.save_for_backward(order, blocks, counts, real)
+        ctx.epsilon = inputs[2]
+
+    @staticmethod
+    def backward(ctx, grad, *unused):  # noqa: D102
         order, blocks, counts, real = ctx.saved_tensors
         incoming = grad.gather(1, order) * real
         means = torch.zeros_like(incoming).scatter_add(1, blocks, incoming).gather(1, blocks) / counts

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import torch
 
-from .._autograd import first_derivatives_only
 from .._engine.soft_rank import fast_soft_ranks
 from .._inputs import GaprankInputError
 from ..metrics import Kernel
@@ -96,15 +95,17 @@ def relaxed_permutation(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothin
 
 class _NegativeDistance(torch.autograd.Function):
     """``-|a_r - b_n|`` ``[R, N, N]`` from ``a``, ``b`` ``[R, N]``; the backward pass recomputes the signs, so no
-    ``[R, N, N]`` array is kept for it."""
+    ``[R, N, N]`` array is kept for it (written with torch operations: torch.func and second derivatives work)."""
 
     @staticmethod
-    def forward(ctx, a, b):  # noqa: D102 - autograd protocol
-        ctx.save_for_backward(a, b)
+    def forward(a, b):  # type: ignore[override]  # noqa: D102 - autograd protocol
         return torch.abs(a[:, :, None] - b[:, None, :]).neg_()
 
     @staticmethod
-    @first_derivatives_only('smoothing="softsort"')
+    def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
     def backward(ctx, grad):  # noqa: D102
         a, b = ctx.saved_tensors
         flow = grad * torch.sign(b[:, None, :] - a[:, :, None])  # d(-|a - b|)/da
