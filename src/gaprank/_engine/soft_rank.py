@@ -113,19 +113,20 @@ class _FastSoftRanks(torch.autograd.Function):
         # z - mean(z - w), written so that a block of one gives w exactly, whatever the size of z
         ranks_sorted = z.sub_(z_means).add_(w_means).masked_fill_(~real, 0.0)
         ranks = torch.zeros_like(ranks_sorted).scatter_(1, order, ranks_sorted)
-        return ranks, order, blocks, counts, real
+        return ranks, order, blocks, counts
 
     @staticmethod
     def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
-        _, order, blocks, counts, real = output
-        ctx.mark_non_differentiable(order, blocks, counts, real)
-        ctx.save_for_backward(order, blocks, counts, real)
+        _, order, blocks, counts = output
+        ctx.mark_non_differentiable(order, blocks, counts)
+        ctx.save_for_backward(order, blocks, counts)
         ctx.epsilon = inputs[2]
 
     @staticmethod
     def backward(ctx, grad, *unused):  # noqa: D102
-        order, blocks, counts, real = ctx.saved_tensors
-        incoming = grad.gather(1, order) * real
-        means = torch.zeros_like(incoming).scatter_add(1, blocks, incoming).gather(1, blocks) / counts
-        through = (incoming - means) * (-1.0 / ctx.epsilon) * real
-        return torch.zeros_like(through).scatter(1, order, through), None, None
+        order, blocks, counts = ctx.saved_tensors
+        # padding's positions are blocks of their own, so their term below is 0 without a mask
+        incoming = grad.gather(1, order)
+        means = torch.zeros_like(incoming).scatter_add_(1, blocks, incoming).gather(1, blocks).div_(counts)
+        through = incoming.sub_(means).mul_(-1.0 / ctx.epsilon)
+        return torch.zeros_like(through).scatter_(1, order, through), None, None
