@@ -18,6 +18,15 @@ what the inputs held before).
 Scores: float32 N(0, 1); labels uniform on {0, 1, 2}; sigma = 1 for the soft objectives; g = (0.5, 0.5).
 "LambdaRank gap trusted" passes ``validate=False`` (on a GPU: nothing read back, so no synchronisation);
 "LambdaRank gap tensor engine" runs the tensor engine that other devices take, on the CPU.
+"SoftGAP <smoothing>" is ``SoftGAPLoss(smoothing=...)`` at sigma = 1 (issue 41); its ratio column gives its time
+and peak memory against "SoftGAP paper". The issue's targets, run as
+
+    python benchmarks/bench_losses.py --sizes 16x1024 --cases "SoftGAP paper,SoftGAP fast_soft_rank"
+    python benchmarks/bench_losses.py --sizes 1x10000 --cases "SoftGAP fast_soft_rank,SoftNDCG fast_soft_rank"
+    python benchmarks/bench_losses.py --sizes 16x200 --cases "SoftGAP paper,SoftGAP approx,SoftGAP neuralsort,SoftGAP softsort"
+
+are: at 16x1024 fast_soft_rank within 0.2x SoftGAP paper's peak memory and 0.5x its time; one list of 10,000
+documents under 1 GB; approx, NeuralSort and SoftSort at 16x200 within 2x of SoftGAP paper's time.
 """
 
 from __future__ import annotations
@@ -91,16 +100,20 @@ def make_case(name):
         "LambdaRank egap": L.LambdaRankLoss("egap", g=G),
         "LambdaRank ndcg": L.LambdaRankLoss("ndcg"),
         "SoftGAP paper": L.SoftGAPLoss(g=G, sigma=1.0),
-        "SoftGAP exact": L.SoftGAPLoss(g=G, sigma=1.0, mode="exact"),
+        "SoftGAP exact": L.SoftGAPLoss(g=G, sigma=1.0, smoothing="expected"),
         "SoftNDCG": L.SoftNDCGLoss(sigma=1.0),
+        **{f"SoftGAP {s}": L.SoftGAPLoss(g=G, sigma=1.0, smoothing=s) for s in SMOOTHING_CASES},
+        "SoftNDCG fast_soft_rank": L.SoftNDCGLoss(sigma=1.0, smoothing="fast_soft_rank"),
         "RankNet": L.RankNetLoss(),
     }
     return cases[name]
 
 
+SMOOTHING_CASES = ("approx", "neuralsort", "softsort", "fast_soft_rank")  # SoftGAPLoss's other smoothings
 CASES = ("LambdaRank gap", "LambdaRank gap trusted", "LambdaRank gap tensor engine",
          "LambdaRank egap", "LambdaRank ndcg", "allRank lambdaLoss", "naive Delta-GAP",
-         "SoftGAP paper", "SoftGAP exact", "SoftNDCG", "allRank neuralNDCG", "RankNet")
+         "SoftGAP paper", "SoftGAP exact", "SoftNDCG", *(f"SoftGAP {s}" for s in SMOOTHING_CASES),
+         "SoftNDCG fast_soft_rank", "allRank neuralNDCG", "RankNet")
 
 
 def worker(name, batch, size, repeat, device):
@@ -184,7 +197,9 @@ def main():
         print("|---|---:|---:|---|")
         refs = {"LambdaRank gap": "allRank lambdaLoss", "LambdaRank gap trusted": "allRank lambdaLoss",
                 "LambdaRank gap tensor engine": "allRank lambdaLoss", "SoftGAP paper": "allRank neuralNDCG",
-                "SoftGAP exact": "SoftGAP paper", "SoftNDCG": "SoftGAP paper", "naive Delta-GAP": "LambdaRank gap"}
+                "SoftGAP exact": "SoftGAP paper", "SoftNDCG": "SoftGAP paper", "naive Delta-GAP": "LambdaRank gap",
+                **{f"SoftGAP {s}": "SoftGAP paper" for s in SMOOTHING_CASES}, "SoftNDCG fast_soft_rank": "SoftNDCG"}
+        with_memory = {f"SoftGAP {s}" for s in SMOOTHING_CASES} | {"SoftNDCG fast_soft_rank"}
         for name, res in results.items():
             if "ms" not in res:
                 print(f"| {name} | {res['note']} | | |")
@@ -193,6 +208,8 @@ def main():
             ref = refs.get(name)
             if ref and "ms" in results.get(ref, {}):
                 ratio = f"{res['ms'] / results[ref]['ms']:.2f}x {ref}"
+                if name in with_memory and results[ref]["mb"] > 0:
+                    ratio = f"{ratio} (time), {res['mb'] / results[ref]['mb']:.2f}x (memory)"
             elif ref in results:
                 ratio = f"{ref}: {results[ref]['note']}"
             print(f"| {name} | {res['ms']:.1f} | {res['mb']:.0f} | {ratio} |")

@@ -328,7 +328,10 @@ def test_unvalidated_ranknet_reads_nothing_back_and_equals_validated():
 
 
 SOFT_UNVALIDATED = [(L.SoftGAPLoss, {"g": [0.2, 0.3, 0.5]}), (L.SoftEGAPLoss, {"g": [0.2, 0.3, 0.5]}),
-                    (L.SoftAPLoss, {"max_grade": 3}), (L.SoftNDCGLoss, {"max_grade": 3})]
+                    (L.SoftAPLoss, {"max_grade": 3}), (L.SoftNDCGLoss, {"max_grade": 3}),
+                    # the pair smoothings read nothing back either (fast_soft_rank finds its blocks on the CPU)
+                    *[(L.SoftGAPLoss, {"g": [0.2, 0.3, 0.5], "smoothing": s}) for s in ("approx", "neuralsort", "softsort")],
+                    *[(L.SoftNDCGLoss, {"max_grade": 3, "smoothing": s}) for s in ("approx", "neuralsort", "softsort")]]
 
 
 @pytest.mark.parametrize("make, kw", SOFT_UNVALIDATED, ids=lambda x: getattr(x, "__name__", ""))
@@ -604,7 +607,7 @@ def test_paper_mode_sigma_to_zero_is_the_metric(metric):
 @pytest.mark.parametrize("metric", AP_FAMILY)
 def test_exact_mode_sigma_to_zero_is_the_metric(metric):
     scores, labels, mask = _random_batch(10, b=2, n=8)
-    values = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=1e-3, mode="exact", mask=mask)
+    values = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=1e-3, smoothing="expected", mask=mask)
     torch.testing.assert_close(values, exact_metric(metric, scores, labels, mask=mask), rtol=0, atol=1e-9)
 
 
@@ -622,7 +625,7 @@ def test_soft_metric_gradcheck_exact(metric, monkeypatch):
     monkeypatch.setattr(exact_module, "EXACT_BLOCK_ELEMENTS", 500)  # several checkpointed grid blocks
     scores, labels, mask = _random_batch(12, b=2, n=6)
     s = scores.clone().requires_grad_(True)
-    fn = lambda x: L.soft_metric(x, labels, metric=metric, g=_g(metric), sigma=0.8, mode="exact", mask=mask)  # noqa: E731
+    fn = lambda x: L.soft_metric(x, labels, metric=metric, g=_g(metric), sigma=0.8, smoothing="expected", mask=mask)  # noqa: E731
     assert torch.autograd.gradcheck(fn, (s,))
 
 
@@ -642,7 +645,7 @@ def test_exact_mode_agrees_with_monte_carlo(metric, n, sigma):
     rng = np.random.default_rng(n)
     scores = torch.tensor(rng.normal(scale=1.5, size=n))
     labels = torch.tensor(rng.integers(0, 4, size=n))
-    value = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=sigma, mode="exact").item()
+    value = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=sigma, smoothing="expected").item()
     mean, se = _monte_carlo(metric, scores, labels, sigma, 100_000, seed=n)
     assert abs(value - mean) < 3 * se, (value, mean, se)
     paper = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=sigma).item()
@@ -651,20 +654,20 @@ def test_exact_mode_agrees_with_monte_carlo(metric, n, sigma):
 
 def test_exact_mode_blocks_and_padding_do_not_change_values(monkeypatch):
     scores, labels, mask = _random_batch(13, b=3, n=10)
-    full = L.soft_metric(scores, labels, metric="gap", g=G, sigma=0.7, mode="exact", mask=mask)
+    full = L.soft_metric(scores, labels, metric="gap", g=G, sigma=0.7, smoothing="expected", mask=mask)
     each = torch.stack([L.soft_metric(scores[q][mask[q]], labels[q][mask[q]], metric="gap", g=G, sigma=0.7,
-                                      mode="exact") for q in range(3)])
+                                      smoothing="expected") for q in range(3)])
     torch.testing.assert_close(full, each, rtol=0, atol=1e-12)
     monkeypatch.setattr(exact_module, "EXACT_BLOCK_ELEMENTS", 1)
-    blocked = L.soft_metric(scores, labels, metric="gap", g=G, sigma=0.7, mode="exact", mask=mask)
+    blocked = L.soft_metric(scores, labels, metric="gap", g=G, sigma=0.7, smoothing="expected", mask=mask)
     torch.testing.assert_close(blocked, full, rtol=0, atol=1e-12)
 
 
 def test_grade_counts_enter_the_soft_normaliser():
     scores, labels, _ = _random_batch(14, b=1, n=8)
     counts = torch.bincount(labels[0], minlength=4) + torch.tensor([0, 2, 0, 1])
-    for mode in ("paper", "exact"):
-        v = L.soft_metric(scores, labels, metric="gap", g=G, sigma=1e-3, mode=mode, grade_counts=counts)
+    for smoothing in ("softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"):
+        v = L.soft_metric(scores, labels, metric="gap", g=G, sigma=1e-3, smoothing=smoothing, grade_counts=counts)
         assert v.item() == pytest.approx(gaprank.gap(scores, labels, g=G, grade_counts=counts).item(), abs=1e-9)
 
 
@@ -675,12 +678,15 @@ LOSSES = {
                                                                            mask=mask, reduction="none"))(m)
        for m in METRICS},
     **{f"exact_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, metric=m, g=_g(m), sigma=0.5,
-                                                                            mode="exact", mask=mask,
+                                                                            smoothing="expected", mask=mask,
                                                                             reduction="none"))(m)
        for m in AP_FAMILY},
     **{f"lambda_{m}": (lambda m: lambda s, y, mask=None: L.lambdarank_loss(s, y, metric=m, g=_g(m), k=5,
                                                                             mask=mask, reduction="none"))(m)
        for m in METRICS},
+    **{f"{smoothing}_{m}": (lambda m, smoothing: lambda s, y, mask=None: L.soft_metric_loss(
+        s, y, metric=m, g=_g(m), sigma=0.5, smoothing=smoothing, mask=mask, reduction="none"))(m, smoothing)
+       for m in ("gap", "ndcg") for smoothing in ("approx", "neuralsort", "softsort", "fast_soft_rank")},
     "ranknet": lambda s, y, mask=None: L.ranknet_loss(s, y, mask=mask, reduction="none"),
     "listnet": lambda s, y, mask=None: L.listnet_loss(s, y, mask=mask, reduction="none"),
 }
@@ -758,7 +764,8 @@ def test_modules_call_the_functional_core():
         (L.SoftXGAPLoss(g=G, sigma=0.4), L.soft_xgap_loss(scores, labels, g=G, sigma=0.4, mask=mask)),
         (L.SoftEGAPLoss(g=G, sigma=0.4, reduction="sum"),
          L.soft_egap_loss(scores, labels, g=G, sigma=0.4, mask=mask, reduction="sum")),
-        (L.SoftAPLoss(sigma=0.4, mode="exact"), L.soft_ap_loss(scores, labels, sigma=0.4, mode="exact", mask=mask)),
+        (L.SoftAPLoss(sigma=0.4, smoothing="expected"),
+         L.soft_ap_loss(scores, labels, sigma=0.4, smoothing="expected", mask=mask)),
         (L.SoftNDCGLoss(sigma=0.4), L.soft_ndcg_loss(scores, labels, sigma=0.4, mask=mask)),
         (L.LambdaRankLoss("xgap", g=G, k=4), L.lambdarank_loss(scores, labels, metric="xgap", g=G, k=4, mask=mask)),
         (L.RankNetLoss(sigma=2.0), L.ranknet_loss(scores, labels, sigma=2.0, mask=mask)),
@@ -789,8 +796,10 @@ def test_loss_is_regret_against_the_ideal_list():
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], sigma=0.0), "sigma"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], sigma=float("nan")), "sigma"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], mode="approx"), "mode"),
+    (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], smoothing="sinkhorn"), "smoothing must be one of"),
+    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="err", sigma=1.0, smoothing="approx"), "not such a sum"),
     (lambda: L.soft_ndcg_loss(torch.zeros(3), [0, 1, 0], reduction="avg"), "reduction"),
-    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="ndcg", sigma=1.0, mode="exact"), "AP family"),
+    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="ndcg", sigma=1.0, smoothing="expected"), "AP family"),
     (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="err", sigma=1.0), "metric"),
     (lambda: L.soft_ap_loss(torch.zeros(3), [0, 1, 0], g=[1.0]), "g applies"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 3], g=[0.5, 0.5]), "above the grade scale"),
@@ -814,7 +823,7 @@ def test_bad_input_is_a_clear_error(call, message):
 @pytest.mark.parametrize("name, loss", [
     ("softndcg", lambda s, y: L.soft_ndcg_loss(s, y, sigma=0.7)),
     ("lambdarank", lambda s, y: L.lambdarank_loss(s, y, metric="gap")),
-    ("exact", lambda s, y: L.soft_gap_loss(s, y, mode="exact")),
+    ("exact", lambda s, y: L.soft_gap_loss(s, y, smoothing="expected")),
 ])
 def test_hand_written_backwards_refuse_double_backward(name, loss):
     from gaprank._autograd import FirstDerivativesOnly
@@ -846,18 +855,18 @@ def test_exact_mode_work_does_not_grow_with_the_score_span():
         nodes, weights = _exact._lattice(s, torch.ones(1, 5, dtype=torch.bool), 1.0, _exact.GRID_STEP)
         assert weights.sum() <= 5 * 67
         start = time.perf_counter()
-        value = L.soft_gap_loss(s.requires_grad_(True), y, mode="exact")
+        value = L.soft_gap_loss(s.requires_grad_(True), y, smoothing="expected")
         value.backward()
         assert time.perf_counter() - start < 2.0
         # the far document is surely first: the same value as with it 20 sigma above the others, where
         # the contiguous lattice is used
         assert value.item() == pytest.approx(L.soft_gap_loss(near.clone().index_fill_(1, torch.tensor([4]), 23.0), y,
-                                                              mode="exact").item(), abs=1e-12)
+                                                              smoothing="expected").item(), abs=1e-12)
     # the union of windows equals the contiguous lattice: alone, this query's scores take the union
     # (4 documents spread over 60 sigma); beside a 20-document query the batch takes the contiguous one
     s = torch.tensor([[0.0, 30.0, 60.0, 1.0]], dtype=torch.float64)
     yy = torch.tensor([[1, 0, 2, 1]])
-    alone = L.soft_gap_loss(s, yy, mode="exact", reduction="none")
+    alone = L.soft_gap_loss(s, yy, smoothing="expected", reduction="none")
     wide = torch.zeros(2, 20, dtype=torch.float64)
     wide[0, :4], wide[1] = s[0], torch.linspace(0.0, 2.0, 20, dtype=torch.float64)
     labels = torch.zeros(2, 20, dtype=torch.int64)
@@ -866,19 +875,20 @@ def test_exact_mode_work_does_not_grow_with_the_score_span():
     mask[0, 4:] = False
     nodes, weights = _exact._lattice(wide, mask, 1.0, _exact.GRID_STEP)
     assert bool((weights == 1).all())  # contiguous
-    batched = L.soft_gap_loss(wide, labels, mask=mask, mode="exact", reduction="none")
+    batched = L.soft_gap_loss(wide, labels, mask=mask, smoothing="expected", reduction="none")
     assert batched[0].item() == pytest.approx(alone.item(), abs=1e-13)
 
 
 def test_exact_mode_scores_of_any_magnitude():
     y = torch.tensor([[2, 0, 1, 0, 1]])
     base = torch.tensor([[0.25, -0.25, 0.75, 0.125, 0.5]], dtype=torch.float64)  # + 2^40 is exact for these
-    shifted = L.soft_gap_loss(base + 2.0**40, y, mode="exact").item()
-    assert shifted == pytest.approx(L.soft_gap_loss(base, y, mode="exact").item(), abs=1e-12)
-    ties = L.soft_gap_loss(torch.full((1, 5), 1e20, dtype=torch.float64), y, mode="exact").item()
-    assert ties == pytest.approx(L.soft_gap_loss(torch.zeros(1, 5, dtype=torch.float64), y, mode="exact").item(), abs=1e-12)
+    shifted = L.soft_gap_loss(base + 2.0**40, y, smoothing="expected").item()
+    assert shifted == pytest.approx(L.soft_gap_loss(base, y, smoothing="expected").item(), abs=1e-12)
+    ties = L.soft_gap_loss(torch.full((1, 5), 1e20, dtype=torch.float64), y, smoothing="expected").item()
+    level = L.soft_gap_loss(torch.zeros(1, 5, dtype=torch.float64), y, smoothing="expected").item()
+    assert ties == pytest.approx(level, abs=1e-12)
     with pytest.raises(GaprankInputError, match="span .* more than 2\\^50 sigma"):
-        L.soft_gap_loss(torch.tensor([[0.0, 1e20, 2.0]], dtype=torch.float64), [[1, 0, 2]], mode="exact")
+        L.soft_gap_loss(torch.tensor([[0.0, 1e20, 2.0]], dtype=torch.float64), [[1, 0, 2]], smoothing="expected")
 
 
 def test_paper_softgap_in_row_blocks_equals_the_whole_pair_matrix(monkeypatch):

@@ -200,7 +200,7 @@ def test_the_registry_is_the_one_list_of_measures():
     with pytest.raises(GaprankInputError, match="metric: unknown measure 'dcg2'"):
         gaprank.lambdarank_objective("dcg2")
     with pytest.raises(GaprankInputError, match=r"nDCG has no exact expectation \(mode='exact', the AP family\)"):
-        gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric="ndcg", sigma=1.0, mode="exact")
+        gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric="ndcg", sigma=1.0, smoothing="expected")
     with pytest.raises(GaprankInputError, match="take no cutoff"):
         gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric="GAP@2", sigma=1.0)
 

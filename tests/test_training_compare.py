@@ -211,7 +211,13 @@ def test_shipped_tuned_comparisons_load_with_their_tuning_configs(folder):
     # equal budgets: 30 trials for every learner
     budgets = {learner: {tune_config.learners[r.learner].trials for r in tune_config.runs if r.learner == learner}
                for learner in {r.learner for r in tune_config.runs}}
-    assert budgets == {"LambdaRank": {30}, "LambdaMART": {30}, "SoftRank": {30}}
+    assert budgets == {learner: {30} for learner in ("LambdaRank", "LambdaMART", "SoftRank", "ApproxRank", "NeuralSort",
+                                                     "SoftSort", "FastSoftRank")}
+    # issue 41: each smoothing's GAP run has its nDCG counterpart of the same learner (the paired tests' pair)
+    for learner, smoothing in (("ApproxRank", "approx"), ("NeuralSort", "neuralsort"), ("SoftSort", "softsort"),
+                               ("FastSoftRank", "fast_soft_rank")):
+        losses = {(r.config.loss.metric, r.config.loss.smoothing) for r in runs if r.entry.learner == learner}
+        assert losses == {("gap", smoothing), ("ndcg", smoothing)}
     # every run reports LETOR's NDCG@10 and the 1/log2(r+1) one
     assert all({"NDCG@10", "nDCG(discount=log2p1,short_list=pad)@10"} <= set(r.config.evaluation.measures) for r in runs)
     assert all(len(r.seeded) == 5 for r in runs)

@@ -125,13 +125,15 @@ LOSSES = [
     for m in ("gap", "xgap", "egap", "ap", "ndcg")
 ] + [
     {"kind": "exact", "metric": "gap", "g": [0.5, 0.5]},
+    *[{"kind": "soft", "metric": m, "smoothing": s, "sigma": 0.5, **({"g": [0.5, 0.5]} if m == "gap" else {})}
+      for m in ("gap", "ndcg") for s in ("approx", "neuralsort", "softsort", "fast_soft_rank")],
     {"kind": "lambdarank", "metric": "ndcg", "k": 10},
     {"kind": "ranknet"},
     {"kind": "listnet"},
 ]
 
 
-@pytest.mark.parametrize("loss", LOSSES, ids=lambda d: f"{d['kind']}-{d.get('metric', '')}")
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda d: f"{d['kind']}-{d.get('metric', '')}-{d.get('smoothing', '')}")
 def test_every_loss_kind_gives_a_finite_descent_direction(loss):
     config = LossConfig(**loss)
     config.validate()
@@ -175,6 +177,13 @@ def test_models_and_length_batches(ohsumed_fold1):
         (lambda d: d["loss"].update(metric="ap"), "loss.g is only for"),
         (lambda d: d["loss"].update(kind="soft", k=5), "only for loss.kind 'lambdarank'"),
         (lambda d: d["loss"].update(g=[0.5, 0.6]), "sum to 1"),
+        (lambda d: d["loss"].update(kind="soft", smoothing="sinkhorn"), "loss.smoothing must be one of"),
+        (lambda d: d["loss"].update(kind="soft", smoothing="paper"), "loss.smoothing must be one of"),
+        (lambda d: d["loss"].update(kind="lambdarank", smoothing="approx"), "loss.smoothing is only for loss.kind 'soft'"),
+        (lambda d: d["loss"].update(kind="exact", smoothing="approx"), "loss.kind 'exact' is smoothing 'expected'"),
+        (lambda d: d["loss"].update(kind="soft", mode="paper", smoothing="approx"), "give only smoothing"),
+        (lambda d: d["loss"].update(kind="soft", mode="fast"), "loss.mode must be one of"),
+        (lambda d: d["loss"].update(kind="soft", metric="vG", g=None, smoothing="approx"), "threshold identity"),
         (lambda d: d["loss"].update(sigma=0), "sigma"),
         (lambda d: d["model"].update(kind="mlp", hidden=[]), "model.hidden"),
         (lambda d: d["data"].update(folds=[0]), "folds"),
@@ -252,6 +261,46 @@ def test_more_threads_than_cores_is_one_warning(monkeypatch):
             _runner.use_threads(1, processes=2)  # within the cores: nothing to say
     finally:
         _runner.use_threads(before)
+
+
+SMOOTHING_RECORDS = sorted((ROOT / "results").glob("*-untuned/*/folds/Fold1.json"))
+
+
+@pytest.mark.parametrize("record", [p for p in SMOOTHING_RECORDS if p.parents[1].name.startswith(("soft_", "exact_"))],
+                         ids=lambda p: f"{p.parents[2].name}/{p.parents[1].name}")
+def test_committed_records_stand_for_every_spelling_of_their_smoothing(record, tmp_path):
+    """A SoftRank or E[M] config written with ``smoothing:`` (or the deprecated ``mode:``) is the same run as the
+    shipped one, so the committed fold records are reused; another smoothing is another run."""
+    from training._runner import same_run_config
+
+    held = json.loads(record.read_text())["provenance"]["config"]
+    shipped = ROOT / "configs" / record.parents[2].name.replace("-untuned", "") / f"{record.parents[1].name}.yaml"
+    assert same_run_config(held, load_config(shipped, CVConfig))
+    data = yaml.safe_load(shipped.read_text())
+    exact = data["loss"]["kind"] == "exact"
+    spellings = [{"smoothing": "expected" if exact else "softrank"}, {"mode": "exact" if exact else "paper"}]
+    if exact:
+        spellings.append({"kind": "soft", "smoothing": "expected"})
+    for spelling in spellings:
+        config = load_config(_write(tmp_path, {**data, "loss": {**data["loss"], **spelling}}), CVConfig)
+        assert same_run_config(held, config), spelling
+        assert config.loss.smoothing is None and config.loss.mode is None
+    if not exact:
+        other = load_config(_write(tmp_path, {**data, "loss": {**data["loss"], "smoothing": "approx"}}), CVConfig)
+        assert not same_run_config(held, other)
+
+
+def test_a_run_is_reused_under_its_new_spelling(tmp_path, ohsumed_fold1):
+    data = _small(tmp_path, kind="soft", metric="gap", g=[0.5, 0.5], sigma=0.5)
+    data["training"].update(epochs=1, learning_rates=[0.01])
+    assert run(load_config(_write(tmp_path, data), CVConfig), progress=False)["trained_now"] == ["Fold1"]
+    data["loss"]["smoothing"] = "softrank"
+    assert run(load_config(_write(tmp_path, data), CVConfig), progress=False)["trained_now"] == []
+    data["loss"]["smoothing"] = "fast_soft_rank"
+    summary = run(load_config(_write(tmp_path, data), CVConfig), progress=False)
+    assert summary["trained_now"] == ["Fold1"]
+    saved = json.loads((tmp_path / "out" / "folds" / "Fold1.json").read_text())
+    assert saved["provenance"]["config"]["loss"]["smoothing"] == "fast_soft_rank"
 
 
 def test_a_binary_g_is_a_valid_loss_setting(tmp_path):

@@ -138,7 +138,8 @@ def test_the_shipped_tuning_config_loads_every_run_and_space():
     from training.tune import load_studies
 
     studies = load_studies(load_config(ROOT / "configs" / "ohsumed" / "tune.yaml", TuneConfig))
-    assert {s.entry.learner for s in studies} == {"LambdaRank", "LambdaMART", "SoftRank"}
+    assert {s.entry.learner for s in studies} == {"LambdaRank", "LambdaMART", "SoftRank", "ApproxRank", "NeuralSort",
+                                                  "SoftSort", "FastSoftRank"}
     assert all(s.folds == [1, 2, 3, 4, 5] for s in studies)
     assert all(s.space.trials == 30 for s in studies)
 

@@ -4,8 +4,9 @@ vali, evaluate once on test.
     python -m training.cv --config configs/ohsumed/soft_gap.yaml [--folds 1,2] [--force] [--quick]
 
 The ranker (``model``: linear or an MLP) scores each document from its features; the objective
-(``loss``) is one of gaprank's: SoftRank-style smooth metrics (``kind: soft``, metric gap / xgap / egap /
-ap / ndcg), the exact expectation E[M] (``kind: exact``), LambdaRank with |Delta M| weights
+(``loss``) is one of gaprank's: smooth metrics (``kind: soft``, metric gap / xgap / egap / ap / ndcg; SoftRank's
+by default, another smoothing of the ranks with ``smoothing: approx | neuralsort | softsort | fast_soft_rank``),
+the exact expectation E[M] (``kind: exact``), LambdaRank with |Delta M| weights
 (``kind: lambdarank``), RankNet or ListNet. Adam takes one step per batch of ``training.batch_size``
 queries; queries are batched with others of similar length (sorted by length, cut into batches, batch
 order shuffled each epoch with the seed), which keeps padding, and so the O(N^2)-per-query losses, cheap.
@@ -41,6 +42,7 @@ from tqdm import tqdm
 import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold, load_split
+from gaprank.losses import SMOOTHINGS
 from gaprank.metrics import objective_measure, objective_names, user_model_measures
 
 from ._distributed import ALONE, Ranks, balanced_shares, broadcast, global_sum, join, lost, peer_gone
@@ -52,6 +54,7 @@ class TrainingDiverged(GaprankInputError):
     """The loss became NaN or infinite: the configured learning rate is too large for this objective."""
 # The loss kinds driven by a measure, and the registry mode each needs of it.
 METRIC_LOSSES = {"soft": "soft", "exact": "exact", "lambdarank": "swap_deltas"}
+MODE_SMOOTHINGS = {"paper": "softrank", "exact": "expected"}  # loss.mode, deprecated: its smoothing
 
 
 @dataclass
@@ -86,8 +89,38 @@ class LossConfig:
     kind: Literal["soft", "exact", "lambdarank", "ranknet", "listnet"]
     metric: str | None = None  # a measure string with the loss kind's form (gap, ndcg, nDCG@10, AP(rel=2), ...)
     g: list[float] | None = None  # GAP/xGAP/eGAP user model; default: uniform over the grades
-    sigma: float = 1.0  # score noise (soft, exact) or logistic steepness (lambdarank, ranknet)
+    # score noise (soft, exact), the smoothing's temperature or regularisation (soft with another smoothing) or
+    # logistic steepness (lambdarank, ranknet)
+    sigma: float = 1.0
     k: int | None = None  # lambdarank: only pairs whose upper document is in the current top k
+    # kind soft: gaprank.soft_metric_loss's smoothing (softrank when unset; "expected" is kind exact)
+    smoothing: str | None = None
+    mode: str | None = None  # deprecated spelling of smoothing: paper (softrank) or exact (expected)
+
+    def __post_init__(self) -> None:
+        # One spelling per loss, so that a config and its older twin are the same run (same record, reused):
+        # SoftRank is kind soft and the expectation kind exact, both with smoothing unset.
+        if self.mode is not None:
+            if self.smoothing is not None:
+                raise GaprankInputError("loss.mode is the deprecated spelling of loss.smoothing; give only smoothing")
+            if self.mode not in MODE_SMOOTHINGS:
+                raise GaprankInputError(f"loss.mode must be one of {', '.join(map(repr, MODE_SMOOTHINGS))} "
+                                        f"(deprecated: use loss.smoothing); got {self.mode!r}")
+            self.smoothing, self.mode = MODE_SMOOTHINGS[self.mode], None
+        if self.smoothing is None:
+            return
+        if self.kind not in ("soft", "exact"):
+            raise GaprankInputError(f"loss.smoothing is only for loss.kind 'soft'; got kind {self.kind!r}")
+        if self.smoothing not in SMOOTHINGS:
+            raise GaprankInputError(f"loss.smoothing must be one of {', '.join(map(repr, SMOOTHINGS))}; "
+                                    f"got {self.smoothing!r}")
+        if self.kind == "exact" and self.smoothing != "expected":
+            raise GaprankInputError(f"loss.kind 'exact' is smoothing 'expected'; got smoothing {self.smoothing!r} "
+                                    "(use kind soft)")
+        if self.smoothing == "expected":
+            self.kind = "exact"
+        if self.smoothing in ("softrank", "expected"):
+            self.smoothing = None
 
     def validate(self) -> None:
         mode = METRIC_LOSSES.get(self.kind)
@@ -118,8 +151,9 @@ class LossConfig:
         """``loss(scores, labels, mask)`` to minimise (mean over the batch's queries)."""
         metric, g, sigma = self.metric, self.g, self.sigma
         if self.kind in ("soft", "exact"):
-            mode = "paper" if self.kind == "soft" else "exact"
-            return lambda s, y, m: gaprank.soft_metric_loss(s, y, metric=metric, g=g, sigma=sigma, mode=mode, mask=m)
+            smoothing: Any = "expected" if self.kind == "exact" else self.smoothing or "softrank"  # checked on load
+            return lambda s, y, m: gaprank.soft_metric_loss(s, y, metric=metric, g=g, sigma=sigma, smoothing=smoothing,
+                                                            mask=m)
         if self.kind == "lambdarank":
             return lambda s, y, m: gaprank.lambdarank_loss(s, y, metric=metric, g=g, sigma=sigma, k=self.k, mask=m)
         if self.kind == "ranknet":

@@ -53,7 +53,7 @@ def check_measure(measure: str, oracle: Oracle, *, seed: int = 0, batch: int = 4
       (:func:`gaprank.lightgbm.lambdarank_objective` in float64), against
       :math:`\sum_{l_i > l_j} |\Delta M_{ij}| \log(1 + e^{-(s_i - s_j)})` and its derivatives with the
       oracle's :math:`\Delta M`;
-    * its smooth form (``soft_metric``, and ``mode="exact"`` where it has one) at a tiny sigma against the
+    * its smooth form (``soft_metric``, and ``smoothing="expected"`` where it has one) at a tiny sigma against the
       metric.
 
     Parameters
@@ -101,8 +101,8 @@ def check_measure(measure: str, oracle: Oracle, *, seed: int = 0, batch: int = 4
         smooth = soft_metric(scores, labels, metric=measure, sigma=1e-4)
         np.testing.assert_allclose(smooth.numpy(), base, rtol=0, atol=1e-6, err_msg=f"{measure}: its smooth form")
     if parsed.serves("exact"):
-        smooth = soft_metric(scores, labels, metric=measure, sigma=1e-4, mode="exact")
-        np.testing.assert_allclose(smooth.numpy(), base, rtol=0, atol=1e-6, err_msg=f"{measure}: mode='exact'")
+        smooth = soft_metric(scores, labels, metric=measure, sigma=1e-4, smoothing="expected")
+        np.testing.assert_allclose(smooth.numpy(), base, rtol=0, atol=1e-6, err_msg=f"{measure}: smoothing='expected'")
     if not info.swap_deltas:
         return
     objective_measure(measure)

@@ -1,5 +1,5 @@
-"""Learning-to-rank objectives for PyTorch: smooth (SoftRank-style) metrics, their exact expectation,
-LambdaRank with |Delta metric| weights, RankNet and ListNet.
+"""Learning-to-rank objectives for PyTorch: smooth metrics (SoftRank, approximate ranks, NeuralSort, SoftSort, fast
+soft ranks: ``SMOOTHINGS``), their exact expectation, LambdaRank with |Delta metric| weights, RankNet and ListNet.
 
 Every loss is a function ``f(scores, labels, *, mask=None, ..., reduction="mean")`` returning a value
 to minimise, with an ``nn.Module`` twin that holds the hyperparameters only.
@@ -9,6 +9,7 @@ from ._deltas import swap_deltas
 from ._listnet import ListNetLoss, listnet_loss
 from ._pairwise import LambdaRankLoss, RankNetLoss, lambdarank_loss, ranknet_loss
 from ._soft import (
+    SMOOTHINGS,
     SoftAPLoss,
     SoftEGAPLoss,
     SoftGAPLoss,
@@ -24,6 +25,7 @@ from ._soft import (
 )
 
 __all__ = [
+    "SMOOTHINGS",
     "swap_deltas",
     "soft_metric",
     "soft_metric_loss",

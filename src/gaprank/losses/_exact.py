@@ -85,7 +85,7 @@ class _RecomputedBlock(torch.autograd.Function):
             return _grid_block(s, *rest)
 
     @staticmethod
-    @first_derivatives_only('mode="exact" (the exact expectation, recomputed in blocks)')
+    @first_derivatives_only('smoothing="expected" (the exact expectation, recomputed in blocks)')
     def backward(ctx, grad_out):  # noqa: D102
         (s,) = ctx.saved_tensors
         with torch.enable_grad():
@@ -110,7 +110,7 @@ def _lattice(s: torch.Tensor, mask: torch.Tensor, sigma: float, step: float) -> 
         return grid.expand(batch, -1), torch.ones(batch, contiguous, dtype=torch.float64, device=device)
     centres = torch.round(s / step)
     if float(centres.masked_fill(~mask, 0.0).max()) + half + 1 >= MAX_LATTICE_INDEX:
-        raise GaprankInputError(f"mode='exact': the scores of one query span {float(span.max()):.3g}, more than "
+        raise GaprankInputError(f"smoothing='expected': the scores of one query span {float(span.max()):.3g}, more than "
                                 f"2^50 sigma (sigma = {sigma:g}); rescale the scores or raise sigma")
     nodes = (centres[:, :, None] + window).masked_fill(~mask[:, :, None], math.inf).reshape(batch, -1)
     nodes = torch.sort(nodes, dim=-1).values

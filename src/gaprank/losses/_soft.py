@@ -1,35 +1,112 @@
-r"""SoftRank-style smooth metrics (Taylor et al., WSDM 2008) and the losses built on them.
+r"""Smooth metrics and the losses built on them: SoftRank (Taylor et al., WSDM 2008), its exact expectation, and
+the rank smoothings of :mod:`._smoothing` (approximate ranks, NeuralSort, SoftSort, fast soft ranks), chosen by
+``smoothing=``.
 
 Scores are independent Gaussians :math:`s_j \sim N(\bar s_j, \sigma^2)` around the model's scores, so
 :math:`\pi_{mn} = P(s_m > s_n) = \Phi((\bar s_m - \bar s_n)/(\sigma\sqrt 2))`.
 
-* AP family, ``mode="paper"`` (Robertson et al. 2010, sec. 5, written with the kernel of the docs'
+* AP family, ``smoothing="softrank"`` (Robertson et al. 2010, sec. 5, written with the kernel of the docs'
   page The maths, "One kernel for the AP family"): :math:`\mathrm{Soft}M = \sum_n PC_n`,
   :math:`PC_n = (D[l_n] + \sum_{m \ne n} \pi_{mn} K[l_m, l_n]) / (1 + \sum_{m \ne n} \pi_{mn})`.
   The sum over m is grouped by grade (``[B, c+1, N]``) and taken over blocks of rows m in both passes
   (pi recomputed in the backward pass), so memory is O(B N c) plus one block, never the ``[B, N, N]``
   matrix of pi. As sigma -> 0 with distinct scores it equals the metric.
-* AP family, ``mode="exact"``: :math:`E[M]` under the same Gaussian model (:mod:`._exact`).
+* AP family, ``smoothing="expected"``: :math:`E[M]` under the same Gaussian model (:mod:`._exact`).
 * nDCG (SoftNDCG): :math:`\sum_n \mathrm{gain}(l_n) \sum_r D(r) p_n(r) / \mathrm{IDCG}` with SoftRank's
   rank distributions :math:`p_n` (gain 2^l - 1, D(r) = 1/log2(r+1) at 1-based rank r).
+* ``smoothing="approx"``, ``"neuralsort"``, ``"softsort"``, ``"fast_soft_rank"``: soft ranks (:mod:`._smoothing`),
+  the AP family through the threshold identity, the discounted-gain family at soft positions.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+import warnings
+from typing import Literal, cast
 
 import torch
 
 from .._engine.factors import rank_for_measure
-from .._inputs import check_choice, check_sigma
+from .._inputs import GaprankInputError, check_choice, check_sigma
 from .._typing import ArrayLike
 from ..distributions import RankLawBuffers, expected_score_rank_values, pair_block
-from ..metrics import GainDiscountForm, grade_indicators, objective_measure, pivot_sum
+from ..metrics import (
+    GainDiscountForm,
+    KernelForm,
+    grade_indicators,
+    objective_measure,
+    objective_names,
+    parse_measure,
+    pivot_sum,
+)
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
+from ._smoothing import (
+    RANK_SMOOTHINGS,
+    kernel_decomposes,
+    refuse_kernel,
+    soft_positions,
+    threshold_kernel_metric,
+    threshold_ranks,
+)
 
-MODES = ("paper", "exact")
+Smoothing = Literal["softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"]
+SMOOTHINGS = ("softrank", "expected") + RANK_SMOOTHINGS
+# mode= is the deprecated alias of smoothing= (one release)
+MODE_SMOOTHINGS = {"paper": "softrank", "exact": "expected"}
+# AP-family measures whose kernel is K[t, u] = K[u, u] for t >= u: the threshold identity holds for every query
+THRESHOLD_MEASURES = ("AP", "GAP", "xGAP", "eGAP")
+# ... and those whose kernel grows with the grade above the pivot: refused by the rank smoothings
+NOT_THRESHOLD_MEASURES = ("vG", "eRAP")
+
+
+class _DefaultSmoothing(str):
+    """The default "softrank", told apart from an explicit ``smoothing="softrank"`` (with ``mode=``, an error)."""
+
+    __slots__ = ()
+
+
+DEFAULT_SMOOTHING: Smoothing = _DefaultSmoothing("softrank")  # type: ignore[assignment]
+
+
+def resolve_smoothing(smoothing: str, mode: str | None) -> Smoothing:
+    """``smoothing`` checked, or the smoothing the deprecated ``mode`` names (with a DeprecationWarning)."""
+    if mode is not None:
+        if not isinstance(smoothing, _DefaultSmoothing):
+            raise GaprankInputError(f"pass smoothing= only; mode= is its deprecated alias (got smoothing={smoothing!r} "
+                                    f"and mode={mode!r})")
+        check_choice(mode, "mode", tuple(MODE_SMOOTHINGS))
+        warnings.warn(f"mode={mode!r} is deprecated; use smoothing={MODE_SMOOTHINGS[mode]!r}", DeprecationWarning,
+                      stacklevel=3)
+        return cast(Smoothing, MODE_SMOOTHINGS[mode])
+    if smoothing in MODE_SMOOTHINGS:
+        raise GaprankInputError(f"smoothing must be one of {', '.join(map(repr, SMOOTHINGS))}; got {smoothing!r} "
+                                f"(mode={smoothing!r} is now smoothing={MODE_SMOOTHINGS[smoothing]!r})")
+    return cast(Smoothing, str(check_choice(smoothing, "smoothing", SMOOTHINGS)))
+
+
+def smoothing_measure(metric, smoothing: str):
+    """The measure of ``metric`` checked for ``smoothing``; a clear error for one the smoothing cannot serve."""
+    if smoothing in ("softrank", "expected"):
+        return objective_measure(metric, mode="exact" if smoothing == "expected" else "soft")
+    try:
+        measure = objective_measure(metric, mode="soft")
+    except GaprankInputError:
+        try:
+            parsed = parse_measure(metric) if isinstance(metric, str) else None
+        except GaprankInputError:
+            parsed = None
+        if parsed is None or parsed.info.form.has_smooth:
+            raise
+        refused = {name.lower() for name in NOT_THRESHOLD_MEASURES}
+        served = [name for name in objective_names(mode="soft") if name.lower() not in refused]
+        raise GaprankInputError(
+            f"metric {parsed.name!r}: smoothing={smoothing!r} serves measures that sum a function of each document's "
+            f"rank (the AP family, the discounted-gain family); {parsed.info.name}'s value is not such a sum; "
+            f"measures it serves: {', '.join(served)}") from None
+    if isinstance(measure.info.form, KernelForm) and measure.info.name in NOT_THRESHOLD_MEASURES:
+        raise refuse_kernel(measure.name, measure.info.name, smoothing)
+    return measure
 
 
 # Elements of one block of the pair matrix (batch x rows x list) in the paper-mode sums: the N x N matrix of
@@ -101,12 +178,12 @@ def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts
     return expected_score_rank_values(s, m, sigma, discounts, buffers) * m
 
 
-def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade, validate, buffers=None):
+def _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts, max_grade, validate, buffers=None):
     """(soft values [B], best values [B] float64, defined [B] bool, ranked lists)."""
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
-    check_choice(mode, "mode", MODES)
-    measure = objective_measure(metric, mode="exact" if mode == "exact" else "soft")
+    check_choice(smoothing, "smoothing", SMOOTHINGS)
+    measure = smoothing_measure(metric, smoothing)
     # an expectation over the score distributions reads no ranking: the grade counts only, lists left unsorted
     ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts,
                                       max_grade=max_grade, by_score=False, validate=validate)
@@ -115,11 +192,16 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
     ideal_valid, ideal_grades = ideal_order >= 0, ideal_order.clamp_min(0)
     form = measure.info.form
-    if isinstance(form, GainDiscountForm):  # SoftRank's expected discounts (SoftNDCG and its siblings)
+    if isinstance(form, GainDiscountForm):  # expected discounts (SoftNDCG and its siblings) or soft positions
         gains = form.gains(ranked.num_grades, params, doc_labels.device)
         inverse, defined = form.inverse_norm(ranked, gains, measure.k, params)
         discounts = form.discounts(ranked.positions(), params, measure.k)
-        values = (gains[doc_labels].to(s.dtype) * expected_discounts(s, m, sigma, discounts, buffers)).sum(-1)
+        if smoothing in RANK_SMOOTHINGS:  # the discount at soft positions (ranks 1..N+1: the interpolation's table)
+            table = form.discounts(ranked.positions(ranked.list_size + 1), params, measure.k)
+            soft = soft_positions(s, m, sigma, smoothing, table)
+        else:
+            soft = expected_discounts(s, m, sigma, discounts, buffers)
+        values = (gains[doc_labels].to(s.dtype) * soft).sum(-1)
         values = values * inverse.to(s.dtype)
         best = (gains[ideal_grades] * discounts * ideal_valid).sum(-1) * inverse
         return values, best, torch.ones_like(inverse, dtype=torch.bool) if defined is None else defined, ranked
@@ -127,7 +209,13 @@ def _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max
     if kernel is None:  # no grade above 0 on the scale: every query is undefined
         zeros = s.new_zeros(s.shape[0])
         return zeros + 0.0 * s.sum(-1), zeros.to(torch.float64), zeros.bool(), ranked
-    if mode == "paper":
+    if smoothing in RANK_SMOOTHINGS:
+        # a registered measure of neither list: its kernel is checked (one read back of a [B, c+1, c+1] test)
+        if measure.info.name not in THRESHOLD_MEASURES and not bool(kernel_decomposes(kernel).all()):
+            raise refuse_kernel(measure.name, measure.info.name, smoothing)
+        ranks = threshold_ranks(s, m, doc_labels, kernel.matrix.shape[-1], sigma, smoothing)
+        values = threshold_kernel_metric(ranks, m, doc_labels, kernel)
+    elif smoothing == "softrank":
         values = _paper_kernel_metric(s, m, doc_labels, kernel, sigma)
     else:
         values = expected_kernel_metric(s, m, doc_labels, kernel, sigma)
@@ -142,28 +230,31 @@ def soft_metric(
     metric: str,
     sigma: float,
     g: ArrayLike | None = None,
-    mode: Literal["paper", "exact"] = "paper",
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     max_grade: int | None = None,
     validate: bool = True,
+    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
-    r"""The smooth value of ``metric`` under SoftRank's Gaussian score model, per query.
+    r"""The smooth value of ``metric``, per query: SoftRank's by default, or another smoothing of the ranks.
 
     ``metric``: a measure string of the AP family (through its kernel: "gap", "xgap", "egap", "ap",
     "AP(rel=2)", "vG", "eRAP(p=[0,0.5,1])", ...) or of the discounted-gain family (SoftRank's expected
     discounts: "ndcg" is SoftNDCG, "nDCG@10", "P@5", "RBP(p=0.8)", ...).
     ``sigma`` is the standard deviation of every document's score, so
-    :math:`\pi_{mn} = \Phi((s_m - s_n)/(\sigma\sqrt 2))`. ``mode="paper"``: the GAP paper's SoftGAP,
+    :math:`\pi_{mn} = \Phi((s_m - s_n)/(\sigma\sqrt 2))`. ``smoothing="softrank"``: the GAP paper's SoftGAP,
     :math:`\sum_n (K_{nn} + \sum_m \pi_{mn} K_{mn}) / (1 + \sum_m \pi_{mn})` (Robertson et al. 2010,
-    sec. 5; a ratio of expectations). ``mode="exact"``: :math:`E[M]` exactly under the model
+    sec. 5; a ratio of expectations). ``smoothing="expected"``: :math:`E[M]` exactly under the model
     (Poisson-binomial count above each pivot, Gauss-Legendre in x, a shared trapezoid grid in the
     pivot's score; computed in float64; cost O(T N^2 c) per query, T ~ 4 range/sigma + 64), for the AP
-    family.
+    family. The other four smoothings replace the Gaussian model by soft ranks (see ``smoothing``; docs:
+    Choosing a smooth loss); tied scores share the mean of the ranks they span.
     Returns ``[B]`` (a scalar for a 1-D query) in the scores' dtype; 0 where the metric is undefined
     (no relevant document). Equal scores give :math:`\pi = 1/2`. ``max_grade`` and ``validate`` as in
-    :func:`~gaprank.losses.lambdarank_loss`: unvalidated, the paper's mode and the discounted-gain measures read
-    nothing back from the device; the exact mode still reads the scores' span (its grid depends on it).
+    :func:`~gaprank.losses.lambdarank_loss`: unvalidated, "softrank", "approx", "neuralsort" and "softsort" read
+    nothing back from the device; "expected" still reads the scores' span (its grid depends on it), and
+    "fast_soft_rank" finds its blocks on the CPU.
 
     Parameters
     ----------
@@ -176,14 +267,28 @@ def soft_metric(
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
         whose form this loss can use; an unsuitable one is refused with the list of those that fit.
     sigma : float
-        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
-        as it goes to 0 with distinct scores the value goes to the measure.
+        The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
+        goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
+        Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature; "neuralsort" and
+        "softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the
+        regularisation strength epsilon of the projection onto the permutahedron.
     g : array-like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
-    mode : {"paper", "exact"}, default "paper"
-        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
-        expectation of the measure under the Gaussian score model (the AP family; float64).
+    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
+        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
+        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation
+        of the measure under the same Gaussian model (the AP family; float64); "approx": approximate ranks
+        1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort" and "softsort": the
+        relaxed sorting permutations of Grover et al. (2019) and Prillo and Eisenschlos (2020);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the permutahedron,
+        O(n log n) time and O(n) memory. The last four take the AP family through the threshold identity
+        (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
+        none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
+        the document's rank).
+    mode : {"paper", "exact"}, optional
+        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
+        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -212,11 +317,14 @@ def soft_metric(
     >>> s, y = torch.tensor([3.0, 2.0, 1.0]), torch.tensor([2, 0, 1])
     >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4).item(), 6)   # -> GAP as sigma -> 0
     0.888889
-    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, mode="exact").item(), 6)
+    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="expected").item(), 6)
+    0.888889
+    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="fast_soft_rank").item(), 6)
     0.888889
     """
-    values, _, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade,
-                                              validate)
+    smoothing = resolve_smoothing(smoothing, mode)
+    values, _, defined, ranked = _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts,
+                                              max_grade, validate)
     values = torch.where(defined, values, torch.zeros_like(values)).to(scores.dtype)
     return values[0] if ranked.spec.squeeze else values
 
@@ -228,12 +336,13 @@ def soft_metric_loss(
     metric: str,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    mode: Literal["paper", "exact"] = "paper",
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
+    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""Loss to minimise: :math:`M(\text{ideal}) - \mathrm{Soft}M` per query, then ``reduction``.
 
@@ -241,7 +350,7 @@ def soft_metric_loss(
     larger recall base; the papers' :math:`\sum_{k \le \tau} g_k` for xGAP and eGAP), a constant, so the
     gradient is that of :math:`-\mathrm{Soft}M` and the loss is 0 at a perfect, confident ranking.
     Queries without two different labels, or without a relevant document, give 0 loss and 0 gradient.
-    See :func:`soft_metric` for ``metric``, ``sigma``, ``mode``, ``max_grade`` and ``validate``.
+    See :func:`soft_metric` for ``metric``, ``sigma``, ``smoothing``, ``max_grade`` and ``validate``.
 
     Parameters
     ----------
@@ -257,11 +366,25 @@ def soft_metric_loss(
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
-        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
-        as it goes to 0 with distinct scores the value goes to the measure.
-    mode : {"paper", "exact"}, default "paper"
-        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
-        expectation of the measure under the Gaussian score model (the AP family; float64).
+        The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
+        goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
+        Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature; "neuralsort" and
+        "softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the
+        regularisation strength epsilon of the projection onto the permutahedron.
+    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
+        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
+        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation
+        of the measure under the same Gaussian model (the AP family; float64); "approx": approximate ranks
+        1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort" and "softsort": the
+        relaxed sorting permutations of Grover et al. (2019) and Prillo and Eisenschlos (2020);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the permutahedron,
+        O(n log n) time and O(n) memory. The last four take the AP family through the threshold identity
+        (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
+        none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
+        the document's rank).
+    mode : {"paper", "exact"}, optional
+        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
+        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -295,13 +418,15 @@ def soft_metric_loss(
     >>> loss.backward(); bool(scores.grad[0, 0] < 0)   # raising the grade-2 document lowers the loss
     True
     """
-    return _soft_metric_loss(scores, labels, metric, g, sigma, mode, mask, grade_counts, reduction, max_grade, validate)
+    smoothing = resolve_smoothing(smoothing, mode)
+    return _soft_metric_loss(scores, labels, metric, g, sigma, smoothing, mask, grade_counts, reduction, max_grade,
+                             validate)
 
 
-def _soft_metric_loss(scores, labels, metric, g, sigma, mode, mask, grade_counts, reduction, max_grade, validate,
+def _soft_metric_loss(scores, labels, metric, g, sigma, smoothing, mask, grade_counts, reduction, max_grade, validate,
                       buffers: RankLawBuffers | None = None):
-    values, best, defined, ranked = _soft_values(scores, labels, metric, g, sigma, mode, mask, grade_counts, max_grade,
-                                                 validate, buffers)
+    values, best, defined, ranked = _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts,
+                                                 max_grade, validate, buffers)
     keep = defined & rankable(ranked)
     regret = torch.where(keep, best.to(values.dtype) - values, torch.zeros_like(values)).to(scores.dtype)
     return reduce_loss(regret, reduction, ranked.spec.squeeze)
@@ -313,12 +438,13 @@ def soft_gap_loss(
     *,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    mode: Literal["paper", "exact"] = "paper",
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
+    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""GAP loss: ``gap(ideal) - SoftGAP`` per query; :func:`soft_metric_loss` with
     ``metric='gap'`` (Robertson et al. 2010, sec. 5).
@@ -334,11 +460,25 @@ def soft_gap_loss(
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
-        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
-        as it goes to 0 with distinct scores the value goes to the measure.
-    mode : {"paper", "exact"}, default "paper"
-        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
-        expectation of the measure under the Gaussian score model (the AP family; float64).
+        The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
+        goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
+        Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature; "neuralsort" and
+        "softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the
+        regularisation strength epsilon of the projection onto the permutahedron.
+    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
+        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
+        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation
+        of the measure under the same Gaussian model (the AP family; float64); "approx": approximate ranks
+        1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort" and "softsort": the
+        relaxed sorting permutations of Grover et al. (2019) and Prillo and Eisenschlos (2020);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the permutahedron,
+        O(n log n) time and O(n) memory. The last four take the AP family through the threshold identity
+        (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
+        none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
+        the document's rank).
+    mode : {"paper", "exact"}, optional
+        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
+        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -370,7 +510,8 @@ def soft_gap_loss(
     >>> float(soft_gap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    return soft_metric_loss(scores, labels, metric='gap', g=g, sigma=sigma, mode=mode, mask=mask,
+    smoothing = resolve_smoothing(smoothing, mode)
+    return soft_metric_loss(scores, labels, metric='gap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
@@ -380,12 +521,13 @@ def soft_xgap_loss(
     *,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    mode: Literal["paper", "exact"] = "paper",
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
+    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""xGAP loss: ``xgap(ideal) - SoftxGAP`` per query; :func:`soft_metric_loss` with
     ``metric='xgap'`` (kernel of Ferrante et al., eq. 5).
@@ -401,11 +543,25 @@ def soft_xgap_loss(
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
-        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
-        as it goes to 0 with distinct scores the value goes to the measure.
-    mode : {"paper", "exact"}, default "paper"
-        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
-        expectation of the measure under the Gaussian score model (the AP family; float64).
+        The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
+        goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
+        Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature; "neuralsort" and
+        "softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the
+        regularisation strength epsilon of the projection onto the permutahedron.
+    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
+        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
+        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation
+        of the measure under the same Gaussian model (the AP family; float64); "approx": approximate ranks
+        1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort" and "softsort": the
+        relaxed sorting permutations of Grover et al. (2019) and Prillo and Eisenschlos (2020);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the permutahedron,
+        O(n log n) time and O(n) memory. The last four take the AP family through the threshold identity
+        (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
+        none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
+        the document's rank).
+    mode : {"paper", "exact"}, optional
+        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
+        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -437,7 +593,8 @@ def soft_xgap_loss(
     >>> float(soft_xgap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    return soft_metric_loss(scores, labels, metric='xgap', g=g, sigma=sigma, mode=mode, mask=mask,
+    smoothing = resolve_smoothing(smoothing, mode)
+    return soft_metric_loss(scores, labels, metric='xgap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
@@ -447,12 +604,13 @@ def soft_egap_loss(
     *,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    mode: Literal["paper", "exact"] = "paper",
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
+    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""eGAP loss: ``egap(ideal) - SofteGAP`` per query; :func:`soft_metric_loss` with
     ``metric='egap'`` (kernel of Ferrante et al., eq. 6).
@@ -468,11 +626,25 @@ def soft_egap_loss(
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
-        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
-        as it goes to 0 with distinct scores the value goes to the measure.
-    mode : {"paper", "exact"}, default "paper"
-        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
-        expectation of the measure under the Gaussian score model (the AP family; float64).
+        The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
+        goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
+        Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature; "neuralsort" and
+        "softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the
+        regularisation strength epsilon of the projection onto the permutahedron.
+    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
+        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
+        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation
+        of the measure under the same Gaussian model (the AP family; float64); "approx": approximate ranks
+        1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort" and "softsort": the
+        relaxed sorting permutations of Grover et al. (2019) and Prillo and Eisenschlos (2020);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the permutahedron,
+        O(n log n) time and O(n) memory. The last four take the AP family through the threshold identity
+        (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
+        none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
+        the document's rank).
+    mode : {"paper", "exact"}, optional
+        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
+        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -504,7 +676,8 @@ def soft_egap_loss(
     >>> float(soft_egap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    return soft_metric_loss(scores, labels, metric='egap', g=g, sigma=sigma, mode=mode, mask=mask,
+    smoothing = resolve_smoothing(smoothing, mode)
+    return soft_metric_loss(scores, labels, metric='egap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
@@ -514,12 +687,13 @@ def soft_ap_loss(
     *,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    mode: Literal["paper", "exact"] = "paper",
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
+    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""AP loss: ``ap(ideal) - SoftAP`` per query; :func:`soft_metric_loss` with
     ``metric='ap'`` (binary AP, labels >= 1 relevant).
@@ -535,11 +709,25 @@ def soft_ap_loss(
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
-        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
-        as it goes to 0 with distinct scores the value goes to the measure.
-    mode : {"paper", "exact"}, default "paper"
-        "paper": SoftRank's ratio of expectations (Robertson et al. 2010, sec. 5); "exact": the
-        expectation of the measure under the Gaussian score model (the AP family; float64).
+        The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
+        goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
+        Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature; "neuralsort" and
+        "softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the
+        regularisation strength epsilon of the projection onto the permutahedron.
+    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
+        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
+        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation
+        of the measure under the same Gaussian model (the AP family; float64); "approx": approximate ranks
+        1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort" and "softsort": the
+        relaxed sorting permutations of Grover et al. (2019) and Prillo and Eisenschlos (2020);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the permutahedron,
+        O(n log n) time and O(n) memory. The last four take the AP family through the threshold identity
+        (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
+        none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
+        the document's rank).
+    mode : {"paper", "exact"}, optional
+        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
+        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -571,7 +759,8 @@ def soft_ap_loss(
     >>> float(soft_ap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    return soft_metric_loss(scores, labels, metric='ap', g=g, sigma=sigma, mode=mode, mask=mask,
+    smoothing = resolve_smoothing(smoothing, mode)
+    return soft_metric_loss(scores, labels, metric='ap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
@@ -580,11 +769,13 @@ def soft_ndcg_loss(
     labels: ArrayLike,
     *,
     sigma: float = 1.0,
+    smoothing: Smoothing = DEFAULT_SMOOTHING,
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
+    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""SoftNDCG loss: ``1 - SoftNDCG`` per query (Taylor et al. 2008); :func:`soft_metric_loss` with
     ``metric="ndcg"``.
@@ -597,8 +788,25 @@ def soft_ndcg_loss(
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     sigma : float, default 1.0
-        The standard deviation of each score in SoftRank's Gaussian model (Taylor et al.'s sigma_s);
-        as it goes to 0 with distinct scores the value goes to the measure.
+        The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
+        goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
+        Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature; "neuralsort" and
+        "softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the
+        regularisation strength epsilon of the projection onto the permutahedron.
+    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
+        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
+        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation
+        of the measure under the same Gaussian model (the AP family; float64); "approx": approximate ranks
+        1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort" and "softsort": the
+        relaxed sorting permutations of Grover et al. (2019) and Prillo and Eisenschlos (2020);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the permutahedron,
+        O(n log n) time and O(n) memory. The last four take the AP family through the threshold identity
+        (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
+        none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
+        the document's rank).
+    mode : {"paper", "exact"}, optional
+        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
+        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -630,32 +838,34 @@ def soft_ndcg_loss(
     >>> float(soft_ndcg_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    return soft_metric_loss(scores, labels, metric="ndcg", sigma=sigma, mask=mask, grade_counts=grade_counts,
-                            reduction=reduction, max_grade=max_grade, validate=validate)
+    smoothing = resolve_smoothing(smoothing, mode)
+    return soft_metric_loss(scores, labels, metric="ndcg", sigma=sigma, smoothing=smoothing, mask=mask,
+                            grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
 class _SoftMetricLoss(torch.nn.Module):
     metric = ""
 
-    def __init__(self, g: ArrayLike | None = None, sigma: float = 1.0, mode: Literal["paper", "exact"] = "paper",
+    def __init__(self, g: ArrayLike | None = None, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
-                 validate: bool = True) -> None:
+                 validate: bool = True, mode: Literal["paper", "exact"] | None = None) -> None:
         super().__init__()
-        self.g, self.sigma, self.mode, self.reduction = g, sigma, mode, reduction
+        self.g, self.sigma, self.smoothing, self.reduction = g, sigma, resolve_smoothing(smoothing, mode), reduction
         self.max_grade, self.validate = max_grade, validate
         self._arrays = RankLawBuffers()  # working arrays of the rank laws (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return _soft_metric_loss(scores, labels, self.metric, self.g, self.sigma, self.mode, mask, None, self.reduction,
+        return _soft_metric_loss(scores, labels, self.metric, self.g, self.sigma, self.smoothing, mask, None, self.reduction,
                                  self.max_grade, self.validate, self._arrays)
 
     def extra_repr(self) -> str:
-        return (f"g={self.g}, sigma={self.sigma}, mode={self.mode!r}, reduction={self.reduction!r}, "
+        return (f"g={self.g}, sigma={self.sigma}, smoothing={self.smoothing!r}, reduction={self.reduction!r}, "
                 f"max_grade={self.max_grade}, validate={self.validate}")
 
 
 class SoftGAPLoss(_SoftMetricLoss):
-    """``1 - SoftGAP`` (Robertson et al. 2010, sec. 5); ``mode="exact"`` for ``1 - E[GAP]``.
+    """``1 - SoftGAP`` (Robertson et al. 2010, sec. 5); ``smoothing="expected"`` for ``1 - E[GAP]``, or any other
+    smoothing of :func:`soft_metric_loss` (``"fast_soft_rank"``: O(n log n)).
     See :func:`soft_metric_loss`.
 
     Examples
@@ -687,17 +897,19 @@ class SoftAPLoss(_SoftMetricLoss):
 
     metric = "ap"
 
-    def __init__(self, sigma: float = 1.0, mode: Literal["paper", "exact"] = "paper",
+    def __init__(self, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
-                 validate: bool = True) -> None:
-        super().__init__(None, sigma, mode, reduction, max_grade, validate)
+                 validate: bool = True, mode: Literal["paper", "exact"] | None = None) -> None:
+        super().__init__(None, sigma, resolve_smoothing(smoothing, mode), reduction, max_grade, validate)
 
 
 class SoftNDCGLoss(_SoftMetricLoss):
-    """``1 - SoftNDCG`` from SoftRank's rank distributions (Taylor et al. 2008); see :func:`soft_metric_loss`."""
+    """``1 - SoftNDCG`` from SoftRank's rank distributions (Taylor et al. 2008), or nDCG at soft positions with
+    another ``smoothing`` (``"approx"`` is ApproxNDCG); see :func:`soft_metric_loss`."""
 
     metric = "ndcg"
 
-    def __init__(self, sigma: float = 1.0, reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
-                 validate: bool = True) -> None:
-        super().__init__(None, sigma, "paper", reduction, max_grade, validate)
+    def __init__(self, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
+                 reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
+                 validate: bool = True, mode: Literal["paper", "exact"] | None = None) -> None:
+        super().__init__(None, sigma, resolve_smoothing(smoothing, mode), reduction, max_grade, validate)

@@ -1,0 +1,202 @@
+r"""Smooth ranks beyond SoftRank: approximate ranks, NeuralSort, SoftSort and the soft ranks of the
+permutahedron, and the measures they give (docs: Choosing a smooth loss; The maths, "The threshold identity").
+
+Each smoothing gives every real document n a soft rank :math:`\rho(n)` among a set of documents (sigma is the
+one scale parameter; as it goes to 0 with distinct scores each soft rank is the exact rank):
+
+* ``approx`` (Qin, Liu and Li 2010): :math:`\rho(n) = 1 + \sum_{m \ne n} \mathrm{sigmoid}((s_m - s_n)/\sigma)`;
+  O(n^2).
+* ``neuralsort`` (Grover et al. 2019): the relaxed permutation
+  :math:`P[r, \cdot] = \mathrm{softmax}(((n + 1 - 2r) s - A 1)/\sigma)`, :math:`A_{mn} = |s_m - s_n|`;
+  O(n^2).
+* ``softsort`` (Prillo and Eisenschlos 2020): :math:`P[r, \cdot] = \mathrm{softmax}(-|s_{[r]} - s|/\sigma)`
+  with :math:`s_{[r]}` the r-th highest score; O(n^2).
+* ``fast_soft_rank`` (Blondel et al. 2020): the projection of :math:`-s/\sigma` onto the permutahedron
+  (:mod:`gaprank._engine.soft_rank`); O(n log n) time, O(n) memory.
+
+For the two relaxed permutations (rows: ranks, columns: documents; each row sums to 1) the soft rank is
+the rank expected under the document's column, :math:`\rho(n) = \sum_r r P[r, n] / \sum_r P[r, n]`.
+
+The AP family is taken through the threshold identity: for a kernel with :math:`K[t, u] = K[u, u]` for
+every grade :math:`t \ge u` (the grades above a pivot's own all count as its own), with
+:math:`a_j(u) = K[j, u] - K[j-1, u]` (:math:`a_0(u) = K[0, u]`) and :math:`e(u) = D[u] - K[u, u]`,
+
+.. math::
+
+    M = \sum_n \frac{1}{\rho_0(n)} \Big(e(l_n) + \sum_{j \le l_n} a_j(l_n)\, \rho_j(n)\Big),
+
+:math:`\rho_j(n)` the rank of n among the documents of grade :math:`\ge j` (:math:`\rho_0` among all):
+:math:`c + 1` soft rankings, no pair terms. The discounted-gain family takes the discount at soft positions:
+interpolated linearly between the integer ranks at :math:`\rho_0(n)` (approx, fast_soft_rank), or
+:math:`\sum_r D(r) P[r, n]` (neuralsort, softsort).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._engine.soft_rank import fast_soft_ranks
+from .._inputs import GaprankInputError
+from ..metrics import Kernel
+
+RANK_SMOOTHINGS = ("approx", "neuralsort", "softsort", "fast_soft_rank")
+PERMUTATION_SMOOTHINGS = ("neuralsort", "softsort")
+
+
+def approx_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float) -> torch.Tensor:
+    r"""``[R, N]``: :math:`1 + \sum_{m \ne n} \mathrm{sigmoid}((s_m - s_n)/\sigma)` over real m; 0 at padding."""
+    scaled = s / sigma
+    above = torch.sigmoid(scaled[:, :, None] - scaled[:, None, :])  # [R, m, n]: m above n
+    # the sum over real m, n's own term sigmoid(0) = 1/2 included: 1/2 + sum_m instead of 1 + sum_{m != n}
+    ranks = 0.5 + torch.bmm(m.to(s.dtype)[:, None, :], above)[:, 0]
+    return torch.where(m, ranks, torch.zeros_like(ranks))
+
+
+def _row_weights(values: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """``[R, N]``: ``values`` ``[N]`` (a value per rank) at the ranks 1..n of each row's n real documents, 0 after."""
+    ranks = torch.arange(m.shape[1], device=m.device)
+    return values[None, :] * (ranks[None, :] < m.sum(-1, keepdim=True))
+
+
+def _spread(s: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    r"""``[R, N]``: :math:`\sum_{m\ real} |s_m - s_n|`, from the sorted scores' prefix sums (O(N log N))."""
+    order = torch.sort(s.detach().masked_fill(~m, torch.inf), dim=-1, stable=True).indices
+    real = torch.gather(m, 1, order)
+    ordered = torch.where(real, s.gather(1, order), torch.zeros_like(s))
+    below = torch.cumsum(ordered, -1) - ordered  # the sum of the real scores before each sorted position
+    total = ordered.sum(-1, keepdim=True)
+    count = torch.arange(s.shape[1], device=s.device, dtype=s.dtype)[None, :]  # real scores before it
+    n = m.sum(-1, keepdim=True).to(s.dtype)
+    spread = ordered * count - below + (total - below - ordered) - ordered * (n - count - 1.0)
+    return torch.zeros_like(spread).scatter(1, order, torch.where(real, spread, torch.zeros_like(spread)))
+
+
+def relaxed_permutation(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -> torch.Tensor:
+    """``[R, N ranks, N documents]``: NeuralSort's or SoftSort's relaxed sorting permutation (descending) of
+    each row's real documents; columns of padding are 0. Rows past a list's length hold no meaning: the
+    callers weigh them by 0 (:func:`_row_weights`)."""
+    size = s.shape[1]
+    n = m.sum(-1, keepdim=True)  # [R, 1]
+    # padding's columns get weight 0; a row with no real document masks nothing (its weights are all 0)
+    hide = ~m & (n > 0)
+    if smoothing == "neuralsort":
+        ranks = torch.arange(1, size + 1, dtype=s.dtype, device=s.device)[None, :]
+        coefficient = (n.to(s.dtype) + 1.0 - 2.0 * ranks) / sigma  # [R, N]
+        bias = (-_spread(s, m) / sigma).masked_fill(hide, -torch.inf)
+        # logits[r, n] = ((n + 1 - 2r) s_n - (A 1)_n) / sigma, in one product
+        logits = torch.baddbmm(bias[:, None, :], coefficient[:, :, None], s[:, None, :])
+        return torch.softmax(logits, dim=-1)
+    scaled = s / sigma
+    top = torch.sort(scaled.masked_fill(~m, -torch.inf), dim=-1, descending=True).values
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    columns = scaled.masked_fill(hide, torch.inf)  # |top - inf| = inf: padding's logits are -inf
+    return torch.softmax(_NegativeDistance.apply(top, columns), dim=-1)
+
+
+class _NegativeDistance(torch.autograd.Function):
+    """``-|a_r - b_n|`` ``[R, N, N]`` from ``a``, ``b`` ``[R, N]``; the backward pass recomputes the signs, so no
+    ``[R, N, N]`` array is kept for it (written with torch operations: torch.func and second derivatives work)."""
+
+    @staticmethod
+    def forward(a, b):  # type: ignore[override]  # noqa: D102 - autograd protocol
+        return torch.abs(a[:, :, None] - b[:, None, :]).neg_()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: D102
+        a, b = ctx.saved_tensors
+        flow = grad * torch.sign(b[:, None, :] - a[:, :, None])  # d(-|a - b|)/da
+        return flow.sum(2), -flow.sum(1)
+
+
+def _permutation_ranks(p: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    ranks = torch.arange(1, p.shape[1] + 1, dtype=p.dtype, device=p.device)
+    weights = torch.stack([_row_weights(ranks, m), _row_weights(torch.ones_like(ranks), m)], 1)  # [R, 2, N]
+    expected, mass = torch.bmm(weights, p).unbind(1)
+    return torch.where(m, expected / torch.where(m, mass, torch.ones_like(mass)), torch.zeros_like(mass))
+
+
+def soft_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -> torch.Tensor:
+    """``[R, N]``: each real document's soft rank among its row's real documents (``m``); 0 at padding."""
+    if smoothing == "approx":
+        return approx_ranks(s, m, sigma)
+    if smoothing == "fast_soft_rank":
+        return fast_soft_ranks(s, m, sigma)
+    return _permutation_ranks(relaxed_permutation(s, m, sigma, smoothing), m)
+
+
+def soft_positions(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str, discounts: torch.Tensor) -> torch.Tensor:
+    """``[B, N]``: the discount at each real document's soft position; ``discounts`` ``[N + 1]`` the discount at
+    ranks 1..N+1. Relaxed permutations: :math:`\\sum_r D(r) P[r, n]`; soft ranks: D interpolated linearly
+    between the integer ranks around :math:`\\rho(n)`."""
+    size = s.shape[1]
+    table = discounts.to(s.dtype)
+    if smoothing in PERMUTATION_SMOOTHINGS:
+        p = relaxed_permutation(s, m, sigma, smoothing)
+        return torch.where(m, torch.bmm(_row_weights(table[:size], m)[:, None, :], p)[:, 0], torch.zeros_like(s))
+    ranks = soft_ranks(s, m, sigma, smoothing).clamp(1.0, float(max(size, 1)))
+    low = torch.floor(ranks).detach()
+    frac = ranks - low
+    index = (low.long() - 1).clamp(0, size - 1)
+    below, above = table[index], table[index + 1]
+    return torch.where(m, below + frac * (above - below), torch.zeros_like(ranks))
+
+
+def threshold_coefficients(kernel: Kernel) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(a [B, c+1 thresholds j, c+1 pivot grades u], e [B, c+1])`` of the threshold identity (module doc):
+    ``a[:, j, u] = K[j, u] - K[j-1, u]`` for j <= u (0 above), ``e[:, u] = D[u] - K[u, u]``."""
+    matrix = kernel.matrix
+    steps = torch.cat([matrix[:, :1], matrix[:, 1:] - matrix[:, :-1]], dim=1)
+    size = matrix.shape[-1]
+    upper = torch.arange(size, device=matrix.device)
+    below_pivot = upper[:, None] <= upper[None, :]  # j <= u
+    coefficients = steps * below_pivot[None]
+    own = kernel.diag - torch.diagonal(matrix, dim1=-2, dim2=-1)
+    return coefficients, own
+
+
+def kernel_decomposes(kernel: Kernel) -> torch.Tensor:
+    """``[B]`` bool: ``K[t, u] = K[u, u]`` for every grade t >= u (where the measure is defined)."""
+    matrix = kernel.matrix
+    own = torch.diagonal(matrix, dim1=-2, dim2=-1)  # K[u, u]
+    size = matrix.shape[-1]
+    grade = torch.arange(size, device=matrix.device)
+    above = (grade[:, None] >= grade[None, :])[None]  # t >= u
+    scale = matrix.abs().amax((1, 2)).clamp_min(1e-300)
+    off = ((matrix - own[:, None, :]).abs() * above).amax((1, 2)) / scale
+    return (off <= 1e-12) | ~kernel.defined
+
+
+def threshold_kernel_metric(ranks: torch.Tensor, m: torch.Tensor, labels: torch.Tensor, kernel: Kernel) -> torch.Tensor:
+    """``[B]``: an AP-family measure from ranks ``[B, c+1, N]`` (``ranks[:, j, n]`` n's rank among the real
+    documents of grade >= j; read where ``labels[n] >= j``) by the threshold identity (module doc)."""
+    coefficients, own = threshold_coefficients(kernel)
+    dtype = ranks.dtype
+    size = coefficients.shape[1]
+    per_doc = coefficients.to(dtype).gather(2, labels[:, None, :].expand(-1, size, -1))  # a_j(l_n): [B, c+1, N]
+    num = own.to(dtype).gather(1, labels) + (per_doc * ranks).sum(1)
+    overall = ranks[:, 0]
+    return (torch.where(m, num / torch.where(m, overall, torch.ones_like(overall)), torch.zeros_like(num))).sum(-1)
+
+
+def threshold_ranks(s: torch.Tensor, m: torch.Tensor, labels: torch.Tensor, num_classes: int, sigma: float,
+                    smoothing: str) -> torch.Tensor:
+    """``[B, c+1, N]``: soft ranks among the real documents of grade >= j, for every threshold j = 0..c, all
+    in one batch of ``B (c+1)`` rankings."""
+    batch, size = s.shape
+    thresholds = torch.arange(num_classes, device=s.device)
+    subsets = m[:, None, :] & (labels[:, None, :] >= thresholds[None, :, None])  # [B, c+1, N]
+    flat = soft_ranks(s[:, None, :].expand(-1, num_classes, -1).reshape(-1, size), subsets.reshape(-1, size), sigma,
+                      smoothing)
+    return flat.reshape(batch, num_classes, size)
+
+
+def refuse_kernel(metric: str, measure: str, smoothing: str) -> GaprankInputError:
+    """The refusal of an AP-family measure whose kernel does not decompose over grade thresholds."""
+    return GaprankInputError(
+        f"metric {metric!r}: smoothing={smoothing!r} takes the AP family through the threshold identity, which "
+        f"needs K[t, u] = K[u, u] for every grade t above the pivot's u; {measure}'s kernel changes with the grade "
+        "above the pivot (AP, GAP, xGAP and eGAP decompose; vG and eRAP do not)")
