@@ -69,3 +69,35 @@ def write_toy_dataset(root: Path, name: str = "OHSUMED", queries_per_partition: 
 def toy_data(tmp_path):
     """A data directory holding a small OHSUMED-shaped data set (see :func:`write_toy_dataset`)."""
     return write_toy_dataset(tmp_path / "data")
+
+
+# Test tiers, by module (pytest -m "not e2e" for the quick run; README's command runs every tier):
+# oracle: measures against independent implementations and published numbers; integration: another library's
+# own computation or the file system and processes; e2e: training, notebooks, documentation pages, several
+# processes. Everything else is unit.
+TIERS = {
+    "oracle": {"test_metrics_oracle", "test_against_trec_eval", "test_paper_checks", "test_cli_trec_eval_names",
+               "test_elementwise", "test_swap_deltas"},
+    "integration": {"test_lightgbm", "test_xgboost", "test_ir_measures", "test_torchmetrics", "test_cli_main",
+                    "test_cli_trec", "test_cli_project_files", "test_data", "test_data_import", "test_cache",
+                    "test_web_scale_data", "test_letor_eval"},
+    "e2e": {"test_readme_example", "test_notebooks", "test_distributed", "test_training_cv", "test_training_sanity",
+            "test_docs_blocks", "test_docs_pages", "test_tune", "test_training_lambdamart", "test_cli_training_scripts",
+            "test_dask", "test_sentence_transformers", "test_synthetic", "test_data_replace", "test_compare_tuned",
+            "test_training_compare", "test_threads_fork", "test_data_import_hardening"},
+}
+
+
+def pytest_configure(config):
+    for tier, what in (("unit", "fast checks of one function or module"),
+                       ("oracle", "against an independent implementation or published numbers"),
+                       ("integration", "with another library, the file system or the CLI"),
+                       ("e2e", "training runs, notebooks, docs pages, several processes (slow)")):
+        config.addinivalue_line("markers", f"{tier}: {what}")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.stem
+        tier = next((name for name, modules in TIERS.items() if module in modules), "unit")
+        item.add_marker(getattr(pytest.mark, tier))

@@ -29,12 +29,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-try:
-    import numba
-    from numba import prange
-except ImportError:  # pragma: no cover - numba is a dependency; without it the same pass runs in Python
-    numba = None  # type: ignore[assignment]
-    prange = range  # type: ignore[misc,assignment]
+from .._compiled_setup import jit, numba
+
+prange = numba.prange if numba is not None else range  # without numba the same pass runs in Python
 
 
 def _pav_blocks(z: np.ndarray, lengths: np.ndarray, blocks: np.ndarray, counts: np.ndarray,
@@ -68,8 +65,8 @@ def _pav_blocks(z: np.ndarray, lengths: np.ndarray, blocks: np.ndarray, counts: 
 
 if numba is not None:
     # contract: multiply-adds fused, never reordered; each row is one thread's, so the result does not depend
-    # on the number of threads; cache: compiled once, kept on disk
-    _pav_blocks = numba.njit(parallel=True, cache=True, fastmath={"contract"}, error_model="numpy")(_pav_blocks)
+    # on the number of threads; compiled once, kept in numba's disk cache where it has one (gaprank._compiled_setup)
+    _pav_blocks = jit(_pav_blocks, parallel=True, fastmath={"contract"}, error_model="numpy")
 
 
 def isotonic_blocks(z: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
