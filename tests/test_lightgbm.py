@@ -542,3 +542,17 @@ def test_an_empty_query_group_is_skipped_as_native_lambdarank_does():
         assert booster.num_trees() == 3
     with pytest.raises(GaprankInputError, match="got negative weight -1"):
         objective.gradients(scores, y, group, weight=np.where(np.arange(30) == 4, -1.0, 1.0))
+
+
+def test_one_ranking_eval_lightgbm_s_callable_form_is_lightgbm_eval():
+    """gaprank.boosting.RankingEval is the one RankingEval; LightGBM's callable form is LightGBMEval, the old
+    name served with a DeprecationWarning."""
+    import pytest
+
+    import gaprank.lightgbm as glgb
+    from gaprank.boosting import RankingEval
+
+    assert isinstance(glgb.ranking_feval(["GAP"]), glgb.LightGBMEval)
+    assert issubclass(glgb.LightGBMEval, RankingEval) and "RankingEval" not in glgb.__all__
+    with pytest.warns(DeprecationWarning, match="now gaprank.lightgbm.LightGBMEval"):
+        assert glgb.RankingEval is glgb.LightGBMEval

@@ -6,7 +6,7 @@
 which both refuse).
 """
 
-from ._eval import RankingEval, ranking_feval
+from ._eval import LightGBMEval, ranking_feval
 from ._folds import query_folds
 from ._objective import LambdaRankObjective, SklearnObjective, lambdarank_objective, sklearn_objective
 
@@ -17,5 +17,17 @@ __all__ = [
     "query_folds",
     "LambdaRankObjective",
     "SklearnObjective",
-    "RankingEval",
+    "LightGBMEval",
 ]
+
+
+def __getattr__(name: str):
+    # one RankingEval (gaprank.boosting's): LightGBM's callable form was also called RankingEval until 0.1.x
+    if name == "RankingEval":
+        import warnings
+
+        warnings.warn("gaprank.lightgbm.RankingEval is now gaprank.lightgbm.LightGBMEval (gaprank.boosting.RankingEval "
+                      "is the engine-neutral one); the old name goes in the next release", DeprecationWarning,
+                      stacklevel=2)
+        return LightGBMEval
+    raise AttributeError(f"module 'gaprank.lightgbm' has no attribute {name!r}")

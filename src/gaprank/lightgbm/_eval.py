@@ -12,9 +12,9 @@ from ..metrics import Conventions
 from ._folds import check_whole_queries
 
 
-class RankingEval(_EngineNeutralEval):
+class LightGBMEval(_EngineNeutralEval):
     """:class:`gaprank.boosting.RankingEval` callable as LightGBM's ``feval`` and ``eval_metric``; see
-    :func:`ranking_feval`."""
+    :func:`ranking_feval` (``gaprank.xgboost.XGBoostMetric`` is its XGBoost twin)."""
 
     def __call__(self, first: Any, second: Any, weight: ArrayLike | None = None,
                  group: ArrayLike | None = None) -> list[tuple[str, float, bool]]:
@@ -31,13 +31,12 @@ class RankingEval(_EngineNeutralEval):
         return [(name, value, True) for name, value in self.evaluate(preds, labels, sizes).items()]
 
 
-
 def ranking_feval(
     measures: Sequence[str] = ("GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10"),
     *,
     g: ArrayLike | None = None,
     conventions: str | Conventions = "letor3",
-) -> RankingEval:
+) -> LightGBMEval:
     """Ranking measures for LightGBM: ``lgb.train(feval=...)`` and ``LGBMRanker.fit(eval_metric=...)``.
 
     Each measure is a :func:`gaprank.metrics.parse_measure` name ("GAP", "nDCG@10", "P(rel=2)@5", ...);
@@ -54,7 +53,7 @@ def ranking_feval(
 
     Returns
     -------
-    RankingEval
+    LightGBMEval
         Callable as ``feval(preds, eval_data)`` (``lgb.train``) and ``eval_metric(y_true, y_pred, weight,
         group)`` (``LGBMRanker``), returning ``[(name, value, True), ...]``; ``evaluate`` and ``per_query``
         give the values directly.
@@ -73,4 +72,4 @@ def ranking_feval(
     >>> sorted(history["train"])
     ['GAP', 'nDCG@10']
     """
-    return RankingEval(list(measures), g=g, conventions=conventions)
+    return LightGBMEval(list(measures), g=g, conventions=conventions)
