@@ -22,7 +22,6 @@ import numpy as np
 from .. import __version__
 from .._inputs import GaprankInputError
 from ..data import (
-    CONVENTIONS,
     DATASETS,
     DataNotFoundError,
     data_locations,
@@ -180,7 +179,8 @@ def _cmd_baseline(args: argparse.Namespace) -> None:
     print(f"wrote {len(scores)} scores for {fold.name} {args.split} ({split.num_queries} queries) to {out}")
     if len(files) == 1:
         # the data set's own evaluation conventions, so the hint reproduces its published numbers
-        conventions = CONVENTIONS.get(args.dataset.upper(), "letor3")
+        info = dataset_info(args.dataset)
+        conventions = info.conventions if info is not None else "letor3"
         print(f"evaluate with: gaprank eval --letor {files[0]} --scores {out} --conventions {conventions}")
 
 

@@ -3,7 +3,6 @@
 from ._datasets import DATASETS, DatasetInfo, dataset_info
 from ._files import to_json, write_atomic, write_json_atomic
 from ._folds import (
-    CONVENTIONS,
     MAX_LABEL,
     NUM_FEATURES,
     Fold,
@@ -30,7 +29,6 @@ from ._locations import (
 from ._trec import read_qrels, read_run
 
 __all__ = [
-    "CONVENTIONS",
     "DATASETS",
     "DatasetInfo",
     "dataset_info",
@@ -64,3 +62,15 @@ __all__ = [
     "read_run",
     "read_scores",
 ]
+
+
+def __getattr__(name: str):
+    # one CONVENTIONS (gaprank.metrics': the named evaluation conventions); a data set's own is its entry's
+    if name == "CONVENTIONS":
+        import warnings
+
+        warnings.warn("gaprank.data.CONVENTIONS is deprecated: a data set's evaluation conventions are "
+                      "gaprank.data.dataset_info(name).conventions (gaprank.metrics.CONVENTIONS holds the conventions "
+                      "themselves); the name goes in the next release", DeprecationWarning, stacklevel=2)
+        return {key: info.conventions for key, info in DATASETS.items()}
+    raise AttributeError(f"module 'gaprank.data' has no attribute {name!r}")

@@ -32,7 +32,6 @@ from ._locations import DataNotFoundError, check_bundled, download_hint, file_sh
 # Derived views of the registry (gaprank.data._datasets), kept for callers that look one thing up.
 NUM_FEATURES = {key: info.num_features for key, info in DATASETS.items()}
 MAX_LABEL = {key: info.max_label for key, info in DATASETS.items()}
-CONVENTIONS = {key: info.conventions for key, info in DATASETS.items()}
 SPLITS = ("train", "vali", "test")
 READ_ATTEMPTS = 5  # reads of a set that a new import replaced while they ran, before giving up
 T = TypeVar("T")
