@@ -99,6 +99,6 @@ def test_a_registered_ascii_name_parses_and_trains():
     try:
         assert M.parse_measure("top2x@3").k == 3
         loss = lambdarank_loss(SCORES.clone().requires_grad_(True), LABELS, metric="Top2x")
-        assert np.isfinite(float(loss)) and float(loss) > 0
+        assert np.isfinite(float(loss.detach())) and float(loss.detach()) > 0
     finally:
         M.unregister(info.name)
