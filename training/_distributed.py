@@ -21,6 +21,8 @@ import torch
 
 from gaprank import GaprankInputError
 
+from .config import available_cores
+
 
 class RankLost(RuntimeError):
     """Another process of a distributed run stopped (it died, was killed, or lost its connection)."""
@@ -63,7 +65,7 @@ def join(device: str, num_threads: int) -> Ranks:
 
     if device == "cpu":
         local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        cores = available_cores()
         if local * num_threads > cores:
             raise GaprankInputError(f"{local} processes x training.num_threads {num_threads} > {cores} cores: set "
                                     f"training.num_threads to {max(1, cores // local)} or start fewer processes")

@@ -37,7 +37,7 @@ from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions
 
-from .config import available_cores, output_path, to_dict
+from .config import available_cores, local_processes, output_path, to_dict
 
 LOCK_NAME = ".lock"
 REPO = Path(__file__).resolve().parents[1]  # the repository: relative config paths and the commit
@@ -66,10 +66,7 @@ def use_threads(count: int, processes: int | None = None) -> None:
 
     global _oversubscription_told
     if processes is None:
-        try:
-            processes = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
-        except ValueError:
-            processes = 1
+        processes = local_processes()
     cores = available_cores()
     if count * processes > cores and not _oversubscription_told:
         _oversubscription_told = True

@@ -56,14 +56,18 @@ def available_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def local_processes() -> int:
+    """The processes of this run on this machine: torchrun's ``LOCAL_WORLD_SIZE``, else 1."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    except ValueError:
+        return 1
+
+
 def auto_threads() -> int:
     """``num_threads: auto``: the cores this process may use, shared with the other processes torchrun
     started on this machine (``LOCAL_WORLD_SIZE``); at least 1."""
-    try:
-        local = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
-    except ValueError:
-        local = 1
-    return max(1, available_cores() // local)
+    return max(1, available_cores() // local_processes())
 
 
 def _describe(tp: Any) -> str:
@@ -247,4 +251,5 @@ def with_params(config: Any, params: dict[str, Any]) -> Any:
     return build_config(type(config), data)
 
 
-__all__ = ["ConfigError", "auto_threads", "available_cores", "build_config", "load_config", "to_dict", "with_params"]
+__all__ = ["ConfigError", "auto_threads", "available_cores", "local_processes", "build_config", "load_config", "to_dict",
+           "with_params"]

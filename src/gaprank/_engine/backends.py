@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from .. import _compiled_setup as compiled_setup
 from .._inputs import GaprankInputError
 from ..metrics import GainDiscountForm, KernelForm, Measure, RankedLists
 from . import compiled
@@ -31,7 +32,7 @@ BACKENDS: tuple[str, ...] = ("auto", "compiled", "torch")
 
 def runs_compiled(device: torch.device) -> bool:
     """Whether compiled kernels take work on ``device``: the CPU, with numba importable."""
-    return device.type == "cpu" and compiled.available()
+    return device.type == "cpu" and compiled_setup.available()
 
 
 def check_backend(backend: Any) -> str:
@@ -72,10 +73,10 @@ def compiled_plan(measure: Measure, lists: Sequence[RankedLists], params: dict[s
         return None
     assert isinstance(inputs, (KernelInputs, GainDiscountInputs)), f"{measure.name} is not the compiled kernel's"
     discounts = None
-    if isinstance(inputs, GainDiscountInputs):
-        real = layout.real
-        discounts = np.zeros(max(1, int(sizes.max()) if sizes.size else 1, int(layout.position[real].max()) + 1
-                                 if real.numel() else 1))
-        discounts[layout.position[real].numpy()] = inputs.discounts[real].numpy()
+    if isinstance(inputs, GainDiscountInputs):  # the same discount at a rank in every list: one per rank
+        positions = layout.position[layout.real].numpy()
+        longest = max(int(sizes.max()) if sizes.size else 1, int(positions.max()) + 1 if positions.size else 1)
+        discounts = np.zeros(longest)
+        discounts[positions] = inputs.discounts[layout.real].numpy()
     return compiled.build_plan(inputs, sizes=sizes, rows=rows, labels=labels, discounts=discounts, sigma=sigma,
                                truncation=truncation, norm=norm, warm_start=warm_start)

@@ -46,10 +46,6 @@ KERNEL, GAIN_DISCOUNT = 0, 1
 COMPILE_SECONDS: list[float] = []  # the first call's compile (or cache load) time, once per process
 
 
-def available() -> bool:
-    return numba is not None
-
-
 @dataclass
 class CompiledPlan:
     """What a data set's kernel pass reads besides the scores (built once per data set).

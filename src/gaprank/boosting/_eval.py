@@ -78,7 +78,7 @@ class RankingEval:
         scores = check_flat_scores(preds, layout.labels.size)
         # a measure whose scale defaults to the largest label takes the whole set's, not a bucket's
         top = int(layout.labels.max())
-        options = {m.name: {**self.conventions.keywords(m.function), **m.whole_set_keywords(top, self.g)}
+        options = {m.name: {**self.conventions.keywords(m), **m.whole_set_keywords(top, self.g)}
                    for m in self.measures}
 
         def evaluate(bucket: LengthBucket) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from ..data import (
     read_qrels,
     read_run,
     read_scores,
+    remove_stale_imports,
     to_json,
     write_atomic,
 )
@@ -207,8 +208,6 @@ def _cmd_data_list(args: argparse.Namespace) -> None:
 
 def _data_list(args: argparse.Namespace) -> None:
     """Every named set: where it is read from (the first place holding it), its download page and citation."""
-    from ..data._import import remove_stale_imports
-
     for path in remove_stale_imports():
         print(f"gaprank data: removed {path}, left by an import that was stopped", file=sys.stderr)
     places = data_locations(args.data_dir)

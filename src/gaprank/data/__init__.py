@@ -13,7 +13,7 @@ from ._folds import (
     load_fold,
     load_split,
 )
-from ._import import import_dataset
+from ._import import import_dataset, remove_stale_imports
 from ._letor import LetorFormatError, PaddedBatch, RankingSplit, read_letor, read_scores
 from ._locations import (
     BundledDataError,
@@ -53,6 +53,7 @@ __all__ = [
     "dataset_file",
     "find_dataset",
     "import_dataset",
+    "remove_stale_imports",
     "locate_dataset",
     "user_data_dir",
     "fold_files",

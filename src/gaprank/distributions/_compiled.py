@@ -47,11 +47,6 @@ import numpy as np
 from .._compiled_setup import jit, numba
 from .._elementwise import erfc_into, exp_into
 
-
-def available() -> bool:
-    return numba is not None
-
-
 LEAD = 8  # zeros ahead of count 0 in a law's buffer, so that counts r - 8 .. r are read without a check
 # A law's entries below this probability are dropped from its ends as it is built: at most M^2 of them over a
 # law's M factors, so at most M^2 x 1e-24 of probability in all (1e-18 at M = 1000), below float64's rounding

@@ -147,7 +147,7 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     settings: dict[str, dict[str, str]] = {}
     defaults: dict[str, dict[str, Any]] = {}
     for label, measure in parsed:
-        defaults[label] = {key: value for key, value in TREC_CONVENTIONS.keywords(measure.function).items()
+        defaults[label] = {key: value for key, value in TREC_CONVENTIONS.keywords(measure).items()
                            if key not in ("ties", "empty_value")}
         used = {**defaults[label], **measure.kwargs}
         if label != measure.name:  # a trec_eval name: say which gaprank measure computed it

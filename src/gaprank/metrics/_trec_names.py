@@ -14,7 +14,7 @@ import re
 
 from .._inputs import GaprankInputError
 from ._names import Measure, parse_measure
-from ._registry import find_measure, measures
+from ._registry import MEASURE_NAME, find_measure, measures
 
 # trec_eval's name -> (the gaprank measure string computing the same number, whether trec_eval's name takes a
 # cutoff). trec_eval's relevance level 1 is gaprank's default rel=1; its ndcg takes the grade as gain and
@@ -47,7 +47,7 @@ _ALIAS = {name.lower(): name for name in TREC_EVAL_ALIASES}
 _ONLY = {name.lower(): name for name in TREC_EVAL_ONLY}
 # trec_eval's measure syntax: NAME, NAME.params (command line) or NAME_k (its output)
 _TREC_EVAL_NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*?)(?:[._]([0-9][0-9,.]*))?\s*$")
-_BASE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)")
+_BASE = re.compile(r"^\s*(" + MEASURE_NAME.pattern + ")")  # the name a measure string starts with
 
 
 def trec_eval_alias(name: str) -> str | None:
