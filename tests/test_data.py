@@ -274,3 +274,19 @@ def test_one_conventions_a_data_set_s_own_is_its_entry_s():
     assert "CONVENTIONS" not in D.__all__
     with pytest.warns(DeprecationWarning, match="dataset_info"):
         assert D.CONVENTIONS["MQ2008"] == "letor4"
+
+
+def test_to_flat_and_conventions_refuse_garbage_in_one_line():
+    import pytest
+
+    from gaprank import GaprankInputError
+    from gaprank.metrics import get_conventions
+
+    split = load_fold("MQ2008", 1).test
+    for bad in ("no", 1, None):
+        with pytest.raises(GaprankInputError, match="qid must be True or False"):
+            split.to_flat(qid=bad)
+    for bad in ("nDCG", len, 3):
+        with pytest.raises(GaprankInputError, match="is not the metric function of a registered measure") as caught:
+            get_conventions("trec").keywords(bad)
+        assert "\n" not in str(caught.value)

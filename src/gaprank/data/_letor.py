@@ -115,6 +115,8 @@ class RankingSplit:
         >>> bool((np.bincount(qid) == test.group_sizes).all())
         True
         """
+        if not isinstance(qid, (bool, np.bool_)):
+            raise GaprankInputError(f"qid must be True or False; got {qid!r}")
         return self.features, self.labels, self.query_index if qid else self.group_sizes
 
     def to_padded(self, *, dtype: torch.dtype = torch.float32, device: str | torch.device | None = None) -> PaddedBatch:
