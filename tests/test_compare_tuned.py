@@ -238,6 +238,26 @@ def test_a_study_made_before_a_config_field_existed_continues(tmp_path, toy_data
         tune(load_config(_tune_config(tmp_path, paths, trials=4), TuneConfig), progress=False)
 
 
+def test_a_study_continues_under_another_thread_count(tmp_path, toy_data):
+    """How many threads ran a trial is not part of the search: the shipped studies were made with
+    num_threads 2 and continue where ``auto`` gives 1 (a pinned core, threads_per_trial)."""
+    import optuna
+
+    paths = _run_configs(tmp_path, toy_data)
+    tune(load_config(_tune_config(tmp_path, paths), TuneConfig), progress=False)
+    study = optuna.load_study(study_name="LR-GAP", storage=f"sqlite:///{tmp_path / 'tuning' / 'studies.sqlite3'}")
+    provenance = study.user_attrs["provenance"]
+    assert provenance["run_config"]["training"]["num_threads"] != 7
+    provenance["run_config"]["training"]["num_threads"] = 7
+    study.set_user_attr("provenance", provenance)
+    tune(load_config(_tune_config(tmp_path, paths, trials=3), TuneConfig), progress=False)
+    assert len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))) == 3
+    provenance["run_config"]["training"]["epochs"] = 99  # anything else still refuses
+    study.set_user_attr("provenance", provenance)
+    with pytest.raises(Exception, match="'LR-GAP' .* was made with a different run_config"):
+        tune(load_config(_tune_config(tmp_path, paths, trials=4), TuneConfig), progress=False)
+
+
 def test_a_record_made_before_a_nested_field_existed_still_stands(tmp_path, toy_data):
     """The MQ2008 LambdaRank studies predate training.device (a field inside a section): still the same run."""
     from training._runner import run_config_key, same_run_config
