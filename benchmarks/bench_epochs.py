@@ -43,7 +43,7 @@ def worker(dataset: str, model_name: str, epochs: int, threads: int) -> dict[str
     train = length_batches(fold.train, 8, torch.float32)
     torch.manual_seed(1)
     model = build_config(ModelConfig, MODELS[model_name]).build(fold.train.num_features)
-    loss_fn = build_config(LossConfig, {"kind": "lambdarank", "metric": "gap", "g": g}).build()
+    loss_fn = build_config(LossConfig, {"kind": "lambdarank", "measure": "gap", "g": g}).build()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     vali_features = torch.as_tensor(fold.vali.features, dtype=torch.float32)
     from gaprank.lightgbm import ranking_feval

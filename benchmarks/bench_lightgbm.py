@@ -7,7 +7,7 @@ Same data, same LightGBM parameters (num_leaves 31, learning_rate 0.1, min_data_
 force_row_wise, ``--threads`` threads for LightGBM and for torch), same process. Cases:
 
 * ``native``: ``objective="lambdarank"`` (its defaults: truncation level 30, lambdarank_norm, sigmoid 1);
-* ``ndcg mirror``: our objective with LightGBM's settings (metric ndcg, truncation_level 30, norm);
+* ``ndcg mirror``: our objective with LightGBM's settings (measure ndcg, truncation_level 30, norm);
 * ``gap k=30``: our GAP objective with the same truncation and norm as native (the like-for-like case);
 * ``egap k=30``, and ``gap all pairs`` (our defaults: every pair, no norm).
 
@@ -37,10 +37,10 @@ from gaprank.lightgbm import lambdarank_objective
 
 CASES = {
     "native": "lambdarank",
-    "ndcg mirror": dict(metric="ndcg", truncation_level=30, norm=True),
-    "gap k=30": dict(metric="gap", truncation_level=30, norm=True),
-    "egap k=30": dict(metric="egap", truncation_level=30, norm=True),
-    "gap all pairs": dict(metric="gap"),
+    "ndcg mirror": dict(measure="ndcg", truncation_level=30, norm=True),
+    "gap k=30": dict(measure="gap", truncation_level=30, norm=True),
+    "egap k=30": dict(measure="egap", truncation_level=30, norm=True),
+    "gap all pairs": dict(measure="gap"),
 }
 
 

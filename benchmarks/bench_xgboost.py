@@ -35,9 +35,9 @@ from bench_lightgbm import load, warm_compiled_kernel  # noqa: E402  (the same d
 
 CASES = {
     "native": None,
-    "ndcg mirror": dict(metric="ndcg", truncation_level=32, norm=True),
-    "gap k=32": dict(metric="gap", truncation_level=32, norm=True),
-    "gap all pairs": dict(metric="gap"),
+    "ndcg mirror": dict(measure="ndcg", truncation_level=32, norm=True),
+    "gap k=32": dict(measure="gap", truncation_level=32, norm=True),
+    "gap all pairs": dict(measure="gap"),
 }
 
 

@@ -49,7 +49,7 @@ def test_the_objectives_take_the_same_switch():
 
 @pytest.mark.parametrize("call", [
     lambda: gaprank.LambdaRankLoss("ERR", backend="compiled")(torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.long)),
-    lambda: gaprank.lambdarank_loss(torch.zeros(3), torch.tensor([1, 0, 2]), metric="Q", backend="compiled"),
+    lambda: gaprank.lambdarank_loss(torch.zeros(3), torch.tensor([1, 0, 2]), measure="Q", backend="compiled"),
     lambda: gaprank.RankNetLoss(backend="compiled")(torch.zeros(3), torch.tensor([1, 0, 2])),
     lambda: lambdarank_objective("RR", backend="compiled"),
     lambda: LambdaMARTObjective("Success@3", backend="compiled"),

@@ -22,7 +22,7 @@ def _toy_config(tmp_path: Path, data_dir: Path) -> CVConfig:
     data = {
         "name": "toy",
         "data": {"dataset": "OHSUMED", "data_dir": str(data_dir), "folds": [1, 2]},
-        "loss": {"kind": "lambdarank", "metric": "gap", "g": [0.5, 0.5]},
+        "loss": {"kind": "lambdarank", "measure": "gap", "g": [0.5, 0.5]},
         "training": {"epochs": 3, "batch_size": 4, "learning_rates": [0.01, 0.001], "patience": None, "num_threads": 1},
         "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "GAP"]},
         "output_dir": str(tmp_path / "out"),

@@ -29,13 +29,13 @@ def _run_configs(folder: Path, data_dir: Path) -> dict[str, Path]:
     common = {"data": {"dataset": "OHSUMED", "data_dir": str(data_dir), "folds": [1, 2]},
               "evaluation": {"measures": MEASURES}}
     configs = {
-        "lr_ndcg": {"name": "lr_ndcg", "loss": {"kind": "lambdarank", "metric": "ndcg"},
+        "lr_ndcg": {"name": "lr_ndcg", "loss": {"kind": "lambdarank", "measure": "ndcg"},
                     "training": {"epochs": 3, "batch_size": 4, "learning_rates": [0.01], "patience": None,
                                  "num_threads": 1}, "model": {"kind": "mlp", "hidden": [8]}},
-        "lr_gap": {"name": "lr_gap", "loss": {"kind": "lambdarank", "metric": "gap", "g": [0.5, 0.5]},
+        "lr_gap": {"name": "lr_gap", "loss": {"kind": "lambdarank", "measure": "gap", "g": [0.5, 0.5]},
                    "training": {"epochs": 3, "batch_size": 4, "learning_rates": [0.01], "patience": None,
                                 "num_threads": 1}, "model": {"kind": "mlp", "hidden": [8]}},
-        "lm_gap": {"name": "lm_gap", "objective": {"metric": "gap", "g": [0.5, 0.5]},
+        "lm_gap": {"name": "lm_gap", "objective": {"measure": "gap", "g": [0.5, 0.5]},
                    "booster": {"num_boost_round": 8, "early_stopping_rounds": 3, "min_data_in_leaf": 2,
                                "num_leaves": 4, "num_threads": 1,
                                "params": {"bagging_fraction": 0.7, "bagging_freq": 1}}},

@@ -38,11 +38,11 @@ def _env() -> dict[str, str]:
     return {**os.environ, "TQDM_DISABLE": "1", "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
 
 
-LAMBDARANK = "{kind: lambdarank, metric: gap, g: [0.5, 0.5]}"
+LAMBDARANK = "{kind: lambdarank, measure: gap, g: [0.5, 0.5]}"
 # SoftGAP's gradient is continuous in the scores; LambdaRank's jumps where two scores tie (which of two equal
 # scores ranks first decides the pair's |dGAP|), and OHSUMED holds duplicate documents whose equal scores
 # float rounding splits either way
-SMOOTH = "{kind: soft, metric: gap, g: [0.5, 0.5], sigma: 1.0}"
+SMOOTH = "{kind: soft, measure: gap, g: [0.5, 0.5], sigma: 1.0}"
 
 
 def _config(tmp_path: Path, epochs: int, rates: str = "[0.01, 0.001]", loss: str = LAMBDARANK) -> Path:

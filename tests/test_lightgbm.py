@@ -108,7 +108,7 @@ def test_grad_hess_are_derivatives_of_the_pairwise_cost(metric, truncation):
         obj = lambdarank_objective(metric, g=_g(metric), sigma=sigma, truncation_level=truncation)
         grad, hess = obj.gradients(s, y, [n])
         # the oracle: swap deltas by brute force recomputation (tests/test_swap_deltas.py), frozen
-        deltas = gaprank.swap_deltas(torch.tensor(s), torch.tensor(y, dtype=torch.long), metric=metric,
+        deltas = gaprank.swap_deltas(torch.tensor(s), torch.tensor(y, dtype=torch.long), measure=metric,
                                      g=_g(metric)).numpy()
         if metric == "ndcg" and truncation is not None:  # LightGBM's rule: the ideal DCG at the truncation level
             deltas *= _idcg(y, None) / _idcg(y, truncation)
@@ -136,7 +136,7 @@ def test_grad_equals_pytorch_lambdarank_gradient(metric, k):
     scores, mask = pad_by_group(s, sizes)
     labels, _ = pad_by_group(y.astype(np.int64), sizes)
     st = torch.tensor(scores, requires_grad=True)
-    gaprank.lambdarank_loss(st, torch.tensor(labels), metric=metric, g=_g(metric), sigma=0.8, k=k,
+    gaprank.lambdarank_loss(st, torch.tensor(labels), measure=metric, g=_g(metric), sigma=0.8, k=k,
                             mask=torch.tensor(mask), reduction="sum").backward()
     np.testing.assert_allclose(grad, st.grad.numpy()[mask], rtol=1e-12, atol=1e-14)
     assert np.abs(grad).max() > 1e-3
@@ -396,7 +396,7 @@ def test_objective_pickles_and_its_cache_follows_the_data():
 @pytest.mark.parametrize(
     "make, match",
     [
-        (lambda: lambdarank_objective("dcg2"), "metric"),
+        (lambda: lambdarank_objective("dcg2"), "measure: unknown measure"),
         (lambda: lambdarank_objective("ndcg", g=G), "g applies"),
         (lambda: lambdarank_objective("gap", label_gain=[0, 1, 3]), "label_gain applies"),
         (lambda: lambdarank_objective("ndcg", label_gain=[0, np.nan]), "label_gain"),

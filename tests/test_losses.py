@@ -90,7 +90,7 @@ def _double_loop(metric, scores, labels, mask, sigma, k):
 def test_lambdarank_gradient_equals_double_loop(metric, k):
     scores, labels, mask = _random_batch(1)
     scores.requires_grad_(True)
-    loss = L.lambdarank_loss(scores, labels, metric=metric, g=_g(metric), sigma=1.7, k=k, mask=mask, reduction="none")
+    loss = L.lambdarank_loss(scores, labels, measure=metric, g=_g(metric), sigma=1.7, k=k, mask=mask, reduction="none")
     loss.sum().backward()
     expected_loss, expected_grad = _double_loop(metric, scores.detach(), labels, mask, 1.7, k)
     torch.testing.assert_close(loss.detach(), expected_loss, rtol=0, atol=1e-10)
@@ -101,13 +101,13 @@ def test_lambdarank_blocks_give_the_same_numbers(monkeypatch):
     backend = "torch"  # the tensor engine (the pair engine's blocks)
     lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
     scores, labels, mask = _random_batch(2, b=4, n=40)
-    full = lambdarank_loss(scores, labels, metric="egap", g=G, mask=mask, reduction="none")
+    full = lambdarank_loss(scores, labels, measure="egap", g=G, mask=mask, reduction="none")
     s = scores.clone().requires_grad_(True)
-    lambdarank_loss(s, labels, metric="egap", g=G, mask=mask).backward()
+    lambdarank_loss(s, labels, measure="egap", g=G, mask=mask).backward()
     monkeypatch.setattr(pairwise_module, "PAIR_BLOCK_ELEMENTS", 7)  # one list per run, bands of MIN_RUN_ROWS ranks
     s2 = scores.clone().requires_grad_(True)
-    blocked = lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask, reduction="none")
-    lambdarank_loss(s2, labels, metric="egap", g=G, mask=mask).backward()
+    blocked = lambdarank_loss(s2, labels, measure="egap", g=G, mask=mask, reduction="none")
+    lambdarank_loss(s2, labels, measure="egap", g=G, mask=mask).backward()
     torch.testing.assert_close(blocked, full, rtol=0, atol=1e-12)
     torch.testing.assert_close(s2.grad, s.grad, rtol=0, atol=1e-12)
 
@@ -121,14 +121,14 @@ def test_pair_engine_on_packed_blocks_equals_one_batch_at_a_time(norm, truncatio
     from gaprank._engine.slots import SlotLayout
     from gaprank.metrics import objective_measure
 
-    measure = objective_measure(metric or "egap")
+    measure = objective_measure(metric or "egap").with_params(g=G if metric == "egap" else None)
 
     parts = []
     for seed, (b, n) in enumerate([(3, 9), (1, 2), (4, 17), (2, 5)]):
         scores, labels, mask = _random_batch(seed, b=b, n=n)
         if seed == 2:
             scores[1] = 0.5  # one query whose scores are all equal (LightGBM's norm rule skips the offset)
-        ranked, params = rank_for_measure(scores, labels, measure, g=G if metric == "egap" else None, mask=mask)
+        ranked, params = rank_for_measure(scores, labels, measure, mask=mask)
         parts.append((scores.gather(1, ranked.order), ranked))
     options = dict(sigma=1.3, truncation=truncation, norm=norm, with_hessian=True)
     alone = [pairwise_module.pairwise_logistic(s, r.grades, r.valid, pair_factors(measure, r, params, k=truncation) if metric
@@ -170,7 +170,7 @@ def test_lambdarank_compiled_kernel_equals_the_pair_engine(monkeypatch, metric, 
         backend = "auto" if use_kernel else "torch"  # the compiled kernel where it serves, or the tensor engine
         lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
         s = scores.clone().requires_grad_(True)
-        value = lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none", **kw)
+        value = lambdarank_loss(s, labels, measure=metric, k=k, sigma=sigma, mask=mask, reduction="none", **kw)
         value.sum().backward()
         results.append((value.detach(), s.grad))
     (v1, g1), (v2, g2) = results
@@ -200,7 +200,7 @@ def test_lambdarank_compiled_kernel_reads_unsorted_lists(monkeypatch):
         backend = "auto" if use_kernel else "torch"  # the compiled kernel where it serves, or the tensor engine
         lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
         s = scores.clone().requires_grad_(True)
-        value = lambdarank_loss(s, torch.zeros_like(labels), metric="ap(rel=1)", mask=mask, reduction="none")
+        value = lambdarank_loss(s, torch.zeros_like(labels), measure="ap(rel=1)", mask=mask, reduction="none")
         value.sum().backward()
         assert torch.all(value == 0) and torch.all(s.grad == 0)
 
@@ -308,7 +308,7 @@ def test_unvalidated_lambdarank_equals_validated(monkeypatch, use_kernel, metric
     mask[3] = False
     mask[3, 0] = True
     (v1, g1), (v2, g2) = _validated_and_not(
-        lambda s, validate: lambdarank_loss(s, labels, metric=metric, k=k, sigma=sigma, mask=mask, reduction="none",
+        lambda s, validate: lambdarank_loss(s, labels, measure=metric, k=k, sigma=sigma, mask=mask, reduction="none",
                                               validate=validate, **_scale(metric)), scores)
     assert torch.all(v1[[2, 3]] == 0) and torch.all(g1[[2, 3]] == 0) and v1.abs().sum() > 0
     torch.testing.assert_close(v2, v1, rtol=1e-13, atol=1e-15)
@@ -404,20 +404,20 @@ def test_max_grade_fixes_the_scale_of_every_batch():
     scale's top, is then 4 as if passed. It must agree with a setting that fixes the scale; ``validate=False``
     needs one."""
     scores, labels, mask = _random_batch(22, b=4, n=10, grades=3)  # labels 0..2
-    by_scale = L.lambdarank_loss(scores, labels, metric="ERR", mask=mask, max_grade=4)
-    by_setting = L.lambdarank_loss(scores, labels, metric="ERR(max_grade=4)", mask=mask)
-    by_batch = L.lambdarank_loss(scores, labels, metric="ERR", mask=mask)  # g_max = 2, this batch's top label
+    by_scale = L.lambdarank_loss(scores, labels, measure="ERR", mask=mask, max_grade=4)
+    by_setting = L.lambdarank_loss(scores, labels, measure="ERR(max_grade=4)", mask=mask)
+    by_batch = L.lambdarank_loss(scores, labels, measure="ERR", mask=mask)  # g_max = 2, this batch's top label
     assert by_scale.item() == by_setting.item() and abs(by_scale.item() - by_batch.item()) > 1e-3
     with pytest.raises(GaprankInputError, match=r"max_grade=3 disagrees with the grade scale 0\.\.4 set by g"):
-        L.lambdarank_loss(scores, labels, metric="gap", g=[0.25] * 4, max_grade=3)
+        L.lambdarank_loss(scores, labels, measure="gap", g=[0.25] * 4, max_grade=3)
     with pytest.raises(GaprankInputError, match="validate=False reads no label back.*grade scale must be given"):
         L.LambdaRankLoss("ndcg", validate=False)(scores, labels)
     with pytest.raises(GaprankInputError, match="validate must be True or False"):
-        L.lambdarank_loss(scores, labels, metric="ndcg", validate="no")
+        L.lambdarank_loss(scores, labels, measure="ndcg", validate="no")
     with pytest.raises(GaprankInputError, match="max_grade must be a positive integer"):
-        L.lambdarank_loss(scores, labels, metric="ndcg", max_grade=0)
+        L.lambdarank_loss(scores, labels, measure="ndcg", max_grade=0)
     with pytest.raises(GaprankInputError, match="label 2 is above the grade scale 0..1 set by max_grade=1"):
-        L.lambdarank_loss(scores, labels, metric="ndcg", max_grade=1)
+        L.lambdarank_loss(scores, labels, measure="ndcg", max_grade=1)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
@@ -455,7 +455,7 @@ def test_kept_pair_engines_give_the_numbers_of_fresh_ones(monkeypatch, metric):
     def one_off(s, y, mask):
         if metric is None:
             return L.ranknet_loss(s, y, sigma=0.8, mask=mask, reduction="mean")
-        return lambdarank_loss(s, y, metric=metric, sigma=0.8, k=6, mask=mask, **kw)
+        return lambdarank_loss(s, y, measure=metric, sigma=0.8, k=6, mask=mask, **kw)
 
     shapes = [(5, 12), (5, 12), (3, 20), (4, 7), (5, 12), (5, 12)]  # (5, 12) is evicted by the third shape
     first = None
@@ -505,7 +505,7 @@ def test_kept_pair_engines_are_per_thread_and_not_copied():
 def test_lambdarank_compiled_kernel_keeps_the_scores_dtype():
     scores, labels, mask = _random_batch(14, b=3, n=9, grades=3)
     s = scores.float().requires_grad_(True)
-    value = L.lambdarank_loss(s, labels, metric="gap", g=[0.5, 0.5], mask=mask)
+    value = L.lambdarank_loss(s, labels, measure="gap", g=[0.5, 0.5], mask=mask)
     value.backward()
     assert value.dtype == torch.float32 and s.grad.dtype == torch.float32
 
@@ -528,7 +528,7 @@ def test_lambdarank_gradcheck_away_from_rank_changes(metric):
     # Delta M is fixed while the ranking does not change, so the cost's gradient is the lambda sums.
     scores, labels, mask = _random_batch(4)
     s = scores.clone().requires_grad_(True)
-    fn = lambda x: L.lambdarank_loss(x, labels, metric=metric, g=_g(metric), mask=mask, reduction="none")  # noqa: E731
+    fn = lambda x: L.lambdarank_loss(x, labels, measure=metric, g=_g(metric), mask=mask, reduction="none")  # noqa: E731
     assert torch.autograd.gradcheck(fn, (s,), eps=1e-7, atol=1e-6)
 
 
@@ -564,7 +564,7 @@ def test_paper_softgap_is_the_papers_formula():
     for n in range(7):
         num = big_g[y[n]] + sum(pi[m, n] * big_g[min(y[m], y[n])] for m in range(7) if m != n)
         total += num / (1.0 + sum(pi[m, n] for m in range(7) if m != n))
-    ours = L.soft_metric(s, y, metric="gap", g=G, sigma=sigma)
+    ours = L.soft_metric(s, y, measure="gap", g=G, sigma=sigma)
     assert ours.item() == pytest.approx(total / norm, abs=1e-12)
 
 
@@ -575,7 +575,7 @@ def test_softndcg_from_rank_distributions():
     gains = (2.0 ** labels.double() - 1.0) * mask
     idcg = torch.stack([torch.tensor(_ideal_dcg_at(labels[q][mask[q]].numpy(), None)) for q in range(3)])
     expected = (gains * (p @ disc)).sum(-1) / idcg
-    torch.testing.assert_close(L.soft_metric(scores, labels, metric="ndcg", sigma=0.9, mask=mask), expected)
+    torch.testing.assert_close(L.soft_metric(scores, labels, measure="ndcg", sigma=0.9, mask=mask), expected)
 
 
 @pytest.mark.parametrize("block", [None, 1])
@@ -584,13 +584,13 @@ def test_softndcg_compiled_and_torch_paths_same_value_and_gradient(monkeypatch, 
     correlation block or all at once) give the same SoftNDCG and gradient."""
     scores, labels, mask = _random_batch(8, b=2, n=12)
     s1 = scores.clone().requires_grad_(True)
-    v1 = L.soft_metric(s1, labels, metric="ndcg", sigma=0.5, mask=mask)
+    v1 = L.soft_metric(s1, labels, measure="ndcg", sigma=0.5, mask=mask)
     v1.sum().backward()
     monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi: False)
     if block is not None:
         monkeypatch.setattr(distributions_module, "CORRELATION_BLOCK_ELEMENTS", block)
     s2 = scores.clone().requires_grad_(True)
-    v2 = L.soft_metric(s2, labels, metric="ndcg", sigma=0.5, mask=mask)
+    v2 = L.soft_metric(s2, labels, measure="ndcg", sigma=0.5, mask=mask)
     v2.sum().backward()
     torch.testing.assert_close(v2, v1, rtol=0, atol=1e-13)
     torch.testing.assert_close(s2.grad, s1.grad, rtol=0, atol=1e-13)
@@ -599,7 +599,7 @@ def test_softndcg_compiled_and_torch_paths_same_value_and_gradient(monkeypatch, 
 @pytest.mark.parametrize("metric", METRICS)
 def test_paper_mode_sigma_to_zero_is_the_metric(metric):
     scores, labels, mask = _random_batch(9, b=4, n=12)
-    values = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=1e-6, mask=mask)
+    values = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=1e-6, mask=mask)
     expected = exact_metric(metric, scores, labels, mask=mask)
     torch.testing.assert_close(values, expected, rtol=0, atol=1e-9)
 
@@ -607,7 +607,7 @@ def test_paper_mode_sigma_to_zero_is_the_metric(metric):
 @pytest.mark.parametrize("metric", AP_FAMILY)
 def test_exact_mode_sigma_to_zero_is_the_metric(metric):
     scores, labels, mask = _random_batch(10, b=2, n=8)
-    values = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=1e-3, smoothing="expected", mask=mask)
+    values = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=1e-3, smoothing="expected", mask=mask)
     torch.testing.assert_close(values, exact_metric(metric, scores, labels, mask=mask), rtol=0, atol=1e-9)
 
 
@@ -615,7 +615,7 @@ def test_exact_mode_sigma_to_zero_is_the_metric(metric):
 def test_soft_metric_gradcheck_paper(metric):
     scores, labels, mask = _random_batch(11)
     s = scores.clone().requires_grad_(True)
-    fn = lambda x: L.soft_metric_loss(x, labels, metric=metric, g=_g(metric), sigma=0.8, mask=mask,  # noqa: E731
+    fn = lambda x: L.soft_metric_loss(x, labels, measure=metric, g=_g(metric), sigma=0.8, mask=mask,  # noqa: E731
                                       reduction="none")
     assert torch.autograd.gradcheck(fn, (s,))
 
@@ -625,7 +625,7 @@ def test_soft_metric_gradcheck_exact(metric, monkeypatch):
     monkeypatch.setattr(exact_module, "EXACT_BLOCK_ELEMENTS", 500)  # several checkpointed grid blocks
     scores, labels, mask = _random_batch(12, b=2, n=6)
     s = scores.clone().requires_grad_(True)
-    fn = lambda x: L.soft_metric(x, labels, metric=metric, g=_g(metric), sigma=0.8, smoothing="expected", mask=mask)  # noqa: E731
+    fn = lambda x: L.soft_metric(x, labels, measure=metric, g=_g(metric), sigma=0.8, smoothing="expected", mask=mask)  # noqa: E731
     assert torch.autograd.gradcheck(fn, (s,))
 
 
@@ -645,21 +645,21 @@ def test_exact_mode_agrees_with_monte_carlo(metric, n, sigma):
     rng = np.random.default_rng(n)
     scores = torch.tensor(rng.normal(scale=1.5, size=n))
     labels = torch.tensor(rng.integers(0, 4, size=n))
-    value = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=sigma, smoothing="expected").item()
+    value = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=sigma, smoothing="expected").item()
     mean, se = _monte_carlo(metric, scores, labels, sigma, 100_000, seed=n)
     assert abs(value - mean) < 3 * se, (value, mean, se)
-    paper = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=sigma).item()
+    paper = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=sigma).item()
     assert paper != pytest.approx(value, abs=1e-6)  # a ratio of expectations, not the expectation
 
 
 def test_exact_mode_blocks_and_padding_do_not_change_values(monkeypatch):
     scores, labels, mask = _random_batch(13, b=3, n=10)
-    full = L.soft_metric(scores, labels, metric="gap", g=G, sigma=0.7, smoothing="expected", mask=mask)
-    each = torch.stack([L.soft_metric(scores[q][mask[q]], labels[q][mask[q]], metric="gap", g=G, sigma=0.7,
+    full = L.soft_metric(scores, labels, measure="gap", g=G, sigma=0.7, smoothing="expected", mask=mask)
+    each = torch.stack([L.soft_metric(scores[q][mask[q]], labels[q][mask[q]], measure="gap", g=G, sigma=0.7,
                                       smoothing="expected") for q in range(3)])
     torch.testing.assert_close(full, each, rtol=0, atol=1e-12)
     monkeypatch.setattr(exact_module, "EXACT_BLOCK_ELEMENTS", 1)
-    blocked = L.soft_metric(scores, labels, metric="gap", g=G, sigma=0.7, smoothing="expected", mask=mask)
+    blocked = L.soft_metric(scores, labels, measure="gap", g=G, sigma=0.7, smoothing="expected", mask=mask)
     torch.testing.assert_close(blocked, full, rtol=0, atol=1e-12)
 
 
@@ -667,25 +667,25 @@ def test_grade_counts_enter_the_soft_normaliser():
     scores, labels, _ = _random_batch(14, b=1, n=8)
     counts = torch.bincount(labels[0], minlength=4) + torch.tensor([0, 2, 0, 1])
     for smoothing in ("softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"):
-        v = L.soft_metric(scores, labels, metric="gap", g=G, sigma=1e-3, smoothing=smoothing, grade_counts=counts)
+        v = L.soft_metric(scores, labels, measure="gap", g=G, sigma=1e-3, smoothing=smoothing, grade_counts=counts)
         assert v.item() == pytest.approx(gaprank.gap(scores, labels, g=G, grade_counts=counts).item(), abs=1e-9)
 
 
 # ----------------------------------------------------------------------------- every loss: robustness
 
 LOSSES = {
-    **{f"soft_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, metric=m, g=_g(m), sigma=0.5,
+    **{f"soft_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, measure=m, g=_g(m), sigma=0.5,
                                                                            mask=mask, reduction="none"))(m)
        for m in METRICS},
-    **{f"exact_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, metric=m, g=_g(m), sigma=0.5,
+    **{f"exact_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, measure=m, g=_g(m), sigma=0.5,
                                                                             smoothing="expected", mask=mask,
                                                                             reduction="none"))(m)
        for m in AP_FAMILY},
-    **{f"lambda_{m}": (lambda m: lambda s, y, mask=None: L.lambdarank_loss(s, y, metric=m, g=_g(m), k=5,
+    **{f"lambda_{m}": (lambda m: lambda s, y, mask=None: L.lambdarank_loss(s, y, measure=m, g=_g(m), k=5,
                                                                             mask=mask, reduction="none"))(m)
        for m in METRICS},
     **{f"{smoothing}_{m}": (lambda m, smoothing: lambda s, y, mask=None: L.soft_metric_loss(
-        s, y, metric=m, g=_g(m), sigma=0.5, smoothing=smoothing, mask=mask, reduction="none"))(m, smoothing)
+        s, y, measure=m, g=_g(m), sigma=0.5, smoothing=smoothing, mask=mask, reduction="none"))(m, smoothing)
        for m in ("gap", "ndcg") for smoothing in ("approx", "neuralsort", "softsort", "fast_soft_rank")},
     "ranknet": lambda s, y, mask=None: L.ranknet_loss(s, y, mask=mask, reduction="none"),
     "listnet": lambda s, y, mask=None: L.listnet_loss(s, y, mask=mask, reduction="none"),
@@ -733,12 +733,12 @@ def test_huge_score_differences_stay_finite(name, dtype):
 def test_ties_in_scores():
     # LambdaRank: tied documents are ranked in input order for Delta M, and rho = 1/2.
     s = torch.zeros(1, 2, dtype=torch.float64, requires_grad=True)
-    loss = L.lambdarank_loss(s, torch.tensor([[0, 1]]), metric="ap", reduction="sum")
+    loss = L.lambdarank_loss(s, torch.tensor([[0, 1]]), measure="ap", reduction="sum")
     loss.backward()
     assert loss.item() == pytest.approx(0.5 * math.log(2.0))  # |Delta AP| = 1 - 1/2
     assert s.grad.tolist() == [[0.25, -0.25]]
     # Soft metrics: pi = 1/2 for equal scores.
-    v = L.soft_metric(torch.zeros(2, dtype=torch.float64), torch.tensor([0, 1]), metric="ap", sigma=1.0)
+    v = L.soft_metric(torch.zeros(2, dtype=torch.float64), torch.tensor([0, 1]), measure="ap", sigma=1.0)
     assert v.item() == pytest.approx(1.0 / 1.5)
 
 
@@ -767,7 +767,7 @@ def test_modules_call_the_functional_core():
         (L.SoftAPLoss(sigma=0.4, smoothing="expected"),
          L.soft_ap_loss(scores, labels, sigma=0.4, smoothing="expected", mask=mask)),
         (L.SoftNDCGLoss(sigma=0.4), L.soft_ndcg_loss(scores, labels, sigma=0.4, mask=mask)),
-        (L.LambdaRankLoss("xgap", g=G, k=4), L.lambdarank_loss(scores, labels, metric="xgap", g=G, k=4, mask=mask)),
+        (L.LambdaRankLoss("xgap", g=G, k=4), L.lambdarank_loss(scores, labels, measure="xgap", g=G, k=4, mask=mask)),
         (L.RankNetLoss(sigma=2.0), L.ranknet_loss(scores, labels, sigma=2.0, mask=mask)),
         (L.ListNetLoss(reduction="none"), L.listnet_loss(scores, labels, mask=mask, reduction="none")),
     ]
@@ -782,9 +782,9 @@ def test_modules_call_the_functional_core():
 def test_loss_is_regret_against_the_ideal_list():
     scores, labels, mask = _random_batch(18)
     for metric in METRICS:
-        values = L.soft_metric(scores, labels, metric=metric, g=_g(metric), sigma=1e-6, mask=mask)
+        values = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=1e-6, mask=mask)
         ideal = exact_metric(metric, labels.double(), labels, mask=mask)
-        loss = L.soft_metric_loss(scores, labels, metric=metric, g=_g(metric), sigma=1e-6, mask=mask,
+        loss = L.soft_metric_loss(scores, labels, measure=metric, g=_g(metric), sigma=1e-6, mask=mask,
                                   reduction="none")
         torch.testing.assert_close(loss, ideal - values, rtol=0, atol=1e-9)
         assert torch.all(loss >= -1e-12)
@@ -797,10 +797,10 @@ def test_loss_is_regret_against_the_ideal_list():
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], sigma=float("nan")), "sigma"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], mode="approx"), "mode"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], smoothing="sinkhorn"), "smoothing must be one of"),
-    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="err", sigma=1.0, smoothing="approx"), "not such a sum"),
+    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], measure="err", sigma=1.0, smoothing="approx"), "not such a sum"),
     (lambda: L.soft_ndcg_loss(torch.zeros(3), [0, 1, 0], reduction="avg"), "reduction"),
-    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="ndcg", sigma=1.0, smoothing="expected"), "AP family"),
-    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], metric="err", sigma=1.0), "metric"),
+    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], measure="ndcg", sigma=1.0, smoothing="expected"), "AP family"),
+    (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], measure="err", sigma=1.0), "measure .err.: ERR has no"),
     (lambda: L.soft_ap_loss(torch.zeros(3), [0, 1, 0], g=[1.0]), "g applies"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 3], g=[0.5, 0.5]), "above the grade scale"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 1], g=[0.5, 0.6]), "sum to 1"),
@@ -822,7 +822,7 @@ def test_bad_input_is_a_clear_error(call, message):
 
 @pytest.mark.parametrize("name, loss", [
     ("softndcg", lambda s, y: L.soft_ndcg_loss(s, y, sigma=0.7)),
-    ("lambdarank", lambda s, y: L.lambdarank_loss(s, y, metric="gap")),
+    ("lambdarank", lambda s, y: L.lambdarank_loss(s, y, measure="gap")),
     ("exact", lambda s, y: L.soft_gap_loss(s, y, smoothing="expected")),
 ])
 def test_hand_written_backwards_refuse_double_backward(name, loss):
@@ -986,4 +986,4 @@ def test_torch_func_grad_works_for_softgap_and_is_refused_clearly_by_lambdarank(
     L.soft_gap_loss(t, y, sigma=0.8).backward()
     torch.testing.assert_close(through_func, t.grad, rtol=1e-12, atol=1e-14)
     with pytest.raises(RuntimeError, match="lambdarank_loss does not support torch.func transforms.*torch.autograd"):
-        torch.func.grad(lambda t: L.lambdarank_loss(t, y, metric="gap"))(s)
+        torch.func.grad(lambda t: L.lambdarank_loss(t, y, measure="gap"))(s)

@@ -28,11 +28,11 @@ def _uses(measure: str):
     uses = {
         "parse_measure": lambda: M.parse_measure(measure),
         "LambdaRankLoss": lambda: LambdaRankLoss(measure)(SCORES.clone().requires_grad_(True), LABELS),
-        "lambdarank_loss": lambda: lambdarank_loss(SCORES.clone().requires_grad_(True), LABELS, metric=measure),
+        "lambdarank_loss": lambda: lambdarank_loss(SCORES.clone().requires_grad_(True), LABELS, measure=measure),
         "lightgbm": lambda: lambdarank_objective(measure).gradients(flat_scores, flat_labels, [4]),
         "lightgbm sklearn": lambda: sklearn_objective(measure),
-        "swap_deltas": lambda: swap_deltas(SCORES, LABELS, metric=measure),
-        "soft_metric": lambda: soft_metric(SCORES, LABELS, metric=measure, sigma=0.1),
+        "swap_deltas": lambda: swap_deltas(SCORES, LABELS, measure=measure),
+        "soft_metric": lambda: soft_metric(SCORES, LABELS, measure=measure, sigma=0.1),
         "ranking_feval": lambda: gaprank.ranking_feval([measure]),
     }
     try:
@@ -56,13 +56,13 @@ def test_a_cutoff_outside_1_to_max_count_is_refused_by_every_use(measure):
 def test_the_largest_cutoff_is_accepted_and_equals_the_whole_list():
     big = "P@2147483647"
     assert float(M.parse_measure(big)(SCORES, LABELS)) < 1e-9  # P@k divides by k
-    whole = lambdarank_loss(SCORES, LABELS, metric="nDCG@2147483647")
-    assert float(whole) == pytest.approx(float(lambdarank_loss(SCORES, LABELS, metric="nDCG")), rel=0, abs=1e-12)
+    whole = lambdarank_loss(SCORES, LABELS, measure="nDCG@2147483647")
+    assert float(whole) == pytest.approx(float(lambdarank_loss(SCORES, LABELS, measure="nDCG")), rel=0, abs=1e-12)
 
 
 @pytest.mark.parametrize("k", [0, -1, 2**31, 10**30, 2.0, True])
 def test_a_keyword_cutoff_follows_the_same_rule(k):
-    for call in (lambda: gaprank.ndcg(SCORES, LABELS, k=k), lambda: swap_deltas(SCORES, LABELS, metric="ap", k=k),
+    for call in (lambda: gaprank.ndcg(SCORES, LABELS, k=k), lambda: swap_deltas(SCORES, LABELS, measure="ap", k=k),
                  lambda: lambdarank_loss(SCORES.clone().requires_grad_(True), LABELS, k=k)):
         with pytest.raises(GaprankInputError, match="k must be a positive integer of at most 2147483647"):
             call()
@@ -72,7 +72,7 @@ def test_a_training_config_with_a_zero_cutoff_fails_when_loaded(tmp_path):
     from training.lambdamart import ObjectiveConfig
 
     with pytest.raises(GaprankInputError, match="cutoff @k must be a positive integer"):
-        ObjectiveConfig(metric="GAP@0")
+        ObjectiveConfig(measure="GAP@0")
 
 
 def test_unregister_of_an_unknown_name_is_one_line():
@@ -98,7 +98,7 @@ def test_a_registered_ascii_name_parses_and_trains():
         lambda c, params: torch.arange(c + 1, dtype=torch.float64), lambda positions, params: 1.0 / positions)))
     try:
         assert M.parse_measure("top2x@3").k == 3
-        loss = lambdarank_loss(SCORES.clone().requires_grad_(True), LABELS, metric="Top2x")
+        loss = lambdarank_loss(SCORES.clone().requires_grad_(True), LABELS, measure="Top2x")
         assert np.isfinite(float(loss.detach())) and float(loss.detach()) > 0
     finally:
         M.unregister(info.name)

@@ -94,7 +94,7 @@ def test_the_issue_s_measure_strings_are_objectives_everywhere(measure):
     leaf = scores.clone().requires_grad_(True)
     LambdaRankLoss(measure, reduction="sum")(leaf, labels).backward()
     functional = scores.clone().requires_grad_(True)
-    lambdarank_loss(functional, labels, metric=measure, reduction="sum").backward()
+    lambdarank_loss(functional, labels, measure=measure, reduction="sum").backward()
     torch.testing.assert_close(leaf.grad, functional.grad, rtol=0, atol=0)
     assert leaf.grad.abs().max() > 1e-3
     flat_scores, flat_labels = scores.reshape(-1).numpy(), labels.reshape(-1).numpy().astype(float)
@@ -168,13 +168,13 @@ def test_a_toy_of_each_form_is_a_metric_an_objective_and_a_training_setting(toy)
     assert parse_measure(info.name).function is info.function
     kinds = ["lambdarank"] + (["soft"] if info.soft else []) + (["exact"] if info.exact else [])
     for kind in kinds:
-        LossConfig(kind=kind, metric=info.name + params).validate()
-    ObjectiveConfig(metric=info.name + params).validate()
+        LossConfig(kind=kind, measure=info.name + params).validate()
+    ObjectiveConfig(measure=info.name + params).validate()
     with pytest.raises(GaprankInputError, match="loss.g is only for gap, xgap, egap"):
-        LossConfig(kind="lambdarank", metric=info.name, g=[0.5, 0.5]).validate()
+        LossConfig(kind="lambdarank", measure=info.name, g=[0.5, 0.5]).validate()
     if not info.soft:
         with pytest.raises(GaprankInputError, match="has no smooth"):
-            soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric=info.name, sigma=1.0)
+            soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), measure=info.name, sigma=1.0)
 
 
 def test_the_registry_is_the_one_list_of_measures():
@@ -186,7 +186,7 @@ def test_the_registry_is_the_one_list_of_measures():
     assert [i.name for i in M.user_model_measures()] == ["GAP", "xGAP", "eGAP"]
     assert str(M.g_not_taken("ndcg")) == "g applies to gap, xgap, egap, not 'ndcg'"
     for refuse in (lambda: gaprank.lambdarank_objective("ndcg", g=[0.5, 0.5]),
-                   lambda: gaprank.swap_deltas([0.2, 0.1], [1, 0], metric="ap", g=[1.0])):
+                   lambda: gaprank.swap_deltas([0.2, 0.1], [1, 0], measure="ap", g=[1.0])):
         with pytest.raises(GaprankInputError, match="^g applies to gap, xgap, egap, not"):
             refuse()
     assert M.letor_measure_names(1)[-3:] == ["GAP", "xGAP", "eGAP"]
@@ -197,12 +197,12 @@ def test_the_registry_is_the_one_list_of_measures():
         assert info.function.__module__.startswith("gaprank.metrics") and "Parameters\n" in info.function.__doc__
     with pytest.raises(GaprankInputError, match="unknown measure 'AP2'"):
         parse_measure("AP2")  # the toy is registered only inside its tests
-    with pytest.raises(GaprankInputError, match="metric: unknown measure 'dcg2'"):
+    with pytest.raises(GaprankInputError, match="measure: unknown measure 'dcg2'"):
         gaprank.lambdarank_objective("dcg2")
     with pytest.raises(GaprankInputError, match=r"nDCG has no exact expectation \(mode='exact', the AP family\)"):
-        gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric="ndcg", sigma=1.0, smoothing="expected")
+        gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), measure="ndcg", sigma=1.0, smoothing="expected")
     with pytest.raises(GaprankInputError, match="take no cutoff"):
-        gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), metric="GAP@2", sigma=1.0)
+        gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), measure="GAP@2", sigma=1.0)
 
 
 def _kernel(ranked):
@@ -244,8 +244,8 @@ def test_the_issue_s_toy_is_no_longer_silently_ndcg():
         lambda c, params: (torch.arange(c + 1) >= 1).to(torch.float64), lambda positions, params: 1.0 / positions)))
     try:
         scores, labels = torch.tensor([[0.3, 0.9, 0.1, 0.5]]), torch.tensor([[2, 0, 1, 0]])
-        toy_loss = lambdarank_loss(scores.clone().requires_grad_(True), labels, metric="toyrr")
-        ndcg_loss = lambdarank_loss(scores.clone().requires_grad_(True), labels, metric="ndcg")
+        toy_loss = lambdarank_loss(scores.clone().requires_grad_(True), labels, measure="toyrr")
+        ndcg_loss = lambdarank_loss(scores.clone().requires_grad_(True), labels, measure="ndcg")
         assert abs(toy_loss.item() - ndcg_loss.item()) > 1e-3
         check_measure("TOYRR", lambda r, c, k: sum(1 / n for n, grade in enumerate(r, 1) if grade >= 1))
     finally:
@@ -278,10 +278,10 @@ def test_required_measure_parameters_fail_before_any_evaluation(capsys):
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: M.objective_measure(5), "metric must be a measure string such as 'gap'"),
+    (lambda: M.objective_measure(5), "measure must be a measure string such as 'gap'"),
     (lambda: M.objective_measure("gap", mode="pairs"), "mode must be one of 'swap_deltas', 'soft', 'exact'"),
     (lambda: M.objective_names(mode="pairs"), "mode must be one of"),
-    (lambda: M.objective_measure("GAP(g=[0.5,0.5])", mode="exact").settings([0.5, 0.5]), "sets g; do not pass g"),
+    (lambda: M.objective_measure("GAP(g=[0.5,0.5])", mode="exact").with_params(g=[0.5, 0.5]), "sets g; do not pass g"),
     (lambda: check_measure("nope", lambda r, c, k: 0.0), "unknown measure 'nope'"),
     (lambda: gaprank.boosting.LambdaMARTSettings("gap", sigma=0), "sigma must be a positive finite number"),
     (lambda: gaprank.boosting.LambdaMARTSettings("gap", truncation_level=0), "truncation_level must be a positive"),

@@ -97,7 +97,7 @@ def test_ndcg_weights_equal_lambdaloss_s_own_lambdarank_scheme():
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: DeltaScheme("banana"), "^metric: unknown measure 'banana'"),
+    (lambda: DeltaScheme("banana"), "^measure: unknown measure 'banana'"),
     (lambda: DeltaScheme("ndcg", g=[0.5, 0.5]), "^g applies to gap, xgap, egap"),
     (lambda: DeltaScheme("gap", g=[0.5, 0.6]), "g must sum to 1"),
     (lambda: DeltaScheme("nDCG(short_list=zero)@5"), "depend on the number of documents in a list"),
@@ -133,7 +133,7 @@ def test_a_cutoff_measure_is_refused_exactly_when_padding_changes_its_weights(me
         true_sorted[0, :length] = torch.tensor([(2, 0, 1)[i % 3] for i in range(length)], dtype=torch.float32)
         mask = torch.arange(width)[None, :] < length
         expected = gaprank.swap_deltas(-torch.arange(width, dtype=torch.float64)[None, :], true_sorted.long(),
-                                       metric=metric, mask=mask).abs()
+                                       measure=metric, mask=mask).abs()
         real = mask[:, :, None] & mask[:, None, :]
         weights = scheme(None, None, true_sorted)
         torch.testing.assert_close(weights[real].double(), expected[real], rtol=0, atol=1e-6)

@@ -125,10 +125,10 @@ def test_every_served_measure_tends_to_the_exact_measure(smoothing):
             served = isinstance(form, GainDiscountForm) or (isinstance(form, KernelForm) and info.name in DECOMPOSING)
             if not served:
                 with pytest.raises(GaprankInputError) as caught:
-                    L.soft_metric(scores, labels, metric=metric, sigma=1e-4, smoothing=smoothing, mask=mask, max_grade=3)
+                    L.soft_metric(scores, labels, measure=metric, sigma=1e-4, smoothing=smoothing, mask=mask, max_grade=3)
                 assert "\n" not in str(caught.value) and smoothing in str(caught.value)
                 continue
-            value = L.soft_metric(scores, labels, metric=metric, sigma=1e-4, smoothing=smoothing, mask=mask, max_grade=3)
+            value = L.soft_metric(scores, labels, measure=metric, sigma=1e-4, smoothing=smoothing, mask=mask, max_grade=3)
             exact = _exact(metric, scores, labels, mask)
             np.testing.assert_allclose(value.numpy(), exact.numpy(), rtol=0, atol=1e-6, err_msg=f"{metric} {smoothing}")
 
@@ -141,7 +141,7 @@ def test_gradcheck_with_padding(smoothing, metric):
     g = [0.2, 0.3, 0.5] if metric in ("gap", "egap", "xgap") else None
 
     def loss(x):
-        return L.soft_metric_loss(x, labels, metric=metric, g=g, sigma=0.7, smoothing=smoothing, mask=mask,
+        return L.soft_metric_loss(x, labels, measure=metric, g=g, sigma=0.7, smoothing=smoothing, mask=mask,
                                   reduction="none", max_grade=3)
 
     assert torch.autograd.gradcheck(loss, (scores,), eps=1e-6, atol=1e-7)
@@ -156,11 +156,11 @@ def test_padding_never_changes_a_real_document(smoothing):
     dirty = scores.clone()
     dirty[~mask] = torch.tensor([1e6, -3.0, float("nan")] * 2)[: int((~mask).sum())].double()
     x = dirty.clone().requires_grad_(True)
-    values = L.soft_metric_loss(x, labels, metric="gap", g=[0.2, 0.3, 0.5], sigma=0.5, smoothing=smoothing, mask=mask,
+    values = L.soft_metric_loss(x, labels, measure="gap", g=[0.2, 0.3, 0.5], sigma=0.5, smoothing=smoothing, mask=mask,
                                 reduction="none", max_grade=3)
     values.sum().backward()
     assert torch.all(x.grad[~mask] == 0)
-    alone = L.soft_metric_loss(scores[0, :5], labels[0, :5], metric="gap", g=[0.2, 0.3, 0.5], sigma=0.5,
+    alone = L.soft_metric_loss(scores[0, :5], labels[0, :5], measure="gap", g=[0.2, 0.3, 0.5], sigma=0.5,
                                smoothing=smoothing, max_grade=3)
     assert float(values[0].detach()) == pytest.approx(float(alone), abs=1e-12)
 
@@ -295,7 +295,7 @@ def test_mode_is_a_deprecated_alias():
         module = L.SoftAPLoss(sigma=0.5, mode="paper")
     assert module.smoothing == "softrank"
     with pytest.warns(DeprecationWarning):
-        L.soft_metric(scores, labels, metric="ndcg", sigma=0.5, mode="paper")
+        L.soft_metric(scores, labels, measure="ndcg", sigma=0.5, mode="paper")
     with pytest.raises(GaprankInputError, match="pass smoothing= only"):
         L.soft_gap_loss(scores, labels, sigma=0.5, smoothing="softrank", mode="exact")
     with pytest.raises(GaprankInputError, match="pass smoothing= only"):

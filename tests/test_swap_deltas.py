@@ -48,7 +48,7 @@ def test_swap_deltas_equal_recomputation(metric, seed, k, with_counts):
     if with_counts:
         in_list = torch.stack([torch.bincount(labels[i][mask[i]], minlength=4) for i in range(b)])
         counts = in_list + torch.tensor(rng.integers(0, 3, size=(b, 4)))
-    ours = swap_deltas(scores, labels, metric=metric, g=G if "gap" in metric else None, mask=mask,
+    ours = swap_deltas(scores, labels, measure=metric, g=G if "gap" in metric else None, mask=mask,
                        grade_counts=counts, k=k)
     expected = _brute_force(metric, scores, labels, mask, counts, k)
     torch.testing.assert_close(ours, expected, rtol=0, atol=1e-10)
@@ -64,7 +64,7 @@ def test_general_diagonal_kernel_erap():
     scores = torch.tensor(rng.normal(size=(3, 8)))
     labels = torch.tensor(rng.integers(0, 3, size=(3, 8)))
     p = torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)
-    ours = swap_deltas(scores, labels, metric="eRAP(p=[0.1,0.5,0.9])")
+    ours = swap_deltas(scores, labels, measure="eRAP(p=[0.1,0.5,0.9])")
     base = M.erap(scores, labels, p=p, reduction="none")
     for i, j in itertools.combinations(range(8), 2):
         swapped = scores.clone()
@@ -74,16 +74,16 @@ def test_general_diagonal_kernel_erap():
 
 
 def test_one_query_input_and_errors():
-    d = swap_deltas(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0, 1, 0]), metric="ap")
+    d = swap_deltas(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0, 1, 0]), measure="ap")
     assert d.shape == (3, 3) and d[0, 1].item() == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="metric: unknown measure 'dcg2'"):
-        swap_deltas(torch.zeros(3), torch.zeros(3), metric="dcg2")
+    with pytest.raises(ValueError, match="measure: unknown measure 'dcg2'"):
+        swap_deltas(torch.zeros(3), torch.zeros(3), measure="dcg2")
     with pytest.raises(ValueError, match="sets cutoff 5; k=3 disagrees"):
-        swap_deltas(torch.zeros(3), torch.zeros(3), metric="nDCG@5", k=3)
+        swap_deltas(torch.zeros(3), torch.zeros(3), measure="nDCG@5", k=3)
     with pytest.raises(ValueError, match="g applies"):
-        swap_deltas(torch.zeros(3), torch.zeros(3), metric="ndcg", g=[1.0])
+        swap_deltas(torch.zeros(3), torch.zeros(3), measure="ndcg", g=[1.0])
     with pytest.raises(ValueError, match="NaN"):
-        swap_deltas(torch.tensor([0.0, float("nan")]), torch.tensor([0, 1]), metric="gap")
+        swap_deltas(torch.tensor([0.0, float("nan")]), torch.tensor([0, 1]), measure="gap")
 
 
 @pytest.mark.parametrize("metric", ["gap", "xgap", "egap", "ap", "ndcg", "ERR", "Q", "RBP(p=0.5)", "vG"])
@@ -98,11 +98,11 @@ def test_a_factor_plan_serves_every_ranking_of_its_lists(metric):
     mask[:, :2] = True
     labels[:, :2] = torch.tensor([0, 2])
     g = (0.5, 0.5) if metric in ("gap", "xgap", "egap") else None
-    measure = objective_measure(metric)
-    first, params = rank_for_measure(torch.zeros(3, 12), labels, measure, g=g, mask=mask)
+    measure = objective_measure(metric).with_params(g=g)
+    first, params = rank_for_measure(torch.zeros(3, 12), labels, measure, mask=mask)
     plan = plan_pair_factors(measure, first, params, k=5)
     for _ in range(3):
-        ranked, _ = rank_for_measure(torch.tensor(rng.normal(size=(3, 12))), labels, measure, g=g, mask=mask)
+        ranked, _ = rank_for_measure(torch.tensor(rng.normal(size=(3, 12))), labels, measure, mask=mask)
         fresh = pair_factors(measure, ranked, params, k=5)
         kept = plan.factors(ranked.grades.reshape(-1))
         torch.testing.assert_close(kept.block(0, 12), fresh.block(0, 12), rtol=0, atol=1e-15)

@@ -35,7 +35,7 @@ def numbers(_=None):
     grad, hess = lambdarank_objective("gap", g=[0.5, 0.5]).gradients(preds, labels, np.array([60] * 4), None)
     out = [grad.tolist(), hess.tolist()]
     generator = torch.Generator().manual_seed(0)
-    for loss in (gaprank.LambdaRankLoss(metric="gap", g=[0.5, 0.5]), gaprank.SoftNDCGLoss()):
+    for loss in (gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5]), gaprank.SoftNDCGLoss()):
         scores = torch.randn(4, 60, dtype=torch.float64, generator=generator, requires_grad=True)
         value = loss(scores, torch.randint(0, 3, (4, 60), generator=generator))
         value.backward()
@@ -142,7 +142,7 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import gaprank
     scores = torch.linspace(-1.0, 1.0, 12, dtype=torch.float64).reshape(2, 6).requires_grad_()
-    gaprank.LambdaRankLoss(metric="gap", g=[0.5, 0.5])(scores, torch.tensor([[0, 1, 2, 0, 1, 2], [2, 2, 0, 0, 1, 0]])).backward()
+    gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5])(scores, torch.tensor([[0, 1, 2, 0, 1, 2], [2, 2, 0, 0, 1, 0]])).backward()
 told = [str(w.message) for w in caught if "cache" in str(w.message)]
 assert len(told) == 1, told
 print(repr(scores.grad.flatten().tolist()))

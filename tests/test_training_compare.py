@@ -93,11 +93,11 @@ def _tiny_compare(tmp_path: Path) -> Path:
         "letor_baselines": "OHSUMED/letor3-baselines/ohsumed_letor3_baselines.csv",
         "runs": [
             {"name": "LR-nDCG", "learner": "LambdaRank", "optimises": "ndcg",
-             "config": cv("lr_ndcg", {"kind": "lambdarank", "metric": "ndcg"}, "NDCG@10")},
+             "config": cv("lr_ndcg", {"kind": "lambdarank", "measure": "ndcg"}, "NDCG@10")},
             {"name": "LR-AP", "learner": "LambdaRank", "optimises": "ap",
-             "config": cv("lr_ap", {"kind": "lambdarank", "metric": "ap"}, "MAP")},
+             "config": cv("lr_ap", {"kind": "lambdarank", "measure": "ap"}, "MAP")},
             {"name": "LR-GAP", "learner": "LambdaRank", "optimises": "gap",
-             "config": cv("lr_gap", {"kind": "lambdarank", "metric": "gap", "g": [0.5, 0.5]}, "GAP")},
+             "config": cv("lr_gap", {"kind": "lambdarank", "measure": "gap", "g": [0.5, 0.5]}, "GAP")},
             {"name": "ListNet", "learner": "ListNet", "config": cv("listnet", {"kind": "listnet"}, "NDCG@10")},
         ],
         "reference": [{"source": "paper", "learner": "LambdaRank", "objective": "Opt GAP",
@@ -216,7 +216,7 @@ def test_shipped_tuned_comparisons_load_with_their_tuning_configs(folder):
     # issue 41: each smoothing's GAP run has its nDCG counterpart of the same learner (the paired tests' pair)
     for learner, smoothing in (("ApproxRank", "approx"), ("NeuralSort", "neuralsort"), ("SoftSort", "softsort"),
                                ("FastSoftRank", "fast_soft_rank")):
-        losses = {(r.config.loss.metric, r.config.loss.smoothing) for r in runs if r.entry.learner == learner}
+        losses = {(r.config.loss.measure, r.config.loss.smoothing) for r in runs if r.entry.learner == learner}
         assert losses == {("gap", smoothing), ("ndcg", smoothing)}
     # every run reports LETOR's NDCG@10 and the 1/log2(r+1) one
     assert all({"NDCG@10", "nDCG(discount=log2p1,short_list=pad)@10"} <= set(r.config.evaluation.measures) for r in runs)

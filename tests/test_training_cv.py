@@ -39,7 +39,7 @@ def _small(tmp_path: Path, **loss) -> dict:
     return {
         "name": "small",
         "data": {"dataset": "OHSUMED", "folds": [1]},
-        "loss": loss or {"kind": "lambdarank", "metric": "gap", "g": [0.5, 0.5]},
+        "loss": loss or {"kind": "lambdarank", "measure": "gap", "g": [0.5, 0.5]},
         "training": {"epochs": 4, "batch_size": 16, "learning_rates": [0.001, 0.01], "patience": None,
                      "num_threads": 1},
         "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"]},
@@ -121,19 +121,19 @@ def test_run_writes_results_skips_finished_folds_and_retrains_on_change(tmp_path
 
 
 LOSSES = [
-    {"kind": "soft", "metric": m, **({"g": [0.5, 0.5]} if m in ("gap", "xgap", "egap") else {})}
+    {"kind": "soft", "measure": m, **({"g": [0.5, 0.5]} if m in ("gap", "xgap", "egap") else {})}
     for m in ("gap", "xgap", "egap", "ap", "ndcg")
 ] + [
-    {"kind": "exact", "metric": "gap", "g": [0.5, 0.5]},
-    *[{"kind": "soft", "metric": m, "smoothing": s, "sigma": 0.5, **({"g": [0.5, 0.5]} if m == "gap" else {})}
+    {"kind": "exact", "measure": "gap", "g": [0.5, 0.5]},
+    *[{"kind": "soft", "measure": m, "smoothing": s, "sigma": 0.5, **({"g": [0.5, 0.5]} if m == "gap" else {})}
       for m in ("gap", "ndcg") for s in ("approx", "neuralsort", "softsort", "fast_soft_rank")],
-    {"kind": "lambdarank", "metric": "ndcg", "k": 10},
+    {"kind": "lambdarank", "measure": "ndcg", "k": 10},
     {"kind": "ranknet"},
     {"kind": "listnet"},
 ]
 
 
-@pytest.mark.parametrize("loss", LOSSES, ids=lambda d: f"{d['kind']}-{d.get('metric', '')}-{d.get('smoothing', '')}")
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda d: f"{d['kind']}-{d.get('measure', '')}-{d.get('smoothing', '')}")
 def test_every_loss_kind_gives_a_finite_descent_direction(loss):
     config = LossConfig(**loss)
     config.validate()
@@ -172,9 +172,9 @@ def test_models_and_length_batches(ohsumed_fold1):
         (lambda d: d["training"].update(dtype="float16"), "training.dtype must be one of"),
         (lambda d: d.pop("loss"), "loss is required"),
         (lambda d: d["loss"].update(kind="softmax"), "loss.kind must be one of"),
-        (lambda d: d["loss"].pop("metric"), "loss.metric is required"),
-        (lambda d: d["loss"].update(kind="exact", metric="ndcg"), "AP family"),
-        (lambda d: d["loss"].update(metric="ap"), "loss.g is only for"),
+        (lambda d: d["loss"].pop("measure"), "loss.measure is required"),
+        (lambda d: d["loss"].update(kind="exact", measure="ndcg"), "AP family"),
+        (lambda d: d["loss"].update(measure="ap"), "loss.g is only for"),
         (lambda d: d["loss"].update(kind="soft", k=5), "only for loss.kind 'lambdarank'"),
         (lambda d: d["loss"].update(g=[0.5, 0.6]), "sum to 1"),
         (lambda d: d["loss"].update(kind="soft", smoothing="sinkhorn"), "loss.smoothing must be one of"),
@@ -183,7 +183,7 @@ def test_models_and_length_batches(ohsumed_fold1):
         (lambda d: d["loss"].update(kind="exact", smoothing="approx"), "loss.kind 'exact' is smoothing 'expected'"),
         (lambda d: d["loss"].update(kind="soft", mode="paper", smoothing="approx"), "give only smoothing"),
         (lambda d: d["loss"].update(kind="soft", mode="fast"), "loss.mode must be one of"),
-        (lambda d: d["loss"].update(kind="soft", metric="vG", g=None, smoothing="approx"), "threshold identity"),
+        (lambda d: d["loss"].update(kind="soft", measure="vG", g=None, smoothing="approx"), "threshold identity"),
         (lambda d: d["loss"].update(sigma=0), "sigma"),
         (lambda d: d["model"].update(kind="mlp", hidden=[]), "model.hidden"),
         (lambda d: d["data"].update(folds=[0]), "folds"),
@@ -291,7 +291,7 @@ def test_committed_records_stand_for_every_spelling_of_their_smoothing(record, t
 
 
 def test_a_run_is_reused_under_its_new_spelling(tmp_path, ohsumed_fold1):
-    data = _small(tmp_path, kind="soft", metric="gap", g=[0.5, 0.5], sigma=0.5)
+    data = _small(tmp_path, kind="soft", measure="gap", g=[0.5, 0.5], sigma=0.5)
     data["training"].update(epochs=1, learning_rates=[0.01])
     assert run(load_config(_write(tmp_path, data), CVConfig), progress=False)["trained_now"] == ["Fold1"]
     data["loss"]["smoothing"] = "softrank"
@@ -304,10 +304,10 @@ def test_a_run_is_reused_under_its_new_spelling(tmp_path, ohsumed_fold1):
 
 
 def test_a_binary_g_is_a_valid_loss_setting(tmp_path):
-    config = load_config(_write(tmp_path, _small(tmp_path, kind="lambdarank", metric="gap", g=[1.0])), CVConfig)
+    config = load_config(_write(tmp_path, _small(tmp_path, kind="lambdarank", measure="gap", g=[1.0])), CVConfig)
     assert config.loss.g == [1.0]
     with pytest.raises(ConfigError, match="sum to 1"):
-        load_config(_write(tmp_path, _small(tmp_path, kind="lambdarank", metric="gap", g=[0.7])), CVConfig)
+        load_config(_write(tmp_path, _small(tmp_path, kind="lambdarank", measure="gap", g=[0.7])), CVConfig)
 
 
 def test_an_empty_output_directory_writes_nothing_into_the_working_directory(tmp_path, monkeypatch, capsys):
@@ -357,10 +357,10 @@ def test_cli_quick_mode_and_errors(tmp_path, ohsumed_fold1):
                          capture_output=True, text=True)
     assert out.returncode == 2 and "/nonexistent" in out.stderr and "Traceback" not in out.stderr
     typo = tmp_path / "typo.yaml"
-    typo.write_text("name: x\ndata: {dataset: OHSUMED}\noutput_dir: o\nloss: {kind: listnet, metric: gap}\n")
+    typo.write_text("name: x\ndata: {dataset: OHSUMED}\noutput_dir: o\nloss: {kind: listnet, measure: gap}\n")
     out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(typo)], cwd=ROOT,
                          capture_output=True, text=True)
-    assert out.returncode == 2 and "takes no metric" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "takes no measure" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_diverging_loss_is_a_clear_error(tmp_path, ohsumed_fold1, monkeypatch):
@@ -405,7 +405,7 @@ def _toy(tmp_path: Path, data_dir: Path, folds=(1, 2)) -> dict:
     return {
         "name": "toy",
         "data": {"dataset": "OHSUMED", "data_dir": str(data_dir), "folds": list(folds)},
-        "loss": {"kind": "lambdarank", "metric": "gap", "g": [0.5, 0.5]},
+        "loss": {"kind": "lambdarank", "measure": "gap", "g": [0.5, 0.5]},
         "training": {"epochs": 2, "batch_size": 4, "learning_rates": [0.01], "patience": None, "num_threads": 1},
         "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"]},
         "output_dir": str(tmp_path / "out"),

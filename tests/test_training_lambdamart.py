@@ -27,7 +27,7 @@ def _quick(tmp_path: Path, **objective) -> dict:
     return {
         "name": "quick",
         "data": {"dataset": "OHSUMED", "folds": [1]},
-        "objective": objective or {"metric": "gap", "g": [0.5, 0.5], "truncation_level": 30},
+        "objective": objective or {"measure": "gap", "g": [0.5, 0.5], "truncation_level": 30},
         "booster": {"num_boost_round": 12, "early_stopping_rounds": 3, "learning_rate": 0.1, "num_leaves": 7,
                     "num_threads": 1},
         "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"]},
@@ -54,7 +54,7 @@ def test_one_fold_run_writes_results_and_skips_on_rerun(tmp_path):
     assert summary["mean"]["GAP"] == pytest.approx(record["test"]["GAP"])
     assert 0.2 < summary["mean"]["NDCG@10"] < 0.7
     saved = json.loads((out / "summary.json").read_text())
-    assert saved["conventions"]["name"] == "letor3" and saved["config"]["objective"]["metric"] == "gap"
+    assert saved["conventions"]["name"] == "letor3" and saved["config"]["objective"]["measure"] == "gap"
     assert (out / "per_query.tsv").read_text().count("\n") == 23 and "| **mean** |" in (out / "table.md").read_text()
     # a re-run with the same config skips the finished fold; a changed config retrains it
     run(config)
@@ -68,7 +68,7 @@ def test_one_fold_run_writes_results_and_skips_on_rerun(tmp_path):
 
 
 def test_native_objective_runs_through_the_same_script(tmp_path):
-    data = _quick(tmp_path, kind="native", metric="ndcg", truncation_level=30, norm=True)
+    data = _quick(tmp_path, kind="native", measure="ndcg", truncation_level=30, norm=True)
     data["evaluation"]["selection"] = "NDCG@10"
     assert main(["--config", str(_write(tmp_path, data))]) == 0
 
@@ -183,9 +183,9 @@ def _engine_run(tmp_path: Path, name: str, **changes) -> dict:
 def test_xgboost_engine_our_ndcg_mirror_equals_native_rank_ndcg(tmp_path):
     pytest.importorskip("xgboost")
     settings = dict(engine="xgboost", booster={"num_boost_round": 15, "early_stopping_rounds": 15})
-    ours = _engine_run(tmp_path, "ours", objective={"kind": "gaprank", "metric": "ndcg", "g": None,
+    ours = _engine_run(tmp_path, "ours", objective={"kind": "gaprank", "measure": "ndcg", "g": None,
                                                      "truncation_level": 32, "norm": True}, **settings)
-    native = _engine_run(tmp_path, "native", objective={"kind": "native", "metric": "ndcg", "g": None,
+    native = _engine_run(tmp_path, "native", objective={"kind": "native", "measure": "ndcg", "g": None,
                                                          "truncation_level": 32, "norm": True}, **settings)
     assert ours["best_iteration"] == native["best_iteration"] and ours["rounds_trained"] <= 15
     for measure, value in native["test"].items():
@@ -232,7 +232,7 @@ def test_a_record_made_before_the_engine_fields_existed_is_still_reused(tmp_path
     ({"engine": "xgboost", "booster": {"params": {"max_depth": -3}}}, "XGBoost refuses them"),
     ({"engine": "xgboost", "booster": {"params": {"eta": 0.3}}}, r"may not set \['eta'\]"),
     ({"engine": "xgboost", "booster": {"min_data_in_leaf": 5}}, "min_data_in_leaf is LightGBM's"),
-    ({"engine": "xgboost", "objective": {"kind": "native", "metric": "ndcg", "g": None, "sigma": 2.0}}, "sigma 1"),
+    ({"engine": "xgboost", "objective": {"kind": "native", "measure": "ndcg", "g": None, "sigma": 2.0}}, "sigma 1"),
     ({"engine": "spark"}, "engine"),
     ({"engine": "lightgbm-dask", "dask": {"workers": 0}}, "dask.workers must be >= 1"),
 ])

@@ -4,7 +4,7 @@ vali, evaluate once on test.
     python -m training.cv --config configs/ohsumed/soft_gap.yaml [--folds 1,2] [--force] [--quick]
 
 The ranker (``model``: linear or an MLP) scores each document from its features; the objective
-(``loss``) is one of gaprank's: smooth metrics (``kind: soft``, metric gap / xgap / egap / ap / ndcg; SoftRank's
+(``loss``) is one of gaprank's: smooth metrics (``kind: soft``, measure gap / xgap / egap / ap / ndcg; SoftRank's
 by default, another smoothing of the ranks with ``smoothing: approx | neuralsort | softsort | fast_soft_rank``),
 the exact expectation E[M] (``kind: exact``), LambdaRank with |Delta M| weights
 (``kind: lambdarank``), RankNet or ListNet. Adam takes one step per batch of ``training.batch_size``
@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -86,8 +86,11 @@ class ModelConfig:
 
 @dataclass
 class LossConfig:
+    # loss.metric is the old name of loss.measure: a config file or a held record may still use it
+    RENAMED_KEYS: ClassVar[dict[str, str]] = {"metric": "measure"}
+
     kind: Literal["soft", "exact", "lambdarank", "ranknet", "listnet"]
-    metric: str | None = None  # a measure string with the loss kind's form (gap, ndcg, nDCG@10, AP(rel=2), ...)
+    measure: str | None = None  # a measure string with the loss kind's form (gap, ndcg, nDCG@10, AP(rel=2), ...)
     g: list[float] | None = None  # GAP/xGAP/eGAP user model; default: uniform over the grades
     # score noise (soft, exact), the smoothing's temperature or regularisation (soft with another smoothing) or
     # logistic steepness (lambdarank, ranknet)
@@ -124,19 +127,19 @@ class LossConfig:
 
     def validate(self) -> None:
         mode = METRIC_LOSSES.get(self.kind)
-        if mode is not None and self.metric is None:
-            raise GaprankInputError(f"loss.metric is required for loss.kind {self.kind!r} "
+        if mode is not None and self.measure is None:
+            raise GaprankInputError(f"loss.measure is required for loss.kind {self.kind!r} "
                                     f"({', '.join(objective_names(mode=mode))})")
-        if mode is None and self.metric is not None:
-            raise GaprankInputError(f"loss.kind {self.kind!r} takes no metric; got metric {self.metric!r}")
+        if mode is None and self.measure is not None:
+            raise GaprankInputError(f"loss.kind {self.kind!r} takes no measure; got measure {self.measure!r}")
         if mode is not None:
             try:
-                measure = objective_measure(self.metric, mode=mode)
+                measure = objective_measure(self.measure, mode=mode)
             except GaprankInputError as exc:
                 raise GaprankInputError(f"loss.{exc}") from None
             if self.g is not None and not measure.uses_g:
                 takes_g = [i.key for i in user_model_measures()]
-                raise GaprankInputError(f"loss.g is only for {', '.join(takes_g)}; got metric {self.metric!r}")
+                raise GaprankInputError(f"loss.g is only for {', '.join(takes_g)}; got measure {self.measure!r}")
         if self.k is not None and self.kind != "lambdarank":
             raise GaprankInputError("loss.k (truncation) is only for loss.kind 'lambdarank'")
         if not self.sigma > 0:
@@ -149,13 +152,13 @@ class LossConfig:
 
     def build(self) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
         """``loss(scores, labels, mask)`` to minimise (mean over the batch's queries)."""
-        metric, g, sigma = self.metric, self.g, self.sigma
+        measure, g, sigma = self.measure, self.g, self.sigma
         if self.kind in ("soft", "exact"):
             smoothing: Any = "expected" if self.kind == "exact" else self.smoothing or "softrank"  # checked on load
-            return lambda s, y, m: gaprank.soft_metric_loss(s, y, metric=metric, g=g, sigma=sigma, smoothing=smoothing,
+            return lambda s, y, m: gaprank.soft_metric_loss(s, y, measure=measure, g=g, sigma=sigma, smoothing=smoothing,
                                                             mask=m)
         if self.kind == "lambdarank":
-            return lambda s, y, m: gaprank.lambdarank_loss(s, y, metric=metric, g=g, sigma=sigma, k=self.k, mask=m)
+            return lambda s, y, m: gaprank.lambdarank_loss(s, y, measure=measure, g=g, sigma=sigma, k=self.k, mask=m)
         if self.kind == "ranknet":
             return lambda s, y, m: gaprank.ranknet_loss(s, y, sigma=sigma, mask=m)
         return lambda s, y, m: gaprank.listnet_loss(s, y, mask=m)

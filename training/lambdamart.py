@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import lightgbm as lgb
 
@@ -46,11 +46,14 @@ class ObjectiveConfig(LambdaMARTSettings):
     """gaprank's objective settings (:class:`gaprank.boosting.LambdaMARTSettings`: the measure string, g, sigma,
     truncation_level, norm, label_gain, precision), or LightGBM's native lambdarank with the same ones."""
 
+    # objective.metric is the old name of objective.measure: a config file or a held record may still use it
+    RENAMED_KEYS: ClassVar[dict[str, str]] = {"metric": "measure"}
+
     kind: Literal["gaprank", "native"] = "gaprank"
 
     def validate(self) -> None:
-        if self.kind == "native" and (self.metric != "ndcg" or self.g is not None):
-            raise GaprankInputError("objective.kind 'native' is LightGBM's lambdarank: metric must be 'ndcg' and g unset")
+        if self.kind == "native" and (self.measure != "ndcg" or self.g is not None):
+            raise GaprankInputError("objective.kind 'native' is LightGBM's lambdarank: measure must be 'ndcg' and g unset")
 
     def build(self) -> Any:
         """The ``objective`` LightGBM parameter (and native lambdarank's own parameters)."""

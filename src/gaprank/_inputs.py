@@ -7,10 +7,14 @@ in the caller's array type (see :class:`OutputSpec`).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 import torch
@@ -34,6 +38,47 @@ GRADE_SCALE_HINT = (f"gaprank supports grades 0..{MAX_GRADE}: every measure keep
 
 class GaprankInputError(ValueError):
     """Raised for input that would otherwise give a silently wrong number."""
+
+
+Renamed = TypeVar("Renamed", bound=Callable[..., Any])
+
+
+def renamed_keywords(**renamed: str) -> Callable[[Renamed], Renamed]:
+    """Accept a keyword's old name for one release: ``@renamed_keywords(metric="measure")``.
+
+    The decorated function (or class, through its ``__init__``) keeps its real signature; a call with the old
+    name warns (DeprecationWarning, naming the new word) and passes the value under the new name, and a
+    call that gives both names is refused in one line."""
+
+    def decorate(target: Renamed) -> Renamed:
+        function: Callable[..., Any] = vars(target)["__init__"] if isinstance(target, type) else target
+        owner = target.__name__
+        parameters = list(inspect.signature(function).parameters)
+        for new in renamed.values():
+            if new not in parameters:
+                raise TypeError(f"{function.__qualname__} has no parameter {new!r}")  # a bug here, not bad input
+        # where the new name may come positionally (self included for a method)
+        positions = {new: parameters.index(new) for new in renamed.values()
+                     if inspect.signature(function).parameters[new].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renamed.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs or len(args) > positions.get(new, len(args)):
+                    raise GaprankInputError(f"{owner}: pass {new}= only; {old}= is its deprecated old name (both were given)")
+                warnings.warn(f"{owner}: {old}= is deprecated; use {new}= (the same value)", DeprecationWarning,
+                              stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        if isinstance(target, type):
+            target.__init__ = wrapper  # type: ignore[misc]
+            return target
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 @dataclass(frozen=True)

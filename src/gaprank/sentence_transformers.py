@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades
+from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades, renamed_keywords
 from ._typing import ArrayLike
 from .boosting import RankingEval
 from .losses import swap_deltas
@@ -52,7 +52,7 @@ def _integer_grades(labels: torch.Tensor, what: str) -> torch.Tensor:
 
 class DeltaScheme(BaseWeightingScheme):
     r"""A weighting scheme for sentence-transformers' ``LambdaLoss``: the weight of the pair at predicted
-    ranks (i, j) is :math:`|\Delta M_{ij}|`, the exact change of ``metric`` when the two documents swap.
+    ranks (i, j) is :math:`|\Delta M_{ij}|`, the exact change of ``measure`` when the two documents swap.
 
     With it, ``LambdaLoss`` is LambdaRank for any gaprank measure with swap deltas: GAP, xGAP, eGAP, AP,
     nDCG (and @k), ERR, RBP, P@k, RR, ... (:func:`gaprank.metrics.objective_names`). The deltas are those of
@@ -65,11 +65,12 @@ class DeltaScheme(BaseWeightingScheme):
 
     Parameters
     ----------
-    metric : str
+    measure : str
         A measure string with swap deltas: ``"gap"``, ``"xgap"``, ``"egap"``, ``"ap"``, ``"ndcg"``,
-        ``"nDCG@10"``, ``"ERR(max_grade=4)"``, ...
+        ``"nDCG@10"``, ``"ERR(max_grade=4)"``, ... (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
-        GAP's, xGAP's and eGAP's user threshold probabilities g_1..g_c. Default: uniform over grades 1..c with
+        GAP's, xGAP's and eGAP's user threshold probabilities g_1..g_c, the same as ``g`` in the string
+        (give one of the two). Default: uniform over grades 1..c with
         c the largest label of each batch; pass ``g`` so every batch uses the same user model.
 
     Examples
@@ -82,10 +83,11 @@ class DeltaScheme(BaseWeightingScheme):
     0.3333
     """
 
-    def __init__(self, metric: str = "gap", g: ArrayLike | None = None) -> None:
+    @renamed_keywords(metric="measure")
+    def __init__(self, measure: str = "gap", g: ArrayLike | None = None) -> None:
         super().__init__()
-        self.measure = objective_measure(metric)
-        self.measure.settings(g)  # g checked now: taken by this measure, summing to 1
+        self.measure = objective_measure(measure).with_params(g=g)
+        self.measure.settings()  # g checked now: taken by this measure, summing to 1
         self.g = None if g is None else [float(v) for v in torch.as_tensor(g, dtype=torch.float64).tolist()]
         self._refuse_length_dependence()
 
@@ -103,10 +105,10 @@ class DeltaScheme(BaseWeightingScheme):
             grades[0, :length] = torch.tensor([0 if i % 3 == 1 else 1 for i in range(length)])
             mask = torch.arange(width)[None, :] < length
             scores = -torch.arange(width, dtype=torch.float64)[None, :]
-            padded = swap_deltas(scores, grades, metric=self.measure.name, g=self.g) * (mask[:, :, None] & mask[:, None, :])
-            masked = swap_deltas(scores, grades, metric=self.measure.name, g=self.g, mask=mask)
+            padded = swap_deltas(scores, grades, measure=self.measure.name, g=self.g) * (mask[:, :, None] & mask[:, None, :])
+            masked = swap_deltas(scores, grades, measure=self.measure.name, g=self.g, mask=mask)
             if not torch.allclose(padded, masked, rtol=0, atol=1e-12):
-                raise GaprankInputError(f"metric {self.measure.name!r}: its swap deltas depend on the number of documents "
+                raise GaprankInputError(f"measure {self.measure.name!r}: its swap deltas depend on the number of documents "
                                         f"in a list ({length} documents padded to {width} change them), which LambdaLoss "
                                         "does not pass to its weighting scheme (padding reads as grade 0); choose a "
                                         "measure without that dependence")
@@ -119,12 +121,12 @@ class DeltaScheme(BaseWeightingScheme):
         grades = _integer_grades(true_sorted.detach(), "labels")
         positions = torch.arange(grades.shape[1], device=grades.device, dtype=torch.float64)
         scores = (-positions).expand(grades.shape)  # already in predicted order
-        deltas = swap_deltas(scores, grades, metric=self.measure.name, g=self.g)
+        deltas = swap_deltas(scores, grades, measure=self.measure.name, g=self.g)
         dtype = gain.dtype if isinstance(gain, torch.Tensor) else torch.float32
         return deltas.abs().to(dtype)
 
     def extra_repr(self) -> str:
-        return f"metric={self.measure.name!r}" + (f", g={self.g}" if self.g is not None else "")
+        return f"measure={self.measure.name!r}" + (f", g={self.g}" if self.g is not None else "")
 
 
 class GradedRerankingEvaluator(BaseEvaluator):

@@ -98,10 +98,10 @@ def check_measure(measure: str, oracle: Oracle, *, seed: int = 0, batch: int = 4
     got = np.asarray(parsed(scores.numpy(), labels.numpy(), reduction="none"))
     np.testing.assert_allclose(got, base, rtol=0, atol=atol, err_msg=f"{measure}: the metric against the oracle")
     if parsed.serves("soft"):
-        smooth = soft_metric(scores, labels, metric=measure, sigma=1e-4)
+        smooth = soft_metric(scores, labels, measure=measure, sigma=1e-4)
         np.testing.assert_allclose(smooth.numpy(), base, rtol=0, atol=1e-6, err_msg=f"{measure}: its smooth form")
     if parsed.serves("exact"):
-        smooth = soft_metric(scores, labels, metric=measure, sigma=1e-4, smoothing="expected")
+        smooth = soft_metric(scores, labels, measure=measure, sigma=1e-4, smoothing="expected")
         np.testing.assert_allclose(smooth.numpy(), base, rtol=0, atol=1e-6, err_msg=f"{measure}: smoothing='expected'")
     if not info.swap_deltas:
         return
@@ -112,7 +112,7 @@ def check_measure(measure: str, oracle: Oracle, *, seed: int = 0, batch: int = 4
         swapped = scores.clone()
         swapped[:, [i, j]] = swapped[:, [j, i]]
         deltas[:, i, j] = deltas[:, j, i] = _oracle_values(oracle, swapped, labels, num_grades, k, params) - base
-    np.testing.assert_allclose(swap_deltas(scores, labels, metric=measure).numpy(), deltas, rtol=0, atol=atol,
+    np.testing.assert_allclose(swap_deltas(scores, labels, measure=measure).numpy(), deltas, rtol=0, atol=atol,
                                err_msg=f"{measure}: swap deltas against the oracle after each swap")
     # brute-force LambdaRank: pairs with l_i > l_j, rho = 1 / (1 + exp(s_i - s_j)), sigma 1
     s, y = scores.numpy(), labels.numpy()
@@ -129,7 +129,7 @@ def check_measure(measure: str, oracle: Oracle, *, seed: int = 0, batch: int = 4
                     hess[b, i] += weight * rho * (1 - rho)
                     hess[b, j] += weight * rho * (1 - rho)
     leaf = scores.clone().requires_grad_(True)
-    loss = lambdarank_loss(leaf, labels, metric=measure, reduction="none")
+    loss = lambdarank_loss(leaf, labels, measure=measure, reduction="none")
     loss.sum().backward()
     assert leaf.grad is not None
     np.testing.assert_allclose(loss.detach().numpy(), cost, rtol=0, atol=atol, err_msg=f"{measure}: LambdaRank loss")

@@ -64,8 +64,10 @@ class _GradedRetrievalMetric(RetrievalMetric):
         self.top_k = check_positive_int(top_k, "top_k", allow_none=True)
         checked = resolve_g(g, torch.device("cpu"))
         self.g = None if checked is None else checked.tolist()
-        self._measure = parse_measure(self.measure_name if self.top_k is None else f"{self.measure_name}@{self.top_k}")
-        self._uncut = parse_measure(self.measure_name)  # normalize_by="retrieved": the retrieved documents alone
+        self._measure = parse_measure(self.measure_name if self.top_k is None else f"{self.measure_name}@{self.top_k}"
+                                      ).with_params(g=self.g)
+        # normalize_by="retrieved": the retrieved documents alone
+        self._uncut = parse_measure(self.measure_name).with_params(g=self.g)
 
     def update(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor) -> None:
         """Add a batch of documents: scores, graded targets (integers 0..30, in an integer or a float tensor;
@@ -117,8 +119,8 @@ class _GradedRetrievalMetric(RetrievalMetric):
         undefined on the query's documents (no document of a grade the measure counts)."""
         # settings that default from the data (a uniform g) from every document, not one bucket's
         top = int(grades.max(initial=0))
-        keywords = self._measure.whole_set_keywords(top, self.g)
-        _, scale, scale_source = self._measure.settings(self.g)
+        keywords = self._measure.whole_set_keywords(top)
+        _, scale, scale_source = self._measure.settings()
         if scale is not None and top > scale:  # checked here: documents not retrieved are masked below
             raise GaprankInputError(f"label {top} is above the grade scale 0..{scale} set by {scale_source}")
         everything = np.ones(scores.size, dtype=bool)

@@ -300,17 +300,18 @@ class ListFactorPlan(FactorPlan):
         return self.result
 
 
-def rank_for_measure(scores, labels, measure: Measure, *, g=None, mask=None, grade_counts=None,
+def rank_for_measure(scores, labels, measure: Measure, *, mask=None, grade_counts=None,
                      max_grade: int | None = None, by_score: bool = True,
                      validate: bool = True) -> tuple[RankedLists, dict[str, Any]]:
-    """Check a measure's settings (with GAP's ``g`` when given), rank the lists (ties stable) on the grade
+    """Check a measure's settings (its own parameters: a keyword ``g`` joined it through
+    :meth:`~gaprank.metrics.Measure.with_params`), rank the lists (ties stable) on the grade
     scale they fix, and fill the settings that depend on the data (a uniform ``g`` over the lists' grades).
     ``max_grade``: the grade scale 0..max_grade when no setting fixes it (one that does must agree).
     ``by_score=False``: the lists are not sorted (for callers that read only score-independent inputs).
     ``validate``: as in :func:`~gaprank.metrics.rank_lists`.
 
     Returns the ranked lists and the measure's parameters, by keyword."""
-    values, scale, source = measure.settings(g)
+    values, scale, source = measure.settings()
     if max_grade is not None:
         max_grade = check_positive_int(max_grade, "max_grade", allow_none=False)
         if scale is not None and scale != max_grade:

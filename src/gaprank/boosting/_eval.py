@@ -65,6 +65,8 @@ class RankingEval:
             raise GaprankInputError(f"measure names must be unique (LightGBM keys results by name); got {names}")
         checked = resolve_g(g, torch.device("cpu"))
         self.g = None if checked is None else checked.tolist()
+        # g joins the measures that take it and whose strings set none
+        self.measures = [m.with_defaults(g=self.g) for m in self.measures]
         self.conventions = get_conventions(conventions)
         self._layouts = LayoutCache(_BucketedLabels.build)
 
@@ -78,7 +80,7 @@ class RankingEval:
         scores = check_flat_scores(preds, layout.labels.size)
         # a measure whose scale defaults to the largest label takes the whole set's, not a bucket's
         top = int(layout.labels.max())
-        options = {m.name: {**self.conventions.keywords(m), **m.whole_set_keywords(top, self.g)}
+        options = {m.name: {**self.conventions.keywords(m), **m.whole_set_keywords(top)}
                    for m in self.measures}
 
         def evaluate(bucket: LengthBucket) -> dict[str, Any]:

@@ -96,7 +96,7 @@ class _PreparedData:
 class LambdaMARTObjective:
     """The LambdaRank gradients and hessians of a measure for flat rows grouped by query, engine-neutral.
 
-    ``settings``: a :class:`LambdaMARTSettings`, or its fields as a metric and keywords
+    ``settings``: a :class:`LambdaMARTSettings`, or its fields as a measure string and keywords
     (``LambdaMARTObjective("nDCG@10", truncation_level=30)``). :meth:`gradients` is what every booster's
     adapter calls (:mod:`gaprank.lightgbm`, :mod:`gaprank.xgboost`). Per data set (cached, so once per
     training run) the rankable queries are laid out and their factor plan and pair engine built; per call,
@@ -108,9 +108,9 @@ class LambdaMARTObjective:
         if fields and isinstance(settings, LambdaMARTSettings):
             raise GaprankInputError("give either a LambdaMARTSettings or its fields, not both")
         self.settings = settings if isinstance(settings, LambdaMARTSettings) else LambdaMARTSettings(settings, **fields)
-        self.measure = self.settings.measure
-        # the measure's own settings, checked once, and the grade scale they fix, if any
-        self._values, self._scale, self._scale_source = self.measure.settings(self.settings.g)
+        self.measure = self.settings.parsed_measure
+        # the measure's own settings (g among them), checked once, and the grade scale they fix, if any
+        self._values, self._scale, self._scale_source = self.measure.settings()
         self.label_gain = (None if self.settings.label_gain is None else
                            torch.tensor(self.settings.label_gain, dtype=torch.float64))
         self.block_elements = check_positive_int(block_elements, "block_elements")

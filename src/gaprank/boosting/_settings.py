@@ -15,12 +15,13 @@ from typing import Any, Literal
 import numpy as np
 
 from .._engine.backends import check_backend
-from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
+from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma, renamed_keywords
 from ..metrics import GainDiscountForm, Measure, objective_measure
 
 PRECISIONS = ("float32", "float64")
 
 
+@renamed_keywords(metric="measure")
 @dataclass(frozen=True)
 class LambdaMARTSettings:
     """What a LambdaMART objective is: the measure whose swap deltas weigh the pairs and how the pairs are
@@ -28,14 +29,15 @@ class LambdaMARTSettings:
 
     Parameters
     ----------
-    metric : str, default 'gap'
+    measure : str, default 'gap'
         The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg',
         'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
+        (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
-        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's
-        grades.
+        GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
+        the two); default uniform over the data set's grades.
     sigma : float, default 1.0
         The logistic's steepness (LightGBM's ``sigmoid``).
     truncation_level : int, optional
@@ -58,11 +60,11 @@ class LambdaMARTSettings:
     Examples
     --------
     >>> from gaprank.boosting import LambdaMARTSettings
-    >>> LambdaMARTSettings("nDCG@10", truncation_level=30).measure.k
+    >>> LambdaMARTSettings("nDCG@10", truncation_level=30).parsed_measure.k
     10
     """
 
-    metric: str = "gap"
+    measure: str = "gap"
     g: list[float] | None = None
     sigma: float = 1.0
     truncation_level: int | None = None
@@ -72,9 +74,9 @@ class LambdaMARTSettings:
     backend: Literal["auto", "compiled", "torch"] = "auto"
 
     def __post_init__(self) -> None:
-        measure = objective_measure(self.metric)
+        measure = objective_measure(self.measure).with_params(g=self.g)
         object.__setattr__(self, "_measure", measure)  # parsed once; not a field
-        measure.settings(self.g)  # g and the string's own parameters, checked
+        measure.settings()  # g and the string's own parameters, checked
         check_sigma(self.sigma)
         check_positive_int(self.truncation_level, "truncation_level")
         if not isinstance(self.norm, (bool, np.bool_)):
@@ -84,7 +86,7 @@ class LambdaMARTSettings:
         if self.label_gain is not None:
             if not (isinstance(measure.info.form, GainDiscountForm) and "gain" in measure.info.parameters):
                 # a gain per label replaces nDCG's gain table, not a kernel's or a relevance rule
-                raise GaprankInputError(f"label_gain applies to metric='ndcg' only, not {self.metric!r} "
+                raise GaprankInputError(f"label_gain applies to measure='ndcg' only, not {self.measure!r} "
                                         "(the AP family uses g)")
             gains = np.asarray(self.label_gain, dtype=np.float64)
             if gains.ndim != 1 or gains.size == 0 or not np.isfinite(gains).all():
@@ -92,8 +94,8 @@ class LambdaMARTSettings:
                                         f"got {self.label_gain!r}")
 
     @property
-    def measure(self) -> Measure:
-        """The parsed measure string."""
+    def parsed_measure(self) -> Measure:
+        """The measure string parsed, with ``g`` joined to its own parameters."""
         return self._measure  # type: ignore[attr-defined]
 
     def replace(self, **changes: Any) -> LambdaMARTSettings:

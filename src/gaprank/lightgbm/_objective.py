@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._inputs import renamed_keywords
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings
 from ._folds import check_whole_queries
@@ -48,8 +49,9 @@ class SklearnObjective:
         return f"sklearn_objective({self.objective!r})"
 
 
+@renamed_keywords(metric="measure")
 def lambdarank_objective(
-    metric: str = "gap",
+    measure: str = "gap",
     *,
     g: list[float] | None = None,
     sigma: float = 1.0,
@@ -61,18 +63,18 @@ def lambdarank_objective(
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
-    ``metric``: any measure string with swap deltas: "gap", "egap", "xgap" (with threshold probabilities
+    ``measure``: any measure string with swap deltas: "gap", "egap", "xgap" (with threshold probabilities
     ``g``, default uniform over the data set's grades), "ap" (relevant = label >= 1), "AP(rel=2)", "ndcg"
     (gain ``label_gain``, default :math:`2^l - 1`; without a cutoff of its own, ideal DCG at
     ``truncation_level`` and discounts :math:`1/\log_2(1 + n)` at every rank), "nDCG@10", "P@5",
     "RBP(p=0.8)", "ERR", "Q", "vG", "eRAP(p=[0,0.5,1])", ...
-    :math:`\Delta M_{ij}` is the exact change of the metric when documents i and j swap places in the
+    :math:`\Delta M_{ij}` is the exact change of the measure when documents i and j swap places in the
     ranking the current scores induce (ties in row order), in O(c) per pair for the AP family and O(1)
     for the others (docs: The maths, "Swap deltas in O(c) per pair").
 
     ``truncation_level`` k keeps the pairs whose higher-ranked document is in the current top k
     (None: all pairs); ``norm`` divides :math:`|\Delta M|` by :math:`0.01 + |s_i - s_j|` and scales
-    each query's gradients by :math:`\log_2(1 + S)/S` (S: its lambda sum). With ``metric="ndcg",
+    each query's gradients by :math:`\log_2(1 + S)/S` (S: its lambda sum). With ``measure="ndcg",
     truncation_level=30, norm=True`` this is LightGBM's own ``objective="lambdarank"`` (its defaults
     ``lambdarank_truncation_level=30``, ``lambdarank_norm=true``, ``sigmoid=1``).
 
@@ -83,14 +85,15 @@ def lambdarank_objective(
 
     Parameters
     ----------
-    metric : str, default 'gap'
+    measure : str, default 'gap'
         The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg',
         'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
+        (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
-        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's
-        grades.
+        GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
+        the two); default uniform over the data set's grades.
     sigma : float, default 1.0
         The logistic's steepness (LightGBM's ``sigmoid``).
     truncation_level : int, optional
@@ -128,12 +131,13 @@ def lambdarank_objective(
     >>> booster.predict(X).shape
     (60,)
     """
-    return LambdaRankObjective(LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
+    return LambdaRankObjective(LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
                                                   label_gain=label_gain, precision=precision, backend=backend))
 
 
+@renamed_keywords(metric="measure")
 def sklearn_objective(
-    metric: str = "gap",
+    measure: str = "gap",
     *,
     g: list[float] | None = None,
     sigma: float = 1.0,
@@ -147,14 +151,15 @@ def sklearn_objective(
 
     Parameters
     ----------
-    metric : str, default 'gap'
+    measure : str, default 'gap'
         The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg',
         'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
+        (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
-        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's
-        grades.
+        GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
+        the two); default uniform over the data set's grades.
     sigma : float, default 1.0
         The logistic's steepness (LightGBM's ``sigmoid``).
     truncation_level : int, optional
@@ -190,6 +195,6 @@ def sklearn_objective(
     >>> ranker.fit(X, y, group=[20, 20, 20]).predict(X).shape
     (60,)
     """
-    settings = LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
+    settings = LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
                                   label_gain=label_gain, precision=precision, backend=backend)
     return SklearnObjective(LambdaRankObjective(settings))

@@ -5,26 +5,27 @@ from __future__ import annotations
 import torch
 
 from .._engine.factors import pair_factors, rank_for_measure, symmetric_deltas, to_document_space
-from .._inputs import GaprankInputError, check_positive_int
+from .._inputs import GaprankInputError, check_positive_int, renamed_keywords
 from .._typing import ArrayLike
 from ..metrics import objective_measure
 
 
+@renamed_keywords(metric="measure")
 def swap_deltas(
     scores: ArrayLike,
     labels: ArrayLike,
     *,
-    metric: str,
+    measure: str,
     g: ArrayLike | None = None,
     mask: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     k: int | None = None,
 ) -> torch.Tensor:
-    r"""Signed change of ``metric`` when documents i and j swap places, for every pair: ``[B, N, N]``.
+    r"""Signed change of ``measure`` when documents i and j swap places, for every pair: ``[B, N, N]``.
 
     The ranking is the one the scores induce (higher first, ties in input order). The result is in
     document-index space (entry [b, i, j] is about documents i and j of query b), symmetric, and zero
-    for equal labels and for padding. ``metric`` is any measure string with swap deltas ("gap", "AP(rel=2)",
+    for equal labels and for padding. ``measure`` is any measure string with swap deltas ("gap", "AP(rel=2)",
     "nDCG@10", "P@5", "RBP(p=0.8)", "ERR", "Q", "vG", "eRAP(p=[0,0.5,1])", ...); ``k`` (or the string's
     ``@k``) gives the delta of the measure at cutoff k. AP-family deltas use the swap deltas of the docs'
     page The maths (O(c) per pair); the discounted-gain family (nDCG, P@k, RBP, ...)
@@ -38,12 +39,13 @@ def swap_deltas(
         differentiated with respect to them.
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    metric : str
+    measure : str
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
         whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+        (``metric=``, its old name, is deprecated.)
     g : array-like, optional
-        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
-        uniform over grades 1..c.
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
+        ``g`` in the string (give one of the two); default uniform over grades 1..c.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -64,16 +66,16 @@ def swap_deltas(
     --------
     >>> import torch
     >>> from gaprank.losses import swap_deltas
-    >>> d = swap_deltas(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0, 1, 0]), metric="ap")
+    >>> d = swap_deltas(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0, 1, 0]), measure="ap")
     >>> d[0, 1].item()   # moving the relevant document from rank 2 to rank 1: AP 0.5 -> 1
     0.5
     """
     k = check_positive_int(k)
-    measure = objective_measure(metric)
-    if k is not None and measure.k is not None and k != measure.k:
-        raise GaprankInputError(f"metric {measure.name!r} sets cutoff {measure.k}; k={k} disagrees")
-    ranked, params = rank_for_measure(scores, labels, measure, g=g, mask=mask, grade_counts=grade_counts)
-    factors = pair_factors(measure, ranked, params, k=k)
+    parsed = objective_measure(measure).with_params(g=g)
+    if k is not None and parsed.k is not None and k != parsed.k:
+        raise GaprankInputError(f"measure {parsed.name!r} sets cutoff {parsed.k}; k={k} disagrees")
+    ranked, params = rank_for_measure(scores, labels, parsed, mask=mask, grade_counts=grade_counts)
+    factors = pair_factors(parsed, ranked, params, k=k)
     if factors is None:
         rank_space = ranked.counts.new_zeros(ranked.batch, ranked.list_size, ranked.list_size)
     else:

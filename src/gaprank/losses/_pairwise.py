@@ -15,6 +15,7 @@ LambdaMART"). RankNet is the same with :math:`|\Delta M| = 1` (Burges et al., IC
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
 import numpy as np
@@ -26,7 +27,7 @@ from .._engine.batches import BatchPairs
 from .._engine.factors import rank_for_measure
 from .._engine.pairs import PairwiseTerms
 from .._engine.slots import SlotLayout
-from .._inputs import MAX_GRADE, check_positive_int, check_sigma
+from .._inputs import MAX_GRADE, check_positive_int, check_sigma, renamed_keywords
 from .._typing import ArrayLike
 from ..metrics import objective_measure, rank_lists
 from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
@@ -71,11 +72,12 @@ def _attach_terms(scores, mask, ranked, terms: PairwiseTerms, reduction: str):
     return _attach(scores, mask, ranked, terms.cost, scatter_to_documents(terms.grad, ranked.order), reduction)
 
 
+@renamed_keywords(metric="measure")
 def lambdarank_loss(
     scores: torch.Tensor,
     labels: ArrayLike,
     *,
-    metric: str = "gap",
+    measure: str = "gap",
     g: ArrayLike | None = None,
     sigma: float = 1.0,
     k: int | None = None,
@@ -86,7 +88,7 @@ def lambdarank_loss(
     validate: bool = True,
     backend: Backend = "auto",
 ) -> torch.Tensor:
-    r"""LambdaRank loss whose gradient w.r.t. the scores is the lambda sums for ``metric``.
+    r"""LambdaRank loss whose gradient w.r.t. the scores is the lambda sums for ``measure``.
 
     .. math::
 
@@ -95,8 +97,8 @@ def lambdarank_loss(
         \quad \lambda_{ij} = \frac{\sigma |\Delta M_{ij}|}{1 + e^{\sigma (s_i - s_j)}}
 
     summed per query (then reduced over queries by ``reduction``). :math:`\Delta M_{ij}` is the change
-    of ``metric`` when documents i and j swap places in the ranking the scores induce (held fixed, as in
-    LambdaRank). ``metric`` is any measure string with swap deltas: "gap", "eGAP(g=[0.2,0.8])", "AP(rel=2)",
+    of ``measure`` when documents i and j swap places in the ranking the scores induce (held fixed, as in
+    LambdaRank). ``measure`` is any measure string with swap deltas: "gap", "eGAP(g=[0.2,0.8])", "AP(rel=2)",
     "nDCG@10", "P@5", "RBP(p=0.8)", "ERR", "Q", "vG", "eRAP(p=[0,0.5,1])", ... (an ``@k`` gives the
     deltas of the measure at cutoff k; docs: The maths, swap deltas in O(c) per pair). Ties in the
     scores are ranked in input order for Delta M and give :math:`\rho = 1/2`. ``k``: only pairs whose
@@ -105,7 +107,7 @@ def lambdarank_loss(
     at depth k. Queries without two different labels give 0 loss
     and 0 gradient; padding gets exactly 0 gradient. Robertson et al. (2010), sec. 5; Burges et al. (2006).
 
-    The grade scale 0..c is fixed by ``metric``'s settings (``g``, ``p``, ...), else by ``max_grade``, else it
+    The grade scale 0..c is fixed by ``measure``'s settings (``g``, ``p``, ...), else by ``max_grade``, else it
     is the largest label of the batch (which then also sets a default uniform ``g``): pass ``max_grade`` so
     that every batch is scored on the data set's scale. ``validate=False`` is for trusted inputs on a GPU:
     nothing is read back from the device, so the call never waits for it (the checks of finite scores and of
@@ -120,12 +122,13 @@ def lambdarank_loss(
         differentiated with respect to them.
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    metric : str, default "gap"
+    measure : str, default "gap"
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
         whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+        (``metric=``, its old name, is deprecated.)
     g : array-like, optional
-        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
-        uniform over grades 1..c.
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
+        ``g`` in the string (give one of the two); default uniform over grades 1..c.
     sigma : float, default 1.0
         The logistic's steepness: rho_ij = 1 / (1 + exp(sigma (s_i - s_j))).
     k : int, optional
@@ -165,16 +168,16 @@ def lambdarank_loss(
     >>> import torch
     >>> from gaprank.losses import lambdarank_loss
     >>> scores = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
-    >>> lambdarank_loss(scores, torch.tensor([2, 1, 0]), metric="gap", g=[0.5, 0.5]).backward()
+    >>> lambdarank_loss(scores, torch.tensor([2, 1, 0]), measure="gap", g=[0.5, 0.5]).backward()
     >>> bool(scores.grad[0] < 0 < scores.grad[2])   # push the grade-2 document up, the grade-0 down
     True
     """
-    return _lambdarank(scores, labels, BatchPairs(kept=0), metric=metric, g=g, sigma=sigma, k=k, mask=mask,
+    return _lambdarank(scores, labels, BatchPairs(kept=0), measure=measure, g=g, sigma=sigma, k=k, mask=mask,
                        grade_counts=grade_counts, max_grade=max_grade, reduction=reduction, validate=validate,
                        backend=backend)
 
 
-def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, metric: str, g, sigma: float, k: int | None,
+def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: str, g, sigma: float, k: int | None,
                 mask: torch.Tensor | None, grade_counts, max_grade: int | None, reduction: str,
                 validate: bool, backend: str) -> torch.Tensor:
     """:func:`lambdarank_loss` on the pair engines that ``engines`` keeps (for the torch backend)."""
@@ -182,15 +185,15 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, metric: st
     refuse_function_transforms(scores, "lambdarank_loss")
     sigma = check_sigma(sigma)
     k = check_positive_int(k)
-    measure = objective_measure(metric)
-    direct = lambda_backend(backend, measure, scores.device) == "compiled"
-    ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts,
+    parsed = objective_measure(measure).with_params(g=g)
+    direct = lambda_backend(backend, parsed, scores.device) == "compiled"
+    ranked, params = rank_for_measure(scores.detach(), labels, parsed, mask=mask, grade_counts=grade_counts,
                                       max_grade=max_grade, by_score=not direct, validate=validate)
     s, m = as_batch(scores.detach(), mask)
     if direct:
-        cost, grad = _compiled_terms(s, m, ranked, measure, params, sigma, k)
+        cost, grad = _compiled_terms(s, m, ranked, parsed, params, sigma, k)
         return _attach(scores, mask, ranked, cost, grad, reduction)
-    terms = engines.terms(measure, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
+    terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
     return _attach_terms(scores, mask, ranked, terms, reduction)
 
 
@@ -262,40 +265,58 @@ def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float,
 
 
 class LambdaRankLoss(torch.nn.Module):
-    """LambdaRank with |Delta metric| swap weights; see :func:`lambdarank_loss` (value to minimise).
+    """LambdaRank with |Delta M| swap weights; see :func:`lambdarank_loss` (value to minimise).
 
     The module keeps its layouts, factor plans and engine buffers per batch shape between calls (working
     memory, not state: a copy starts empty); its numbers are :func:`lambdarank_loss`'s.
 
     Parameters
     ----------
-    metric, g, sigma, k, reduction, max_grade, validate, backend
-        As in :func:`lambdarank_loss`, used on every call.
+    measure, g, sigma, k, reduction, max_grade, validate, backend
+        As in :func:`lambdarank_loss`, used on every call (``metric=``, the old name of ``measure``, is
+        deprecated; so is the attribute ``metric``).
 
     Examples
     --------
     >>> import torch
     >>> from gaprank.losses import LambdaRankLoss
-    >>> loss = LambdaRankLoss(metric="egap", g=[0.5, 0.5], k=10)
+    >>> loss = LambdaRankLoss(measure="egap", g=[0.5, 0.5], k=10)
     >>> scores = torch.randn(4, 20, requires_grad=True)
     >>> loss(scores, torch.randint(0, 3, (4, 20))).backward()
     """
 
-    def __init__(self, metric: str = "gap", g: ArrayLike | None = None, sigma: float = 1.0, k: int | None = None,
+    @renamed_keywords(metric="measure")
+    def __init__(self, measure: str = "gap", g: ArrayLike | None = None, sigma: float = 1.0, k: int | None = None,
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
                  validate: bool = True, backend: Backend = "auto") -> None:
         super().__init__()
-        self.metric, self.g, self.sigma, self.k, self.reduction = metric, g, sigma, k, reduction
+        self.measure, self.g, self.sigma, self.k, self.reduction = measure, g, sigma, k, reduction
         self.max_grade, self.validate, self.backend = max_grade, validate, check_backend(backend)
         self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return _lambdarank(scores, labels, self._engines, metric=self.metric, g=self.g, sigma=self.sigma, k=self.k,
+        return _lambdarank(scores, labels, self._engines, measure=self.measure, g=self.g, sigma=self.sigma, k=self.k,
                            mask=mask, grade_counts=None, max_grade=self.max_grade, reduction=self.reduction,
                            validate=self.validate, backend=self.backend)
 
+    @property
+    def metric(self) -> str:
+        """Deprecated old name of :attr:`measure`."""
+        warnings.warn("LambdaRankLoss.metric is deprecated; use LambdaRankLoss.measure", DeprecationWarning, stacklevel=2)
+        return self.measure
+
+    @metric.setter
+    def metric(self, value: str) -> None:
+        warnings.warn("LambdaRankLoss.metric is deprecated; use LambdaRankLoss.measure", DeprecationWarning, stacklevel=2)
+        self.measure = value
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        if "metric" in state:  # pickled before the rename
+            state["measure"] = state.pop("metric")
+        super().__setstate__(state)
+
     def extra_repr(self) -> str:
-        return (f"metric={self.metric!r}, g={self.g}, sigma={self.sigma}, k={self.k}, reduction={self.reduction!r}, "
+        return (f"measure={self.measure!r}, g={self.g}, sigma={self.sigma}, k={self.k}, reduction={self.reduction!r}, "
                 f"max_grade={self.max_grade}, validate={self.validate}, backend={self.backend!r}")
 
 

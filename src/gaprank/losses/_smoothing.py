@@ -197,6 +197,6 @@ def threshold_ranks(s: torch.Tensor, m: torch.Tensor, labels: torch.Tensor, num_
 def refuse_kernel(metric: str, measure: str, smoothing: str) -> GaprankInputError:
     """The refusal of an AP-family measure whose kernel does not decompose over grade thresholds."""
     return GaprankInputError(
-        f"metric {metric!r}: smoothing={smoothing!r} takes the AP family through the threshold identity, which "
+        f"measure {metric!r}: smoothing={smoothing!r} takes the AP family through the threshold identity, which "
         f"needs K[t, u] = K[u, u] for every grade t above the pivot's u; {measure}'s kernel changes with the grade "
         "above the pivot (AP, GAP, xGAP and eGAP decompose; vG and eRAP do not)")

@@ -27,7 +27,7 @@ from typing import Literal, cast
 import torch
 
 from .._engine.factors import rank_for_measure
-from .._inputs import GaprankInputError, check_choice, check_sigma
+from .._inputs import GaprankInputError, check_choice, check_sigma, renamed_keywords
 from .._typing import ArrayLike
 from ..distributions import RankLawBuffers, expected_score_rank_values, pair_block
 from ..metrics import (
@@ -85,15 +85,16 @@ def resolve_smoothing(smoothing: str, mode: str | None) -> Smoothing:
     return cast(Smoothing, str(check_choice(smoothing, "smoothing", SMOOTHINGS)))
 
 
-def smoothing_measure(metric, smoothing: str):
-    """The measure of ``metric`` checked for ``smoothing``; a clear error for one the smoothing cannot serve."""
+def smoothing_measure(text, smoothing: str):
+    """The measure string ``text`` parsed and checked for ``smoothing``; a clear error for one the smoothing
+    cannot serve."""
     if smoothing in ("softrank", "expected"):
-        return objective_measure(metric, mode="exact" if smoothing == "expected" else "soft")
+        return objective_measure(text, mode="exact" if smoothing == "expected" else "soft")
     try:
-        measure = objective_measure(metric, mode="soft")
+        measure = objective_measure(text, mode="soft")
     except GaprankInputError:
         try:
-            parsed = parse_measure(metric) if isinstance(metric, str) else None
+            parsed = parse_measure(text) if isinstance(text, str) else None
         except GaprankInputError:
             parsed = None
         if parsed is None or parsed.info.form.has_smooth:
@@ -101,7 +102,7 @@ def smoothing_measure(metric, smoothing: str):
         refused = {name.lower() for name in NOT_THRESHOLD_MEASURES}
         served = [name for name in objective_names(mode="soft") if name.lower() not in refused]
         raise GaprankInputError(
-            f"metric {parsed.name!r}: smoothing={smoothing!r} serves measures that sum a function of each document's "
+            f"measure {parsed.name!r}: smoothing={smoothing!r} serves measures that sum a function of each document's "
             f"rank (the AP family, the discounted-gain family); {parsed.info.name}'s value is not such a sum; "
             f"measures it serves: {', '.join(served)}") from None
     if isinstance(measure.info.form, KernelForm) and measure.info.name in NOT_THRESHOLD_MEASURES:
@@ -178,14 +179,14 @@ def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts
     return expected_score_rank_values(s, m, sigma, discounts, buffers) * m
 
 
-def _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts, max_grade, validate, buffers=None):
+def _soft_values(scores, labels, text, g, sigma, smoothing, mask, grade_counts, max_grade, validate, buffers=None):
     """(soft values [B], best values [B] float64, defined [B] bool, ranked lists)."""
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
     check_choice(smoothing, "smoothing", SMOOTHINGS)
-    measure = smoothing_measure(metric, smoothing)
+    measure = smoothing_measure(text, smoothing).with_params(g=g)
     # an expectation over the score distributions reads no ranking: the grade counts only, lists left unsorted
-    ranked, params = rank_for_measure(scores.detach(), labels, measure, g=g, mask=mask, grade_counts=grade_counts,
+    ranked, params = rank_for_measure(scores.detach(), labels, measure, mask=mask, grade_counts=grade_counts,
                                       max_grade=max_grade, by_score=False, validate=validate)
     s, m = as_batch(scores, mask)
     doc_labels = ranked.document_grades()
@@ -223,11 +224,12 @@ def _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts
     return values, best, kernel.defined, ranked
 
 
+@renamed_keywords(metric="measure")
 def soft_metric(
     scores: torch.Tensor,
     labels: ArrayLike,
     *,
-    metric: str,
+    measure: str,
     sigma: float,
     g: ArrayLike | None = None,
     smoothing: Smoothing = DEFAULT_SMOOTHING,
@@ -237,9 +239,9 @@ def soft_metric(
     validate: bool = True,
     mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
-    r"""The smooth value of ``metric``, per query: SoftRank's by default, or another smoothing of the ranks.
+    r"""The smooth value of ``measure``, per query: SoftRank's by default, or another smoothing of the ranks.
 
-    ``metric``: a measure string of the AP family (through its kernel: "gap", "xgap", "egap", "ap",
+    ``measure``: a measure string of the AP family (through its kernel: "gap", "xgap", "egap", "ap",
     "AP(rel=2)", "vG", "eRAP(p=[0,0.5,1])", ...) or of the discounted-gain family (SoftRank's expected
     discounts: "ndcg" is SoftNDCG, "nDCG@10", "P@5", "RBP(p=0.8)", ...).
     ``sigma`` is the standard deviation of every document's score, so
@@ -263,9 +265,10 @@ def soft_metric(
         differentiated with respect to them.
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    metric : str
+    measure : str
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
         whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+        (``metric=``, its old name, is deprecated.)
     sigma : float
         The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
         goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
@@ -273,8 +276,8 @@ def soft_metric(
         "softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the
         regularisation strength epsilon of the projection onto the permutahedron.
     g : array-like, optional
-        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
-        uniform over grades 1..c.
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
+        ``g`` in the string (give one of the two); default uniform over grades 1..c.
     smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
         How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
         expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation
@@ -315,25 +318,26 @@ def soft_metric(
     >>> import torch
     >>> from gaprank.losses import soft_metric
     >>> s, y = torch.tensor([3.0, 2.0, 1.0]), torch.tensor([2, 0, 1])
-    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4).item(), 6)   # -> GAP as sigma -> 0
+    >>> round(soft_metric(s, y, measure="gap", g=[0.5, 0.5], sigma=1e-4).item(), 6)   # -> GAP as sigma -> 0
     0.888889
-    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="expected").item(), 6)
+    >>> round(soft_metric(s, y, measure="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="expected").item(), 6)
     0.888889
-    >>> round(soft_metric(s, y, metric="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="fast_soft_rank").item(), 6)
+    >>> round(soft_metric(s, y, measure="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="fast_soft_rank").item(), 6)
     0.888889
     """
     smoothing = resolve_smoothing(smoothing, mode)
-    values, _, defined, ranked = _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts,
+    values, _, defined, ranked = _soft_values(scores, labels, measure, g, sigma, smoothing, mask, grade_counts,
                                               max_grade, validate)
     values = torch.where(defined, values, torch.zeros_like(values)).to(scores.dtype)
     return values[0] if ranked.spec.squeeze else values
 
 
+@renamed_keywords(metric="measure")
 def soft_metric_loss(
     scores: torch.Tensor,
     labels: ArrayLike,
     *,
-    metric: str,
+    measure: str,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
     smoothing: Smoothing = DEFAULT_SMOOTHING,
@@ -350,7 +354,7 @@ def soft_metric_loss(
     larger recall base; the papers' :math:`\sum_{k \le \tau} g_k` for xGAP and eGAP), a constant, so the
     gradient is that of :math:`-\mathrm{Soft}M` and the loss is 0 at a perfect, confident ranking.
     Queries without two different labels, or without a relevant document, give 0 loss and 0 gradient.
-    See :func:`soft_metric` for ``metric``, ``sigma``, ``smoothing``, ``max_grade`` and ``validate``.
+    See :func:`soft_metric` for ``measure``, ``sigma``, ``smoothing``, ``max_grade`` and ``validate``.
 
     Parameters
     ----------
@@ -359,12 +363,13 @@ def soft_metric_loss(
         differentiated with respect to them.
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    metric : str
+    measure : str
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
         whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+        (``metric=``, its old name, is deprecated.)
     g : array-like, optional
-        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
-        uniform over grades 1..c.
+        GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
+        ``g`` in the string (give one of the two); default uniform over grades 1..c.
     sigma : float, default 1.0
         The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
         goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
@@ -414,18 +419,18 @@ def soft_metric_loss(
     >>> import torch
     >>> from gaprank.losses import soft_metric_loss
     >>> scores = torch.tensor([[0.5, 1.0, -1.0]], requires_grad=True)
-    >>> loss = soft_metric_loss(scores, torch.tensor([[2, 1, 0]]), metric="gap", g=[0.5, 0.5])
+    >>> loss = soft_metric_loss(scores, torch.tensor([[2, 1, 0]]), measure="gap", g=[0.5, 0.5])
     >>> loss.backward(); bool(scores.grad[0, 0] < 0)   # raising the grade-2 document lowers the loss
     True
     """
     smoothing = resolve_smoothing(smoothing, mode)
-    return _soft_metric_loss(scores, labels, metric, g, sigma, smoothing, mask, grade_counts, reduction, max_grade,
+    return _soft_metric_loss(scores, labels, measure, g, sigma, smoothing, mask, grade_counts, reduction, max_grade,
                              validate)
 
 
-def _soft_metric_loss(scores, labels, metric, g, sigma, smoothing, mask, grade_counts, reduction, max_grade, validate,
+def _soft_metric_loss(scores, labels, measure, g, sigma, smoothing, mask, grade_counts, reduction, max_grade, validate,
                       buffers: RankLawBuffers | None = None):
-    values, best, defined, ranked = _soft_values(scores, labels, metric, g, sigma, smoothing, mask, grade_counts,
+    values, best, defined, ranked = _soft_values(scores, labels, measure, g, sigma, smoothing, mask, grade_counts,
                                                  max_grade, validate, buffers)
     keep = defined & rankable(ranked)
     regret = torch.where(keep, best.to(values.dtype) - values, torch.zeros_like(values)).to(scores.dtype)
@@ -447,7 +452,7 @@ def soft_gap_loss(
     mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""GAP loss: ``gap(ideal) - SoftGAP`` per query; :func:`soft_metric_loss` with
-    ``metric='gap'`` (Robertson et al. 2010, sec. 5).
+    ``measure='gap'`` (Robertson et al. 2010, sec. 5).
 
     Parameters
     ----------
@@ -511,7 +516,7 @@ def soft_gap_loss(
     0.0
     """
     smoothing = resolve_smoothing(smoothing, mode)
-    return soft_metric_loss(scores, labels, metric='gap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
+    return soft_metric_loss(scores, labels, measure='gap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
@@ -530,7 +535,7 @@ def soft_xgap_loss(
     mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""xGAP loss: ``xgap(ideal) - SoftxGAP`` per query; :func:`soft_metric_loss` with
-    ``metric='xgap'`` (kernel of Ferrante et al., eq. 5).
+    ``measure='xgap'`` (kernel of Ferrante et al., eq. 5).
 
     Parameters
     ----------
@@ -594,7 +599,7 @@ def soft_xgap_loss(
     0.0
     """
     smoothing = resolve_smoothing(smoothing, mode)
-    return soft_metric_loss(scores, labels, metric='xgap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
+    return soft_metric_loss(scores, labels, measure='xgap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
@@ -613,7 +618,7 @@ def soft_egap_loss(
     mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""eGAP loss: ``egap(ideal) - SofteGAP`` per query; :func:`soft_metric_loss` with
-    ``metric='egap'`` (kernel of Ferrante et al., eq. 6).
+    ``measure='egap'`` (kernel of Ferrante et al., eq. 6).
 
     Parameters
     ----------
@@ -677,7 +682,7 @@ def soft_egap_loss(
     0.0
     """
     smoothing = resolve_smoothing(smoothing, mode)
-    return soft_metric_loss(scores, labels, metric='egap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
+    return soft_metric_loss(scores, labels, measure='egap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
@@ -696,7 +701,7 @@ def soft_ap_loss(
     mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""AP loss: ``ap(ideal) - SoftAP`` per query; :func:`soft_metric_loss` with
-    ``metric='ap'`` (binary AP, labels >= 1 relevant).
+    ``measure='ap'`` (binary AP, labels >= 1 relevant).
 
     Parameters
     ----------
@@ -760,7 +765,7 @@ def soft_ap_loss(
     0.0
     """
     smoothing = resolve_smoothing(smoothing, mode)
-    return soft_metric_loss(scores, labels, metric='ap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
+    return soft_metric_loss(scores, labels, measure='ap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
@@ -778,7 +783,7 @@ def soft_ndcg_loss(
     mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""SoftNDCG loss: ``1 - SoftNDCG`` per query (Taylor et al. 2008); :func:`soft_metric_loss` with
-    ``metric="ndcg"``.
+    ``measure="ndcg"``.
 
     Parameters
     ----------
@@ -839,12 +844,12 @@ def soft_ndcg_loss(
     0.0
     """
     smoothing = resolve_smoothing(smoothing, mode)
-    return soft_metric_loss(scores, labels, metric="ndcg", sigma=sigma, smoothing=smoothing, mask=mask,
+    return soft_metric_loss(scores, labels, measure="ndcg", sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
 
 class _SoftMetricLoss(torch.nn.Module):
-    metric = ""
+    measure = ""
 
     def __init__(self, g: ArrayLike | None = None, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
@@ -855,7 +860,7 @@ class _SoftMetricLoss(torch.nn.Module):
         self._arrays = RankLawBuffers()  # working arrays of the rank laws (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return _soft_metric_loss(scores, labels, self.metric, self.g, self.sigma, self.smoothing, mask, None, self.reduction,
+        return _soft_metric_loss(scores, labels, self.measure, self.g, self.sigma, self.smoothing, mask, None, self.reduction,
                                  self.max_grade, self.validate, self._arrays)
 
     def extra_repr(self) -> str:
@@ -877,25 +882,25 @@ class SoftGAPLoss(_SoftMetricLoss):
     >>> loss(scores, torch.randint(0, 3, (8, 30))).backward()
     """
 
-    metric = "gap"
+    measure = "gap"
 
 
 class SoftXGAPLoss(_SoftMetricLoss):
     """``xGAP(ideal) - SoftxGAP`` with xGAP's kernel; see :func:`soft_metric_loss`."""
 
-    metric = "xgap"
+    measure = "xgap"
 
 
 class SoftEGAPLoss(_SoftMetricLoss):
     """``eGAP(ideal) - SofteGAP`` with eGAP's kernel; see :func:`soft_metric_loss`."""
 
-    metric = "egap"
+    measure = "egap"
 
 
 class SoftAPLoss(_SoftMetricLoss):
     """``1 - SoftAP`` (binary AP, labels >= 1 relevant); see :func:`soft_metric_loss`."""
 
-    metric = "ap"
+    measure = "ap"
 
     def __init__(self, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
@@ -907,7 +912,7 @@ class SoftNDCGLoss(_SoftMetricLoss):
     """``1 - SoftNDCG`` from SoftRank's rank distributions (Taylor et al. 2008), or nDCG at soft positions with
     another ``smoothing`` (``"approx"`` is ApproxNDCG); see :func:`soft_metric_loss`."""
 
-    metric = "ndcg"
+    measure = "ndcg"
 
     def __init__(self, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,

@@ -166,8 +166,8 @@ def evaluate_letor(
     sizes = check_group_sizes(group_sizes, scores.size, what="group_sizes")
     # GAP's default g is uniform over the whole set's grades, not a bucket's
     top = int(labels.max())
-    measures = [(info, {**parse_measure(info.name).whole_set_keywords(top, g), **conv.keywords(info)})
-                for info in user_model_measures()]
+    user_model = [parse_measure(info.name).with_params(g=g) for info in user_model_measures()]
+    measures = [(m, {**m.whole_set_keywords(top), **conv.keywords(m.info)}) for m in user_model]
     ndcg, precision, average_precision = conv.keywords(F.NDCG), conv.keywords(F.P), conv.keywords(F.AP)
 
     def evaluate(bucket: Any) -> dict[str, np.ndarray]:
@@ -178,8 +178,8 @@ def evaluate_letor(
         for k in range(1, max_cutoff + 1):
             out[f"P@{k}"] = np.asarray(F.precision(s, y, k=k, mask=mask, reduction="none", **precision))
         out["MAP"] = np.asarray(F.average_precision(s, y, mask=mask, reduction="none", **average_precision))
-        for info, options in measures:  # GAP, xGAP, eGAP beside LETOR's own measures
-            out[info.name] = np.asarray(info.function(s, y, mask=mask, reduction="none", **options))
+        for measure, options in measures:  # GAP, xGAP, eGAP beside LETOR's own measures
+            out[measure.info.name] = np.asarray(measure(s, y, mask=mask, reduction="none", **options))
         return out
 
     # queries in buckets of similar length, each padded to its own longest: memory follows the data

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import MAX_COUNT, GaprankInputError, check_positive_int
+from .._inputs import MAX_COUNT, GaprankInputError, check_positive_int, renamed_keywords
 from .._typing import ArrayLike
 from ._registry import MEASURE_NAME, MODES, MeasureInfo, find_measure, g_not_taken, known_names, objective_names
 
@@ -34,8 +34,11 @@ class Measure:
         return mode == "swap_deltas" or self.k is None or self.info.form.smooth_takes_cutoff
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # pickled as its string: the entry is the registry's (a process that registered it has it)
-        return (parse_measure, (self.name,))
+        # pickled as its string (the entry is the registry's: a process that registered it has it) and the
+        # parameters given beside the string (with_params)
+        from_string = parse_measure(self.name).kwargs
+        given = {key: value for key, value in self.kwargs.items() if key not in from_string}
+        return (_restore_measure, (self.name, given))
 
     @property
     def function(self) -> Callable[..., Any]:
@@ -44,6 +47,7 @@ class Measure:
 
     @property
     def uses_g(self) -> bool:
+        """It takes GAP's user model ``g``."""
         return self.info.uses_g
 
     @property
@@ -51,38 +55,84 @@ class Measure:
         """The cutoff ``@k`` (None: the whole list)."""
         return self.kwargs.get("k")
 
-    def settings(self, g: ArrayLike | None = None) -> tuple[dict[str, Any], int | None, str]:
-        """Its own parameters, checked (unset ones at their defaults; GAP's ``g`` from the string or, when
-        the string sets none, the given ``g``), the grade scale they fix (None when none does) and what fixes
-        it. Defaults that depend on the data (a uniform ``g``) stay None until
+    def with_params(self, **params: Any) -> Measure:
+        """This measure with more of its own parameters set: how a keyword given beside the string (GAP's
+        ``g=`` on a loss or an objective) joins the measure, so that everything downstream reads the
+        measure's own parameters only.
+
+        Parameters
+        ----------
+        **params
+            Parameters of the measure, by keyword (``g``, ``persistence``, ...); None means not given.
+
+        Returns
+        -------
+        Measure
+            A new measure (this one when nothing is given); its name stays the string.
+
+        Raises
+        ------
+        GaprankInputError
+            For a parameter the string sets already, and for one the measure does not take.
+
+        Examples
+        --------
+        >>> from gaprank.metrics import parse_measure
+        >>> parse_measure("GAP@10").with_params(g=[0.5, 0.5]).kwargs
+        {'k': 10, 'g': [0.5, 0.5]}
+        """
+        given = {key: value for key, value in params.items() if value is not None}
+        if not given:
+            return self
+        own = {param.keyword for param in self.info.params}
+        for key in given:
+            if key not in own:
+                if key == "g":
+                    raise g_not_taken(self.name)
+                raise GaprankInputError(f"measure {self.name!r}: {self.info.name} has no parameter {key!r}; "
+                                        f"parameters: {', '.join(sorted(own)) or 'none'}")
+            if key in self.kwargs:
+                raise GaprankInputError(f"measure {self.name!r} sets {key}; do not pass {key} as well")
+        return Measure(self.name, self.info, {**self.kwargs, **given})
+
+    def with_defaults(self, **params: Any) -> Measure:
+        """This measure with those of ``params`` it takes and its string does not set (None means not
+        given): an evaluator's ``g=``, given once for several measures, reaches GAP, xGAP and eGAP and
+        passes the others by. :meth:`with_params` otherwise.
+
+        Examples
+        --------
+        >>> from gaprank.metrics import parse_measure
+        >>> parse_measure("nDCG@10").with_defaults(g=[0.5, 0.5]).kwargs
+        {'k': 10}
+        """
+        own = {param.keyword for param in self.info.params}
+        return self.with_params(**{key: value for key, value in params.items() if key in own and key not in self.kwargs})
+
+    def settings(self) -> tuple[dict[str, Any], int | None, str]:
+        """Its own parameters, checked (unset ones at their defaults), the grade scale they fix (None when
+        none does) and what fixes it. Defaults that depend on the data (a uniform ``g``) stay None until
         :meth:`MeasureInfo.fill`."""
-        given = {key: value for key, value in self.kwargs.items() if key != "k"}
-        if g is not None:
-            if not self.uses_g:
-                raise g_not_taken(self.name)
-            if "g" in given:
-                raise GaprankInputError(f"measure {self.name!r} sets g; do not pass g as well")
-            given["g"] = g
-        return self.info.resolve(given)
+        return self.info.resolve({key: value for key, value in self.kwargs.items() if key != "k"})
 
-    def whole_set_keywords(self, top: int, g: ArrayLike | None = None) -> dict[str, Any]:
-        """Keywords for evaluating one part of a data set (a length bucket, a batch) as the whole: GAP's
-        ``g`` when given (and the string sets none), and every setting that defaults from the data (a
-        uniform ``g``, ERR's ``max_grade``) fixed at the whole set's grade scale 0..``top``."""
-        given_g = g if self.uses_g and "g" not in self.kwargs else None
-        values, _, _ = self.settings(given_g)
+    def whole_set_keywords(self, top: int) -> dict[str, Any]:
+        """Keywords for evaluating one part of a data set (a length bucket, a batch) as the whole: every
+        setting that defaults from the data (a uniform ``g``, ERR's ``max_grade``) fixed at the whole
+        set's grade scale 0..``top``."""
+        values, _, _ = self.settings()
         filled = self.info.fill(values, max(top, 1), torch.device("cpu"))
-        unset = {keyword: filled[keyword] for keyword, value in values.items()
-                 if value is None and filled[keyword] is not None}
-        return unset if given_g is None else {"g": given_g, **unset}
+        return {keyword: filled[keyword] for keyword, value in values.items()
+                if value is None and filled[keyword] is not None}
 
-    def __call__(self, scores: ArrayLike, labels: ArrayLike, *, g: ArrayLike | None = None, **common: Any) -> Any:
-        """Evaluate; keywords in ``common`` that the measure's own name already set (``nDCG(gain=linear)``)
-        yield to the name."""
-        kwargs = {**common, **self.kwargs}
-        if self.uses_g and g is not None:
-            kwargs.setdefault("g", g)
-        return self.function(scores, labels, **kwargs)
+    def __call__(self, scores: ArrayLike, labels: ArrayLike, **common: Any) -> Any:
+        """Evaluate; keywords in ``common`` that the measure's own parameters already set
+        (``nDCG(gain=linear)``) yield to them."""
+        return self.function(scores, labels, **{**common, **self.kwargs})
+
+
+def _restore_measure(name: str, given: dict[str, Any]) -> Measure:
+    """A pickled :class:`Measure` back: its string parsed, the parameters given beside it set again."""
+    return parse_measure(name).with_params(**given)
 
 
 def _split_args(text: str) -> list[str]:
@@ -181,14 +231,15 @@ def parse_measure(name: str) -> Measure:
     return Measure(name.strip(), entry, kwargs)
 
 
-def objective_measure(metric: str | Measure, *, mode: str = "swap_deltas") -> Measure:
+@renamed_keywords(metric="measure")
+def objective_measure(measure: str | Measure, *, mode: str = "swap_deltas") -> Measure:
     """A measure string as an objective of one kind, checked: ``"gap"``, ``"nDCG@10"``, ``"AP(rel=2)"``,
     ``"eRAP(p=[0,0.5,1])"``.
 
     Parameters
     ----------
-    metric : str or Measure
-        A measure string (:func:`parse_measure`).
+    measure : str or Measure
+        A measure string (:func:`parse_measure`). (``metric=``, its old name, is deprecated.)
     mode : {"swap_deltas", "soft", "exact"}
         LambdaRank / LambdaMART, SoftRank's smooth value, or the exact expectation.
 
@@ -209,16 +260,16 @@ def objective_measure(metric: str | Measure, *, mode: str = "swap_deltas") -> Me
     """
     if mode not in MODES:
         raise GaprankInputError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
-    if not isinstance(metric, (str, Measure)):
-        raise GaprankInputError(f"metric must be a measure string such as 'gap' or 'nDCG@10'; got {metric!r}")
+    if not isinstance(measure, (str, Measure)):
+        raise GaprankInputError(f"measure must be a measure string such as 'gap' or 'nDCG@10'; got {measure!r}")
     try:
-        measure = parse_measure(metric) if isinstance(metric, str) else metric
+        parsed = parse_measure(measure) if isinstance(measure, str) else measure
     except GaprankInputError as exc:
-        raise GaprankInputError(f"metric: {exc}") from None
-    if not getattr(measure.info, mode):
+        raise GaprankInputError(f"measure: {exc}") from None
+    if not getattr(parsed.info, mode):
         names = ", ".join(objective_names(mode=mode))
-        raise GaprankInputError(f"metric {measure.name!r}: {measure.info.name} has no {MODES[mode]}; "
+        raise GaprankInputError(f"measure {parsed.name!r}: {parsed.info.name} has no {MODES[mode]}; "
                                 f"measures with one: {names}")
-    if not measure.serves(mode):
-        raise GaprankInputError(f"metric {measure.name!r}: the smooth forms of {measure.info.name} take no cutoff @k")
-    return measure
+    if not parsed.serves(mode):
+        raise GaprankInputError(f"measure {parsed.name!r}: the smooth forms of {parsed.info.name} take no cutoff @k")
+    return parsed

@@ -130,7 +130,7 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     {'recip_rank': 0.5, 'P.2': 0.5}
     """
     check_choice(ties, "ties", TREC_TIE_RULES)
-    parsed = _measures(measures)
+    parsed = _measures(measures, g)
     if not isinstance(qrels, Mapping) or not isinstance(run, Mapping):
         raise GaprankInputError("qrels and run must be mappings {query id: {document id: grade or score}}; got "
                                 f"{type(qrels).__name__} and {type(run).__name__}")
@@ -143,7 +143,7 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     qids.sort(key=lambda q: (len(q), q) if q.isdigit() else (math.inf, q))
     flat_scores, flat_labels, flat_mask, sizes, counts = _trec_rows(qids, qrels, run, ties)
     num_grades = counts.shape[1] - 1
-    _check_grade_scales(qrels, parsed, num_grades, g)
+    _check_grade_scales(qrels, parsed, num_grades)
     settings: dict[str, dict[str, str]] = {}
     defaults: dict[str, dict[str, Any]] = {}
     for label, measure in parsed:
@@ -158,11 +158,11 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
                                "discount": _DISCOUNT_TEXT[used["discount"]]}
     # a measure whose parameters fix a grade scale above the qrels' top grade (ERR's max_grade, GAP's g,
     # eRAP's p) counts the judged documents on that scale: the grades above the qrels' have none
-    widths = {label: max(num_grades, _grade_scale(m, g)) + 1 for label, m in parsed}
+    widths = {label: max(num_grades, _grade_scale(m)) + 1 for label, m in parsed}
     rule = "stable" if ties == "trec_eval" else ties
 
     def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
-        common: dict[str, Any] = dict(mask=bucket.take(flat_mask, False), ties=rule, reduction="none", g=g)
+        common: dict[str, Any] = dict(mask=bucket.take(flat_mask, False), ties=rule, reduction="none")
         s, y, judged = bucket.take(flat_scores), bucket.take(flat_labels), counts[bucket.queries]
         return {label: np.asarray(m(s, y, **defaults[label], **common,
                                     grade_counts=np.pad(judged, ((0, 0), (0, widths[label] - judged.shape[1])))))
@@ -173,9 +173,9 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     return TrecEvaluation(qids, per_query, settings)
 
 
-def _measures(measures: str | Measure | Sequence[str | Measure]) -> list[tuple[str, Measure]]:
-    """Each measure with the name its results are kept under: the string as given (a trec_eval name stays
-    one), or the Measure's own name."""
+def _measures(measures: str | Measure | Sequence[str | Measure], g: ArrayLike | None) -> list[tuple[str, Measure]]:
+    """Each measure, with ``g`` where it takes one and its string sets none, and the name its results are kept
+    under: the string as given (a trec_eval name stays one), or the Measure's own name."""
     items = [measures] if isinstance(measures, (str, Measure)) else measures
     if not isinstance(items, Sequence) or not items:
         raise GaprankInputError(f"measures must be a measure string or a non-empty list of them; got {measures!r}")
@@ -183,7 +183,7 @@ def _measures(measures: str | Measure | Sequence[str | Measure]) -> list[tuple[s
     for item in items:
         if not isinstance(item, (str, Measure)):
             raise GaprankInputError(f"measures must be measure strings such as 'GAP' or 'nDCG@10'; got {item!r}")
-        measure = trec_measure(item)
+        measure = trec_measure(item).with_defaults(g=g)
         parsed.append((item.strip() if isinstance(item, str) else measure.name, measure))
     names = [label for label, _ in parsed]
     repeated = [name for i, name in enumerate(names) if name in names[:i]]
@@ -192,12 +192,11 @@ def _measures(measures: str | Measure | Sequence[str | Measure]) -> list[tuple[s
     return parsed
 
 
-def _check_grade_scales(qrels: Mapping[str, Mapping[str, int]], parsed: list[tuple[str, Measure]], top: int,
-                        g: ArrayLike | None) -> None:
+def _check_grade_scales(qrels: Mapping[str, Mapping[str, int]], parsed: list[tuple[str, Measure]], top: int) -> None:
     """Refuse a measure whose parameters fix a grade scale below the qrels' top grade, naming the first
     judgment above it: every query of the qrels, evaluated or not, is on one scale (the qrels')."""
     for label, measure in parsed:
-        _, scale, source = measure.settings(g if measure.uses_g and "g" not in measure.kwargs else None)
+        _, scale, source = measure.settings()
         if scale is None or top <= scale:
             continue
         query, doc, grade = next((q, d, v) for q, judged in qrels.items() for d, v in judged.items() if v > scale)
@@ -205,9 +204,9 @@ def _check_grade_scales(qrels: Mapping[str, Mapping[str, int]], parsed: list[tup
                                 f"grade scale 0..{scale} set by {source}")
 
 
-def _grade_scale(measure: Measure, g: ArrayLike | None) -> int:
+def _grade_scale(measure: Measure) -> int:
     """The largest grade ``measure``'s own parameters set (0 when they set none)."""
-    _, scale, _ = measure.settings(g if measure.uses_g and "g" not in measure.kwargs else None)
+    _, scale, _ = measure.settings()
     return scale or 0
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._inputs import GaprankInputError
+from .._inputs import GaprankInputError, renamed_keywords
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings, RankingEval
 from ..metrics import Conventions
@@ -76,8 +76,9 @@ class XGBoostMetric:
         return list(values.items())
 
 
+@renamed_keywords(metric="measure")
 def objective(
-    metric: str = "gap",
+    measure: str = "gap",
     *,
     g: list[float] | None = None,
     sigma: float = 1.0,
@@ -88,7 +89,7 @@ def objective(
     backend: Literal["auto", "compiled", "torch"] = "auto",
 ) -> XGBoostObjective:
     r"""LambdaMART objective for ``xgboost.train(params, dtrain, obj=...)``: LambdaRank gradients weighted
-    by :math:`|\Delta M|`, the exact swap delta of ``metric`` in the ranking the current scores induce.
+    by :math:`|\Delta M|`, the exact swap delta of ``measure`` in the ranking the current scores induce.
 
     Per pair :math:`l_i > l_j` of a query, :math:`\rho_{ij} = 1/(1 + e^{\sigma(s_i - s_j)})`; document i
     receives :math:`-\sigma|\Delta M_{ij}|\rho_{ij}` and j the opposite, both a hessian of
@@ -96,7 +97,7 @@ def objective(
     rules are those of :func:`gaprank.lightgbm.lambdarank_objective`: ``truncation_level`` k keeps the
     pairs whose higher-ranked document is in the current top k; ``norm`` divides :math:`|\Delta M|` by
     :math:`0.01 + |s_i - s_j|` and scales a query's gradients by :math:`\log_2(1 + S)/S`. With
-    ``metric="ndcg", truncation_level=32, norm=True`` this is XGBoost's native ``rank:ndcg`` with its
+    ``measure="ndcg", truncation_level=32, norm=True`` this is XGBoost's native ``rank:ndcg`` with its
     defaults (``lambdarank_pair_method="topk"``, ``lambdarank_num_pair_per_sample=32``, normalisation on).
 
     Groups come from the DMatrix (``qid=`` or ``set_group``); labels must be integer grades
@@ -104,14 +105,15 @@ def objective(
 
     Parameters
     ----------
-    metric : str, default 'gap'
+    measure : str, default 'gap'
         The measure string whose swap deltas weigh the pairs: 'gap', 'egap', 'xgap', 'ap', 'ndcg',
         'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
+        (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
-        GAP's user model g_1..g_c for gap, xgap and egap; default uniform over the data set's
-        grades.
+        GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
+        the two); default uniform over the data set's grades.
     sigma : float, default 1.0
         The logistic's steepness (LightGBM's ``sigmoid``).
     truncation_level : int, optional
@@ -148,7 +150,7 @@ def objective(
     >>> booster.predict(dtrain).shape
     (60,)
     """
-    settings = LambdaMARTSettings(metric, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
+    settings = LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
                                   label_gain=label_gain, precision=precision, backend=backend)
     return XGBoostObjective(LambdaMARTObjective(settings))
 
