@@ -25,7 +25,7 @@ def _one_by_one(function, scores, labels, sizes, **keywords):
     """The oracle: each query alone, as one list."""
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     return np.array([float(function(scores[None, s:s + n], labels[None, s:s + n], **keywords))
-                     for s, n in zip(starts, sizes)])
+                     for s, n in zip(starts, sizes, strict=True)])
 
 
 CALLS = [MeasureCall("GAP", gaprank.gap, {"g": [0.5, 0.5]}), MeasureCall("nDCG@3", gaprank.ndcg, {"k": 3}),
@@ -40,7 +40,7 @@ def test_every_query_once_including_empty_ones():
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     for b in buckets:
         assert (b.mask.sum(1) == sizes[b.queries]).all()
-        for query, rows, mask in zip(b.queries, b.rows, b.mask):
+        for query, rows, mask in zip(b.queries, b.rows, b.mask, strict=True):
             assert rows[mask].tolist() == list(range(starts[query], starts[query] + sizes[query]))
     assert len(length_buckets(sizes)) == 5  # empty; 1; 2..3; 7; 16: one bucket per length class present
 

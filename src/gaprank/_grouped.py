@@ -143,7 +143,9 @@ class GroupedLists:
     def __init__(self, group_sizes: ArrayLike, *, max_cells: int = BUCKET_CELLS) -> None:
         sizes = np.asarray(group_sizes)
         if sizes.ndim != 1 or not (np.issubdtype(sizes.dtype, np.integer) or sizes.size == 0) or (sizes < 0).any():
-            raise GaprankInputError(f"group sizes must be a 1-D array of non-negative integers; got {sizes!r}")
+            smallest = f", smallest {sizes.min()}" if sizes.ndim == 1 and sizes.size else ""
+            raise GaprankInputError(f"group sizes must be a 1-D array of non-negative integers; got {sizes.dtype} of shape "
+                                    f"{sizes.shape}{smallest}")
         self.group_sizes = sizes.astype(np.int64)
         self.num_rows = int(self.group_sizes.sum())
         self.max_cells = max_cells
