@@ -170,7 +170,7 @@ def test_a_toy_of_each_form_is_a_metric_an_objective_and_a_training_setting(toy)
     for kind in kinds:
         LossConfig(kind=kind, metric=info.name + params).validate()
     ObjectiveConfig(metric=info.name + params).validate()
-    with pytest.raises(GaprankInputError, match="loss.g is only for gap, xgap, egap"):
+    with pytest.raises(GaprankInputError, match="g applies to gap, xgap, egap"):
         LossConfig(kind="lambdarank", metric=info.name, g=[0.5, 0.5]).validate()
     if not info.soft:
         with pytest.raises(GaprankInputError, match="has no smooth"):
