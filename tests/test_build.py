@@ -62,7 +62,7 @@ def test_build_gives_the_directly_constructed_module_and_its_numbers(kind, measu
         values.append(value.detach())
         grads.append(leaf.grad)
     assert torch.isfinite(values[0]) and grads[0].abs().sum() > 0
-    for value, grad in zip(values[1:], grads[1:]):
+    for value, grad in zip(values[1:], grads[1:], strict=True):
         assert torch.equal(values[0], value) and torch.equal(grads[0], grad)
 
 

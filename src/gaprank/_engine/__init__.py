@@ -10,7 +10,17 @@
 * :mod:`.batches`: the pair engine on ``[B, N]`` batches with its layout, plans and buffers kept per batch
   shape (the PyTorch losses' modules);
 * :mod:`.compiled`: the same gradients and hessians for LambdaMART in one compiled pass per query (numba),
-  for kernel and discounted-gain measures.
+  for kernel and discounted-gain measures;
+* :mod:`.rank_laws`: SoftRank's pair probabilities and rank laws with their adjoint (the soft losses'
+  SoftNDCG and :mod:`gaprank.distributions`), on the compiled kernels of :mod:`.soft_compiled` on the CPU;
+* :mod:`.soft_rank`: fast soft ranks by projection onto the permutahedron (the ``fast_soft_rank`` smoothing).
 
-Layering: :mod:`gaprank.metrics` (exact metrics, kernels, the registry) <- the engine <- losses, LightGBM.
+Layering: :mod:`gaprank.metrics` (exact metrics, kernels, the registry) <- the engine <- losses, distributions,
+LightGBM. The names below are what the packages above the engine import.
 """
+
+from .rank_laws import RankLawBuffers, expected_score_rank_values, pair_block, pairwise_matrix, rank_recursion
+from .soft_rank import fast_soft_ranks
+
+__all__ = ["RankLawBuffers", "expected_score_rank_values", "pair_block", "pairwise_matrix", "rank_recursion",
+           "fast_soft_ranks"]

@@ -26,10 +26,10 @@ from typing import Literal, cast
 
 import torch
 
+from .._engine import RankLawBuffers, expected_score_rank_values, pair_block
 from .._engine.factors import rank_for_measure
 from .._inputs import GaprankInputError, check_choice, check_sigma
 from .._typing import ArrayLike
-from ..distributions import RankLawBuffers, expected_score_rank_values, pair_block
 from ..metrics import (
     GainDiscountForm,
     KernelForm,
