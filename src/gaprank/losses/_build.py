@@ -36,15 +36,14 @@ def kind_settings(kind: str) -> tuple[str, ...]:
     return tuple(name for name in names if not (kind == "exact" and name == "smoothing"))
 
 
-def _check_settings(kind: str, measure: Measure | None, settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` checked for ``kind`` (and its ``measure``); returns them as the module takes them."""
-    checked = dict(settings)
+def _check_settings(measure: Measure | None, settings: dict[str, Any]) -> None:
+    """Check the values of ``settings`` (with the ``measure``, if any); the module gets them as they are given."""
     if "g" in settings and measure is not None:
         measure.settings(settings["g"])  # g taken by the measure, well formed, not set twice
     if "sigma" in settings:
-        checked["sigma"] = check_sigma(settings["sigma"])
+        check_sigma(settings["sigma"])
     if "k" in settings:
-        checked["k"] = check_positive_int(settings["k"])
+        check_positive_int(settings["k"])
     if "reduction" in settings:
         check_choice(settings["reduction"], "reduction", REDUCTIONS)
     if "validate" in settings and not isinstance(settings["validate"], bool):
@@ -56,11 +55,8 @@ def _check_settings(kind: str, measure: Measure | None, settings: dict[str, Any]
             if scale is not None and scale != max_grade:
                 raise GaprankInputError(f"max_grade={max_grade} disagrees with the grade scale 0..{scale} set by "
                                         f"{source}")
-    if "backend" in settings:
-        checked["backend"] = check_backend(settings["backend"])
-        if checked["backend"] == "compiled":  # refused where the kernel cannot serve: the CPU is where it can
-            lambda_backend("compiled", measure, torch.device("cpu"))
-    return checked
+    if "backend" in settings and check_backend(settings["backend"]) == "compiled":
+        lambda_backend("compiled", measure, torch.device("cpu"))  # refused where the kernel cannot serve on the CPU
 
 
 def build(kind: str, measure: str | None = None, **settings: Any) -> torch.nn.Module:
@@ -120,28 +116,25 @@ def build(kind: str, measure: str | None = None, **settings: Any) -> torch.nn.Mo
     if kind not in _MEASURE_MODES:
         if measure is not None:
             raise GaprankInputError(f"kind {kind!r} takes no measure; got measure {measure!r}")
-        return _MODULES[kind](**_checked(kind, None, settings))
+        _checked(kind, None, settings)
+        return _MODULES[kind](**settings)
     if measure is None:
         names = ", ".join(objective_names(mode=_MEASURE_MODES[kind]))
         raise GaprankInputError(f"kind {kind!r} needs a measure: one of {names}")
-    if kind == "soft" and "smoothing" in settings:
-        try:
-            settings = {**settings, "smoothing": resolve_smoothing(settings["smoothing"], None)}
-        except GaprankInputError as exc:
-            raise GaprankInputError(f"kind {kind!r}: {exc}") from None
-    smoothing = settings.get("smoothing", "softrank") if kind == "soft" else "expected"
     try:
-        parsed = smoothing_measure(measure, smoothing) if kind != "lambdarank" else objective_measure(measure)
+        if kind == "lambdarank":
+            parsed = objective_measure(measure)
+        else:
+            smoothing = resolve_smoothing(settings["smoothing"], None) if "smoothing" in settings else "softrank"
+            parsed = smoothing_measure(measure, smoothing if kind == "soft" else "expected")
     except GaprankInputError as exc:
         raise GaprankInputError(f"kind {kind!r}: {exc}") from None
-    checked = _checked(kind, parsed, settings)
-    if kind == "exact":
-        checked["smoothing"] = "expected"
-    return _MODULES[kind](measure, **checked)
+    _checked(kind, parsed, settings)
+    return _MODULES[kind](measure, **settings, **({"smoothing": "expected"} if kind == "exact" else {}))
 
 
-def _checked(kind: str, measure: Measure | None, settings: dict[str, Any]) -> dict[str, Any]:
+def _checked(kind: str, measure: Measure | None, settings: dict[str, Any]) -> None:
     try:
-        return _check_settings(kind, measure, settings)
+        _check_settings(measure, settings)
     except GaprankInputError as exc:
         raise GaprankInputError(f"kind {kind!r}: {exc}") from None
