@@ -172,10 +172,10 @@ def test_models_and_length_batches(ohsumed_fold1):
         (lambda d: d["training"].update(dtype="float16"), "training.dtype must be one of"),
         (lambda d: d.pop("loss"), "loss is required"),
         (lambda d: d["loss"].update(kind="softmax"), "loss.kind must be one of"),
-        (lambda d: d["loss"].pop("metric"), "loss.metric is required"),
+        (lambda d: d["loss"].pop("metric"), "loss: kind 'lambdarank' needs a measure"),
         (lambda d: d["loss"].update(kind="exact", metric="ndcg"), "AP family"),
-        (lambda d: d["loss"].update(metric="ap"), "loss.g is only for"),
-        (lambda d: d["loss"].update(kind="soft", k=5), "only for loss.kind 'lambdarank'"),
+        (lambda d: d["loss"].update(metric="ap"), "loss: kind 'lambdarank': g applies to"),
+        (lambda d: d["loss"].update(kind="soft", k=5), "kind 'soft' takes no setting 'k'.*kinds that take it: lambdarank"),
         (lambda d: d["loss"].update(g=[0.5, 0.6]), "sum to 1"),
         (lambda d: d["loss"].update(kind="soft", smoothing="sinkhorn"), "loss.smoothing must be one of"),
         (lambda d: d["loss"].update(kind="soft", smoothing="paper"), "loss.smoothing must be one of"),
@@ -363,7 +363,7 @@ def test_cli_quick_mode_and_errors(tmp_path, ohsumed_fold1):
     typo.write_text("name: x\ndata: {dataset: OHSUMED}\noutput_dir: o\nloss: {kind: listnet, metric: gap}\n")
     out = subprocess.run([sys.executable, "-m", "training.cv", "--config", str(typo)], cwd=ROOT,
                          capture_output=True, text=True)
-    assert out.returncode == 2 and "takes no metric" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "takes no measure" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_diverging_loss_is_a_clear_error(tmp_path, ohsumed_fold1, monkeypatch):

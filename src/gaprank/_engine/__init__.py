@@ -14,9 +14,17 @@
 * :mod:`.compiled`: the compiled backend, the same costs, gradients and hessians in one compiled pass per
   query (numba, CPU), for kernel and discounted-gain measures;
 * :mod:`.norm`: LightGBM's ``lambdarank_norm`` constant, read by both backends;
-* :mod:`.soft_rank`: soft ranks by projection onto the permutahedron (the "fast soft ranks" smoothing of
-  :mod:`gaprank.losses`).
+* :mod:`.rank_laws`: SoftRank's pair probabilities and rank laws with their adjoint (the soft losses'
+  SoftNDCG and :mod:`gaprank.distributions`), on the compiled kernels of :mod:`.soft_compiled` on the CPU;
+* :mod:`.soft_rank`: fast soft ranks by projection onto the permutahedron (the ``fast_soft_rank`` smoothing).
 
 Layering: :mod:`gaprank.metrics` (exact metrics, kernels, the registry) <- the engine <- :mod:`gaprank.losses`,
 :mod:`gaprank.boosting` (LambdaMART, with its LightGBM and XGBoost adapters), :mod:`gaprank.distributions`.
+The names below are what the packages above the engine import.
 """
+
+from .rank_laws import RankLawBuffers, expected_score_rank_values, pair_block, pairwise_matrix, rank_recursion
+from .soft_rank import fast_soft_ranks
+
+__all__ = ["RankLawBuffers", "expected_score_rank_values", "pair_block", "pairwise_matrix", "rank_recursion",
+           "fast_soft_ranks"]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import torch
 
-from .._engine.soft_rank import fast_soft_ranks
+from .._engine import fast_soft_ranks
 from .._inputs import GaprankInputError
 from ..metrics import Kernel
 
