@@ -9,7 +9,10 @@ for torch), same process. Cases:
 * ``native``: ``objective="rank:ndcg"`` (its defaults: topk pairs, 32 per sample, both normalisations);
 * ``ndcg mirror``: our objective with those settings (it reproduces native's predictions; tested);
 * ``gap k=32``: our GAP objective with the same truncation and normalisation (the like-for-like case);
-* ``gap all pairs``: our defaults (every pair, no normalisation).
+* ``gap all pairs``: our defaults (every pair, no normalisation);
+* ``api floor``: a custom objective that returns ``gap k=32``'s first-round gradients every round without
+  computing anything: what XGBoost's custom-objective round trip (margin prediction, gradient copy) costs
+  over native, the floor under any Python objective.
 
 A round's time is (training time for ``--rounds`` rounds) / rounds, best of ``--repeat``; the cases take
 turns within each repeat, and the DMatrix is built once. Target (issue 15): ``gap k=32`` at most 2.0x
@@ -38,7 +41,15 @@ CASES = {
     "ndcg mirror": dict(measure="ndcg", truncation_level=32, norm=True),
     "gap k=32": dict(measure="gap", truncation_level=32, norm=True),
     "gap all pairs": dict(measure="gap"),
+    "api floor": "fixed",
 }
+
+
+def fixed_gradients(data: xgb.DMatrix):
+    """A custom objective returning ``gap k=32``'s gradients at the first round's margins, every round."""
+    gap = objective(**CASES["gap k=32"])
+    grad, hess = gap(torch.full((data.num_row(),), 0.5).numpy(), data)
+    return lambda predt, dtrain: (grad, hess)
 
 
 def main(argv=None) -> int:
@@ -65,7 +76,7 @@ def main(argv=None) -> int:
         best = dict.fromkeys(CASES, float("inf"))
         for _ in range(args.repeat):
             for case, spec in CASES.items():
-                obj = None if spec is None else objective(**spec)
+                obj = None if spec is None else fixed_gradients(data) if spec == "fixed" else objective(**spec)
                 case_params = {**params, "objective": "rank:ndcg"} if spec is None else params
                 start = time.perf_counter()
                 xgb.train(case_params, data, num_boost_round=rounds, obj=obj)

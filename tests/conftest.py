@@ -71,10 +71,12 @@ def toy_data(tmp_path):
     return write_toy_dataset(tmp_path / "data")
 
 
-# Test tiers, by module (pytest -m "not e2e" for the quick run; README's command runs every tier):
+# Test tiers, by module or by test (``module::test_function``, which wins over its module's tier); pytest -m "not e2e"
+# is the quick run, README's command runs every tier.
 # oracle: measures against independent implementations and published numbers; integration: another library's
-# own computation or the file system and processes; e2e: training, notebooks, documentation pages, several
-# processes. Everything else is unit.
+# own computation, the file system, the CLI or a subprocess; e2e: what runs a training script or job (a CLI command
+# that fits a model included), a notebook or a documentation page, or several processes working together (torch
+# distributed, Dask). Everything else is unit.
 TIERS = {
     "oracle": {"test_metrics_oracle", "test_against_trec_eval", "test_paper_checks", "test_cli_trec_eval_names",
                "test_elementwise", "test_swap_deltas"},
@@ -84,8 +86,21 @@ TIERS = {
     "e2e": {"test_readme_example", "test_notebooks", "test_distributed", "test_training_cv", "test_training_sanity",
             "test_docs_blocks", "test_docs_pages", "test_tune", "test_training_lambdamart", "test_cli_training_scripts",
             "test_dask", "test_sentence_transformers", "test_synthetic", "test_data_replace", "test_compare_tuned",
-            "test_training_compare", "test_threads_fork", "test_data_import_hardening"},
+            "test_training_compare", "test_threads_fork", "test_data_import_hardening",
+            # gaprank data import and gaprank baseline (a least-squares fit on MQ2008 Fold 1) in two processes
+            "test_cli_main::test_the_cli_runs_on_the_lean_install",
+            # two gloo processes synchronising the metric's state
+            "test_torchmetrics::test_state_is_synchronised_across_processes"},
 }
+
+
+def tier_of(module: str, test: str) -> str:
+    """The tier of test function ``test`` of test module ``module``: its own entry, else its module's, else unit."""
+    for key in (f"{module}::{test}", module):
+        for name, entries in TIERS.items():
+            if key in entries:
+                return name
+    return "unit"
 
 
 def pytest_configure(config):
@@ -98,6 +113,5 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = item.path.stem
-        tier = next((name for name, modules in TIERS.items() if module in modules), "unit")
-        item.add_marker(getattr(pytest.mark, tier))
+        test = getattr(item, "originalname", None) or item.name  # a parametrized test by its function's name
+        item.add_marker(getattr(pytest.mark, tier_of(item.path.stem, test)))

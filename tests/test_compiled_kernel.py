@@ -78,6 +78,23 @@ def test_measures_with_their_own_factors_keep_the_torch_engine(data):
         assert objective._prepared.get(y, sizes).kernel_plan is None, metric
 
 
+def test_a_data_set_holds_only_its_backends_part(data):
+    """The compiled plan or the torch engine's rounds, never both, and no placeholder for the other; a data set on
+    which no pair changes the measure holds neither and gets 0 and 0."""
+    scores, y, sizes = data
+    for metric, backend in (("gap", "compiled"), ("ERR", "torch"), ("gap", "torch")):
+        prepared = LambdaMARTObjective(metric, backend=backend)._prepared.get(y, sizes)
+        assert (prepared.kernel_plan is not None) == (backend == "compiled")
+        assert (prepared.torch_rounds is not None) == (backend == "torch")
+    one_label = np.ones(12, dtype=np.int64)
+    for backend in ("compiled", "torch"):
+        objective = LambdaMARTObjective("gap", backend=backend)
+        grad, hess = objective.gradients(np.arange(12.0), one_label, np.array([5, 7]))
+        prepared = objective._prepared.get(one_label, np.array([5, 7]))
+        assert prepared.kernel_plan is None and prepared.torch_rounds is None
+        assert not grad.any() and not hess.any() and grad.shape == hess.shape == (12,)
+
+
 def test_the_result_does_not_depend_on_the_thread_count(data):
     scores, y, sizes = data
     results = []

@@ -19,12 +19,17 @@ from gaprank.data import import_dataset, load_fold, locate_dataset, user_data_di
 from gaprank.data._import import DataImportError
 from training.synthetic import SHAPES, write
 
+# Queries of the synthetic download: two per partition. What is checked (archives, layouts, refusals) does not
+# depend on the size, and each import reads every fold of its 136 features.
+QUERIES = 10
+
 
 @pytest.fixture(scope="module")
 def download(tmp_path_factory):
-    """An MSLR-WEB10K-shaped download (40 queries, five folds) as Microsoft lays it out: MSLR-WEB10K/FoldK/."""
+    """An MSLR-WEB10K-shaped download (``QUERIES`` queries, five folds) as Microsoft lays it out:
+    MSLR-WEB10K/FoldK/."""
     out = tmp_path_factory.mktemp("download")
-    write(SHAPES["mslr-web10k"], 40, out, folds=5, seed=5)
+    write(SHAPES["mslr-web10k"], QUERIES, out, folds=5, seed=5)
     return out
 
 
@@ -81,7 +86,7 @@ def test_import_a_tar_gz_then_load_fold_reads_it(download, user_dir, tmp_path, c
     assert _left_behind(user_dir) == [".versions/MSLR-WEB10K", "MSLR-WEB10K.current"]  # no staging folder survives
     _same_folds(download)
     record = json.loads((imported / ".gaprank-import.json").read_text())
-    assert record["dataset"] == "MSLR-WEB10K" and record["folds"] == 5 and record["queries"] == 40
+    assert record["dataset"] == "MSLR-WEB10K" and record["folds"] == 5 and record["queries"] == QUERIES
     assert main(["data", "list", "--format", "json"]) == 0
     listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert listed["MSLR-WEB10K"]["status"] == "found" and listed["MSLR-WEB10K"]["path"] == str(imported)

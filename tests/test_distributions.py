@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import gaprank.distributions as distributions_module
+import gaprank._engine.rank_laws as rank_laws
 from gaprank.distributions import pairwise_probs, rank_distribution
 
 
@@ -83,7 +83,7 @@ def test_bad_input():
 def test_rank_laws_and_gradient_equal_the_autograd_recursion(monkeypatch, compiled):
     """Both paths against autograd through the plain recursion (a history-keeping oracle), on
     probabilities that include 0 (the pivot, padding), exactly 1/2 (ties), 1 and values near both ends."""
-    monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi: compiled)
+    monkeypatch.setattr(rank_laws, "runs_compiled", lambda pi: compiled)
     rng = np.random.default_rng(3)
     pi = torch.tensor(rng.random((3, 11, 11)))
     pi[:, [2, 5], 4] = torch.tensor([0.5, 1.0], dtype=torch.float64)
@@ -94,7 +94,7 @@ def test_rank_laws_and_gradient_equal_the_autograd_recursion(monkeypatch, compil
     pi[:, idx, idx] = 0.0
     pi[:, 10, :] = 0.0  # a padding document
     leaf = pi.clone().requires_grad_(True)
-    laws = distributions_module.rank_recursion(leaf)
+    laws = rank_laws.rank_recursion(leaf)
     weights = torch.tensor(rng.normal(size=laws.shape))
     (laws * weights).sum().backward()
 
@@ -113,7 +113,7 @@ def test_rank_laws_and_gradient_equal_the_autograd_recursion(monkeypatch, compil
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_rank_distribution_gradcheck_on_both_paths(monkeypatch, compiled):
-    monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi: compiled)
+    monkeypatch.setattr(rank_laws, "runs_compiled", lambda pi: compiled)
     rng = np.random.default_rng(4)
     s = torch.tensor(rng.normal(size=(2, 7)), requires_grad=True)
     mask = torch.tensor([[True] * 7, [True, False, True, True, False, True, True]])
@@ -167,23 +167,23 @@ def test_expected_score_rank_values_equal_the_laws_times_the_values(monkeypatch,
     s, mask, weights = _expected_values_cases()
     values = 1.0 / torch.log2(torch.arange(13, dtype=torch.float64) + 2.0)
     if not kept:
-        monkeypatch.setattr(distributions_module, "SAVED_LAW_ELEMENTS", 0)
+        monkeypatch.setattr(rank_laws, "SAVED_LAW_ELEMENTS", 0)
     for sigma in (0.8, 0.05):
         leaf = s.clone().requires_grad_(True)
-        got = distributions_module.expected_score_rank_values(leaf, mask, sigma, values)
+        got = rank_laws.expected_score_rank_values(leaf, mask, sigma, values)
         (got * weights).sum().backward()
         oracle_leaf = s.clone().requires_grad_(True)
         with monkeypatch.context() as patch:
-            patch.setattr(distributions_module, "runs_compiled", lambda pi: False)
-            laws = distributions_module._RankRecursion.apply(
-                distributions_module.pairwise_matrix(oracle_leaf, mask, sigma))
+            patch.setattr(rank_laws, "runs_compiled", lambda pi: False)
+            laws = rank_laws._RankRecursion.apply(
+                rank_laws.pairwise_matrix(oracle_leaf, mask, sigma))
             expected = laws @ values
             (expected * weights).sum().backward()
         torch.testing.assert_close(got, expected, rtol=0, atol=1e-14)
         torch.testing.assert_close(leaf.grad, oracle_leaf.grad, rtol=0, atol=1e-13)
         assert leaf.grad[~mask].abs().max() == 0  # padding gets no gradient
         assert torch.autograd.gradcheck(
-            lambda x: distributions_module.expected_score_rank_values(x, mask, sigma, values), (s.clone().requires_grad_(True),))
+            lambda x: rank_laws.expected_score_rank_values(x, mask, sigma, values), (s.clone().requires_grad_(True),))
 
 
 @pytest.mark.parametrize("kept", [True, False])
@@ -192,7 +192,7 @@ def test_expected_score_rank_values_over_several_blocks_equal_the_oracle(monkeyp
     gradient), with a ragged last block and padding spread over them: values and score gradients against
     autograd through the pair matrix and the whole-tensor recursion."""
     pytest.importorskip("numba")
-    from gaprank.distributions import _compiled
+    from gaprank._engine import soft_compiled as _compiled
     size = 2 * _compiled.TILE + 7
     assert size % _compiled.PIVOT_BLOCK and size > 4 * _compiled.PIVOT_BLOCK
     rng = np.random.default_rng(11)
@@ -202,15 +202,15 @@ def test_expected_score_rank_values_over_several_blocks_equal_the_oracle(monkeyp
     weights = torch.tensor(rng.normal(size=(2, size)))
     values = 1.0 / torch.log2(torch.arange(size, dtype=torch.float64) + 2.0)
     if not kept:
-        monkeypatch.setattr(distributions_module, "SAVED_LAW_ELEMENTS", 0)
+        monkeypatch.setattr(rank_laws, "SAVED_LAW_ELEMENTS", 0)
     leaf = s.clone().requires_grad_(True)
-    got = distributions_module.expected_score_rank_values(leaf, mask, 0.7, values)
+    got = rank_laws.expected_score_rank_values(leaf, mask, 0.7, values)
     (got * weights).sum().backward()
     oracle_leaf = s.clone().requires_grad_(True)
     with monkeypatch.context() as patch:
-        patch.setattr(distributions_module, "runs_compiled", lambda pi: False)
-        expected = distributions_module._RankRecursion.apply(
-            distributions_module.pairwise_matrix(oracle_leaf, mask, 0.7)) @ values
+        patch.setattr(rank_laws, "runs_compiled", lambda pi: False)
+        expected = rank_laws._RankRecursion.apply(
+            rank_laws.pairwise_matrix(oracle_leaf, mask, 0.7)) @ values
         (expected * weights).sum().backward()
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-13)
     torch.testing.assert_close(leaf.grad, oracle_leaf.grad, rtol=0, atol=1e-12)
@@ -223,7 +223,7 @@ def test_expected_score_rank_values_keep_the_dtype_and_do_not_depend_on_threads(
     s = torch.tensor(rng.normal(size=(3, 70)))
     mask = torch.ones(3, 70, dtype=torch.bool)
     values = 1.0 / torch.log2(torch.arange(70, dtype=torch.float64) + 2.0)
-    out32 = distributions_module.expected_score_rank_values(s.float(), mask, 0.6, values)
+    out32 = rank_laws.expected_score_rank_values(s.float(), mask, 0.6, values)
     assert out32.dtype == torch.float32
     results = []
     before = numba.get_num_threads()
@@ -231,7 +231,7 @@ def test_expected_score_rank_values_keep_the_dtype_and_do_not_depend_on_threads(
         for threads in (1, before):
             numba.set_num_threads(threads)
             x = s.clone().requires_grad_(True)
-            out = distributions_module.expected_score_rank_values(x, mask, 0.6, values)
+            out = rank_laws.expected_score_rank_values(x, mask, 0.6, values)
             out.sum().backward()
             results.append((out.detach(), x.grad))
     finally:
@@ -242,7 +242,7 @@ def test_expected_score_rank_values_keep_the_dtype_and_do_not_depend_on_threads(
 
 def _expectation_and_gradient(s, mask, values, weights, buffers):
     leaf = s.clone().requires_grad_(True)
-    out = distributions_module.expected_score_rank_values(leaf, mask, 0.7, values, buffers)
+    out = rank_laws.expected_score_rank_values(leaf, mask, 0.7, values, buffers)
     (out * weights).sum().backward()
     return out.detach(), leaf.grad
 
@@ -253,10 +253,10 @@ def test_rank_law_buffers_reuse_arrays_and_change_no_result(monkeypatch, kept):
     arrays reused), another shape, and the laws kept or made again; it keeps no more than its bound."""
     pytest.importorskip("numba")
     if not kept:
-        monkeypatch.setattr(distributions_module, "SAVED_LAW_ELEMENTS", 0)
+        monkeypatch.setattr(rank_laws, "SAVED_LAW_ELEMENTS", 0)
     s, mask, weights = _expected_values_cases()
     values = 1.0 / torch.log2(torch.arange(13, dtype=torch.float64) + 2.0)
-    holder = distributions_module.RankLawBuffers()
+    holder = rank_laws.RankLawBuffers()
     batches = [(s, mask, weights), (s * 2.0 - 0.5, mask, -weights), (s[:2, :9], mask[:2, :9], weights[:2, :9])]
     for index, (scores, m, w) in enumerate(batches):
         reused = [array.data_ptr() for array in holder._free]
@@ -269,11 +269,11 @@ def test_rank_law_buffers_reuse_arrays_and_change_no_result(monkeypatch, kept):
                    for array in holder._free[-per_batch:])
         if index == 1:  # same shape as before: the same two arrays came back
             assert sorted(array.data_ptr() for array in holder._free) == sorted(reused)
-    monkeypatch.setattr(distributions_module, "KEPT_ARRAY_ELEMENTS", 10)
-    small = distributions_module.RankLawBuffers()
+    monkeypatch.setattr(rank_laws, "KEPT_ARRAY_ELEMENTS", 10)
+    small = rank_laws.RankLawBuffers()
     _expectation_and_gradient(s, mask, values, weights, small)
     assert small._free == []
-    nothing = distributions_module.RankLawBuffers(kept=0)
+    nothing = rank_laws.RankLawBuffers(kept=0)
     _expectation_and_gradient(s, mask, values, weights, nothing)
     assert nothing._free == []
 
@@ -287,10 +287,10 @@ def test_rank_law_buffers_never_share_an_array_between_live_graphs():
     values = 1.0 / torch.log2(torch.arange(13, dtype=torch.float64) + 2.0)
     expected_first = _expectation_and_gradient(s, mask, values, weights, None)
     expected_second = _expectation_and_gradient(-s, mask, values, weights, None)
-    holder = distributions_module.RankLawBuffers()
+    holder = rank_laws.RankLawBuffers()
     first, second = s.clone().requires_grad_(True), (-s).clone().requires_grad_(True)
-    out_first = distributions_module.expected_score_rank_values(first, mask, 0.7, values, holder)
-    out_second = distributions_module.expected_score_rank_values(second, mask, 0.7, values, holder)
+    out_first = rank_laws.expected_score_rank_values(first, mask, 0.7, values, holder)
+    out_second = rank_laws.expected_score_rank_values(second, mask, 0.7, values, holder)
     (out_second * weights).sum().backward()
     (out_first * weights).sum().backward(retain_graph=True)
     assert torch.equal(first.grad, expected_first[1]) and torch.equal(second.grad, expected_second[1])
@@ -299,9 +299,9 @@ def test_rank_law_buffers_never_share_an_array_between_live_graphs():
     first.grad = None
     (out_first * weights).sum().backward()
     assert torch.equal(first.grad, gradient)
-    holder = distributions_module.RankLawBuffers()
+    holder = rank_laws.RankLawBuffers()
     with torch.no_grad():
-        distributions_module.expected_score_rank_values(s, mask, 0.7, values, holder)
+        rank_laws.expected_score_rank_values(s, mask, 0.7, values, holder)
     assert len(holder._free) == 1
 
 
@@ -335,13 +335,13 @@ def test_compiled_laws_drop_only_negligible_ends(monkeypatch):
     and values and gradients equal the whole-tensor path's, which drops nothing."""
     rng = np.random.default_rng(8)
     s = torch.tensor(rng.normal(size=(2, 300)) * 3.0)
-    pi = distributions_module.pairwise_matrix(s, torch.ones(2, 300, dtype=torch.bool), 0.2)
+    pi = rank_laws.pairwise_matrix(s, torch.ones(2, 300, dtype=torch.bool), 0.2)
     weights = torch.tensor(rng.normal(size=(2, 300, 300)))
     results = []
     for compiled in (True, False):
-        monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi, c=compiled: c)
+        monkeypatch.setattr(rank_laws, "runs_compiled", lambda pi, c=compiled: c)
         leaf = pi.clone().requires_grad_(True)
-        laws = distributions_module.rank_recursion(leaf)
+        laws = rank_laws.rank_recursion(leaf)
         (laws * weights).sum().backward()
         results.append((laws.detach(), leaf.grad))
     (windowed, grad_windowed), (whole, grad_whole) = results

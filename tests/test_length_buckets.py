@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from gaprank import metrics as M
-from gaprank._padding import length_buckets, pad_by_group
+from gaprank._grouped import length_buckets
+from gaprank._padding import pad_by_group
 from gaprank.lightgbm import ranking_feval
 from gaprank.metrics import evaluate_letor
 

@@ -14,7 +14,7 @@ import torch
 
 import gaprank
 import gaprank._engine.pairs as pairwise_module
-import gaprank.distributions as distributions_module
+import gaprank._engine.rank_laws as rank_laws
 import gaprank.losses as L
 import gaprank.losses._exact as exact_module
 from gaprank import GaprankInputError
@@ -342,7 +342,7 @@ def test_unvalidated_soft_losses_read_nothing_back_and_equal_validated(monkeypat
     _assert_reads_and_copies_nothing(make(sigma=0.7, validate=False, **kw))
     scores, labels, mask = _random_batch(25, b=6, n=13, grades=4)
     for compiled in (True, False):
-        monkeypatch.setattr(distributions_module, "runs_compiled", lambda s, c=compiled: c)
+        monkeypatch.setattr(rank_laws, "runs_compiled", lambda s, c=compiled: c)
         results = _validated_and_not(
             lambda s, validate: make(sigma=0.7, validate=validate, reduction="none", **kw)(s, labels, mask), scores)
         assert results[0][0].abs().sum() > 0
@@ -586,9 +586,9 @@ def test_softndcg_compiled_and_torch_paths_same_value_and_gradient(monkeypatch, 
     s1 = scores.clone().requires_grad_(True)
     v1 = L.soft_metric(s1, labels, measure="ndcg", sigma=0.5, mask=mask)
     v1.sum().backward()
-    monkeypatch.setattr(distributions_module, "runs_compiled", lambda pi: False)
+    monkeypatch.setattr(rank_laws, "runs_compiled", lambda pi: False)
     if block is not None:
-        monkeypatch.setattr(distributions_module, "CORRELATION_BLOCK_ELEMENTS", block)
+        monkeypatch.setattr(rank_laws, "CORRELATION_BLOCK_ELEMENTS", block)
     s2 = scores.clone().requires_grad_(True)
     v2 = L.soft_metric(s2, labels, measure="ndcg", sigma=0.5, mask=mask)
     v2.sum().backward()
@@ -894,7 +894,7 @@ def test_exact_mode_scores_of_any_magnitude():
 def test_paper_softgap_in_row_blocks_equals_the_whole_pair_matrix(monkeypatch):
     """The paper-mode sums are taken over blocks of rows (forward and backward): equal to the one-matrix
     computation, with first and second derivatives, whatever the block size."""
-    from gaprank.distributions import pairwise_matrix
+    from gaprank._engine import pairwise_matrix
     from gaprank.losses import _soft
 
     torch.manual_seed(3)

@@ -18,7 +18,14 @@ import gaprank
 import gaprank.lightgbm
 from gaprank import GaprankInputError
 from gaprank.boosting import LambdaMARTSettings, RankingEval
-from gaprank.losses import LambdaRankLoss, lambdarank_loss, soft_metric, soft_metric_loss, swap_deltas
+from gaprank.losses import (
+    LambdaRankLoss,
+    SoftMetricLoss,
+    lambdarank_loss,
+    soft_metric,
+    soft_metric_loss,
+    swap_deltas,
+)
 from gaprank.metrics import Measure, evaluate_letor, evaluate_trec, objective_measure, parse_measure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +40,7 @@ TAKERS = {
     "soft_metric_loss": lambda kw: soft_metric_loss(SCORES, LABELS, **kw, g=G),
     "swap_deltas": lambda kw: swap_deltas(SCORES, LABELS, **kw, g=G),
     "LambdaRankLoss": lambda kw: LambdaRankLoss(**kw, g=G)(SCORES, LABELS),
+    "SoftMetricLoss": lambda kw: SoftMetricLoss(**kw, g=G, smoothing="approx")(SCORES, LABELS),
     "objective_measure": lambda kw: objective_measure(**kw).name,
     "LambdaMARTSettings": lambda kw: LambdaMARTSettings(**kw, g=G).measure,
     "lightgbm.lambdarank_objective": lambda kw: gaprank.lightgbm.lambdarank_objective(**kw, g=G).gradients(
@@ -71,7 +79,8 @@ def test_the_new_name_given_by_position_beside_the_old_one_is_refused():
 
 
 def test_signatures_and_attributes_say_measure():
-    for function in (lambdarank_loss, soft_metric, soft_metric_loss, swap_deltas, LambdaRankLoss, LambdaMARTSettings,
+    for function in (lambdarank_loss, soft_metric, soft_metric_loss, swap_deltas, LambdaRankLoss, SoftMetricLoss,
+                     LambdaMARTSettings,
                      gaprank.lightgbm.lambdarank_objective, gaprank.lightgbm.sklearn_objective, objective_measure):
         parameters = inspect.signature(function).parameters
         assert "measure" in parameters and "metric" not in parameters, function

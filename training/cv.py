@@ -43,7 +43,7 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import RankingSplit, load_fold, load_split
 from gaprank.losses import SMOOTHINGS
-from gaprank.metrics import objective_measure, objective_names, user_model_measures
+from gaprank.losses import build as build_loss
 
 from ._distributed import ALONE, Ranks, balanced_shares, broadcast, global_sum, join, lost, peer_gone
 from ._runner import fold_script_main, quick_variant, run_folds, show_progress, use_threads
@@ -52,8 +52,8 @@ from ._sections import DataConfig, EvaluationConfig
 
 class TrainingDiverged(GaprankInputError):
     """The loss became NaN or infinite: the configured learning rate is too large for this objective."""
-# The loss kinds driven by a measure, and the registry mode each needs of it.
-METRIC_LOSSES = {"soft": "soft", "exact": "exact", "lambdarank": "swap_deltas"}
+
+
 MODE_SMOOTHINGS = {"paper": "softrank", "exact": "expected"}  # loss.mode, deprecated: its smoothing
 
 
@@ -126,42 +126,19 @@ class LossConfig:
             self.smoothing = None
 
     def validate(self) -> None:
-        mode = METRIC_LOSSES.get(self.kind)
-        if mode is not None and self.measure is None:
-            raise GaprankInputError(f"loss.measure is required for loss.kind {self.kind!r} "
-                                    f"({', '.join(objective_names(mode=mode))})")
-        if mode is None and self.measure is not None:
-            raise GaprankInputError(f"loss.kind {self.kind!r} takes no measure; got measure {self.measure!r}")
-        if mode is not None:
-            try:
-                measure = objective_measure(self.measure, mode=mode)
-            except GaprankInputError as exc:
-                raise GaprankInputError(f"loss.{exc}") from None
-            if self.g is not None and not measure.uses_g:
-                takes_g = [i.key for i in user_model_measures()]
-                raise GaprankInputError(f"loss.g is only for {', '.join(takes_g)}; got measure {self.measure!r}")
-        if self.k is not None and self.kind != "lambdarank":
-            raise GaprankInputError("loss.k (truncation) is only for loss.kind 'lambdarank'")
-        if not self.sigma > 0:
-            raise GaprankInputError(f"loss.sigma must be > 0; got {self.sigma}")
-        # gaprank's own checks, on a query whose grades stay within the scale the settings set (g of length c)
-        top = len(self.g) if self.g is not None else 2
-        labels = torch.tensor([[min(2, top), 0, 1]])
-        scores = torch.tensor([[0.3, 0.1, 0.2]], requires_grad=True)
-        self.build()(scores, labels, torch.ones(1, 3, dtype=torch.bool))
+        self.build()  # gaprank checks the kind, the measure and every setting against its registry
 
-    def build(self) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
-        """``loss(scores, labels, mask)`` to minimise (mean over the batch's queries)."""
-        measure, g, sigma = self.measure, self.g, self.sigma
-        if self.kind in ("soft", "exact"):
-            smoothing: Any = "expected" if self.kind == "exact" else self.smoothing or "softrank"  # checked on load
-            return lambda s, y, m: gaprank.soft_metric_loss(s, y, measure=measure, g=g, sigma=sigma, smoothing=smoothing,
-                                                            mask=m)
-        if self.kind == "lambdarank":
-            return lambda s, y, m: gaprank.lambdarank_loss(s, y, measure=measure, g=g, sigma=sigma, k=self.k, mask=m)
-        if self.kind == "ranknet":
-            return lambda s, y, m: gaprank.ranknet_loss(s, y, sigma=sigma, mask=m)
-        return lambda s, y, m: gaprank.listnet_loss(s, y, mask=m)
+    def build(self) -> torch.nn.Module:
+        """``loss(scores, labels, mask)`` to minimise (mean over the batch's queries): gaprank's loss module for
+        this kind, measure and settings (:func:`gaprank.losses.build`)."""
+        # the settings this config sets: a field at its default is left to the module, whose default is the same
+        # (so ListNet, which takes no sigma, is not handed the default one)
+        settings = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                    if f.name not in ("kind", "measure", "mode") and getattr(self, f.name) != f.default}
+        try:
+            return build_loss(self.kind, self.measure, **settings)
+        except GaprankInputError as exc:
+            raise GaprankInputError(f"loss: {exc}") from None
 
 
 @dataclass

@@ -14,7 +14,7 @@ from ._autograd import FirstDerivativesOnly
 from ._inputs import MAX_GRADE, GaprankInputError
 from .lightgbm import lambdarank_objective, ranking_feval, sklearn_objective
 from .losses import *  # noqa: F403 - the flat public API
-from .losses import __all__ as _loss_names
+from .losses import __all__ as _losses_all
 from .metrics import (
     average_precision,
     dcg,
@@ -42,6 +42,12 @@ from .metrics import (
 )
 
 __version__ = "0.1.0"
+
+# gaprank.losses.build (a loss from a config's kind and measure) and the generic SoftMetricLoss it returns stay in
+# their package: the top level keeps the named losses
+_IN_LOSSES_ONLY = ("build", "SoftMetricLoss")
+_loss_names = [name for name in _losses_all if name not in _IN_LOSSES_ONLY]
+del build, SoftMetricLoss  # noqa: F821 - bound by the star import above
 
 __all__ = [
     # metrics

@@ -1,5 +1,5 @@
 """How gaprank's compiled (numba) kernels are built and which threads run them: the one setup that
-:mod:`gaprank._elementwise`, :mod:`gaprank._engine.compiled` and :mod:`gaprank.distributions._compiled` share.
+:mod:`gaprank._elementwise`, :mod:`gaprank._engine.compiled` and :mod:`gaprank._engine.soft_compiled` share.
 
 * **Disk cache.** Kernels are compiled once and kept in numba's disk cache. Where numba has no writable place
   for it (a read-only install with no writable home or ``NUMBA_CACHE_DIR``) they are compiled without it, in

@@ -91,7 +91,8 @@ class OutputSpec:
     dtype: torch.dtype
 
 
-def _as_tensor(x: ArrayLike, name: str, device: torch.device | None = None) -> torch.Tensor:
+def checked_tensor(x: ArrayLike, name: str, device: torch.device | None = None) -> torch.Tensor:
+    """``x`` as a tensor (moved to ``device`` when given); a one-line error naming ``name`` when it is not numeric."""
     if isinstance(x, torch.Tensor):
         t = x
     else:
@@ -183,7 +184,7 @@ def batch_mask(mask: ArrayLike | None, shape: tuple[int, ...], device: torch.dev
     rows = (1, shape[0]) if len(shape) == 1 else tuple(shape)
     if mask is None:
         return torch.ones(rows, dtype=torch.bool, device=device)
-    m = _as_tensor(mask, "mask", device)
+    m = checked_tensor(mask, "mask", device)
     if m.dtype != torch.bool:
         raise GaprankInputError(f"mask must be boolean (True = a real document); got dtype {m.dtype}")
     if tuple(m.shape) != tuple(shape):
@@ -202,7 +203,7 @@ def prepare_scores_labels(
     the caller vouches that real scores are finite and real labels are integer grades 0..MAX_GRADE.
     """
     is_numpy = not isinstance(scores, torch.Tensor)
-    s = _as_tensor(scores, "scores")
+    s = checked_tensor(scores, "scores")
     device = s.device
     if s.dtype == torch.bool or s.is_complex():
         raise GaprankInputError(f"scores must be real numbers, got dtype {s.dtype}")
@@ -215,7 +216,7 @@ def prepare_scores_labels(
     s2 = s.reshape(1, -1) if squeeze else s
     s2 = s2.to(torch.float64)
 
-    y = _as_tensor(labels, "labels", device)
+    y = checked_tensor(labels, "labels", device)
     if tuple(y.shape) != tuple(s.shape):
         raise GaprankInputError(f"labels shape {tuple(y.shape)} does not match scores shape {tuple(s.shape)}")
     y2 = y.reshape(1, -1) if squeeze else y

@@ -1,10 +1,7 @@
-"""Flat (rows grouped by query) <-> padded [batch, list] conversions, vectorised."""
+"""Flat (rows grouped by query) <-> padded [batch, list] conversions, vectorised; the length buckets that
+evaluation pads into are :mod:`gaprank._grouped`'s."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -55,75 +52,9 @@ def check_group_sizes(group: ArrayLike | None, num_rows: int | None, what: str =
     return sizes
 
 
-# Cells of one padded bucket: its queries x its longest query. Large enough that a bucket's fixed cost
-# (a few dozen tensor operations) is spread thin, small enough that no bucket's tables take much memory.
-BUCKET_CELLS = 1 << 20
-
-
-@dataclass(frozen=True)
-class LengthBucket:
-    """Queries of similar length, padded to the longest of them: ``queries`` [B] (indices into the
-    groups), ``rows`` [B, W] (the flat row of each slot; 0 where padded) and ``mask`` [B, W]."""
-
-    queries: np.ndarray
-    rows: np.ndarray
-    mask: np.ndarray
-
-    def take(self, values: np.ndarray, fill: Any = 0) -> np.ndarray:
-        """The bucket's ``[B, W]`` view of flat per-row ``values``, ``fill`` in the padding."""
-        return np.where(self.mask, values[self.rows], np.asarray(fill, dtype=values.dtype))
-
-
-def length_buckets(group_sizes: np.ndarray, max_cells: int = BUCKET_CELLS) -> list[LengthBucket]:
-    """Queries cut into buckets of similar length, each padded only to its own longest query.
-
-    Queries whose lengths lie within a factor of two share a bucket (so padding at most doubles a
-    query), cut further so that no bucket holds more than ``max_cells`` slots (one long query alone
-    may). Memory then follows the data, not the longest query times the number of queries.
-
-    Parameters
-    ----------
-    group_sizes : numpy.ndarray
-        Documents per query (positive integers), rows grouped by query in that order.
-    max_cells : int
-        Most slots (queries x width) of a bucket holding more than one query.
-
-    Returns
-    -------
-    list of LengthBucket
-        Every query in exactly one bucket.
-    """
-    sizes = np.asarray(group_sizes, dtype=np.int64)
-    if sizes.size == 0:
-        return []
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    order = np.argsort(sizes, kind="stable")
-    classes = np.floor(np.log2(sizes[order])).astype(np.int64)  # lengths within a factor of two
-    cuts = np.flatnonzero(np.diff(classes)) + 1
-    buckets = []
-    for members in np.split(order, cuts):
-        width_of_class = int(sizes[members[-1]])
-        per_bucket = max(1, max_cells // width_of_class)
-        for first in range(0, members.size, per_bucket):
-            queries = members[first:first + per_bucket]
-            buckets.append(LengthBucket(queries, *padded_rows(starts, sizes, queries, fill=0)))
-    return buckets
-
-
 def padded_rows(starts: np.ndarray, sizes: np.ndarray, queries: np.ndarray, fill: int) -> tuple[np.ndarray, np.ndarray]:
     """The flat row of every slot of ``queries`` padded to the longest of them (``fill`` beyond a query's
     end), ``[B, W]``, and the mask of real slots."""
     position = np.arange(int(sizes[queries].max()))
     mask = position[None, :] < sizes[queries][:, None]
     return np.where(mask, starts[queries][:, None] + position[None, :], fill), mask
-
-
-def per_query_by_bucket(buckets: list[LengthBucket], num_queries: int,
-                        evaluate: Callable[[LengthBucket], dict[str, Any]]) -> dict[str, np.ndarray]:
-    """``evaluate(bucket) -> {name: value of each of its queries}`` over every bucket, gathered into
-    ``{name: value of each query}`` in the groups' order."""
-    out: dict[str, np.ndarray] = {}
-    for bucket in buckets:
-        for name, values in evaluate(bucket).items():
-            out.setdefault(name, np.empty(num_queries, dtype=np.float64))[bucket.queries] = np.asarray(values)
-    return out

@@ -15,18 +15,27 @@ reads, :func:`grade_indicators` the one-hot grades, :func:`resolve_g` GAP's user
 The page "Adding a measure" of the docs walks through one measure of each form.
 """
 
-from .metrics._forms import GainDiscountForm, KernelForm, ListForm, ideal_sum
-from .metrics._kernels import Kernel, pivot_sum
-from .metrics._names import Measure, objective_measure, parse_measure
-from .metrics._ranking import RankedLists, grade_indicators, rank_lists, resolve_g
-from .metrics._registry import (
+from .metrics import (
+    GainDiscountForm,
+    Kernel,
+    KernelForm,
+    ListForm,
+    Measure,
     MeasureInfo,
     ParamInfo,
+    RankedLists,
     find_measure,
     g_not_taken,
+    grade_indicators,
+    ideal_sum,
     measures,
+    objective_measure,
     objective_names,
+    parse_measure,
+    pivot_sum,
+    rank_lists,
     register,
+    resolve_g,
     unregister,
     user_model_measures,
 )

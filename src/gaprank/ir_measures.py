@@ -38,8 +38,7 @@ from ir_measures.util import Metric, QrelsConverter, RunConverter
 
 from ._inputs import GaprankInputError
 from .metrics import Measure as GaprankMeasureString
-from .metrics import MeasureInfo, ParamInfo, evaluate_trec, measures, parse_measure
-from .metrics._trec import text_ids
+from .metrics import MeasureInfo, ParamInfo, evaluate_trec, measures, parse_measure, text_ids
 
 __all__ = ["GaprankMeasure", "GaprankProvider", "register_measures", "provider"]
 

@@ -29,8 +29,9 @@ import torch
 from torchmetrics.retrieval.base import RetrievalMetric, _retrieval_aggregate
 from torchmetrics.utilities.data import dim_zero_cat
 
+from ._grouped import GroupedLists, MeasureCall
 from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades, check_positive_int
-from ._padding import LengthBucket, group_positions, length_buckets, per_query_by_bucket
+from ._padding import group_positions
 from ._typing import ArrayLike
 from .metrics import parse_measure, resolve_g
 
@@ -94,13 +95,12 @@ class _GradedRetrievalMetric(RetrievalMetric):
 
     def compute(self) -> torch.Tensor:
         """The measure of every query, aggregated; queries padded in buckets, one batched call each."""
-        indexes = dim_zero_cat(self.indexes)
         preds = dim_zero_cat(self.preds)
-        order = torch.sort(indexes, stable=True).indices  # documents of one query together, in arrival order
-        sizes = torch.unique_consecutive(indexes[order], return_counts=True)[1].cpu().numpy()
-        scores = preds[order].detach().double().cpu().numpy()
-        grades = dim_zero_cat(self.target)[order].cpu().numpy()
-        values = torch.as_tensor(self._per_query(scores, grades, sizes))
+        # documents of one query together, queries by id, a query's documents in arrival order
+        grouped = GroupedLists.from_query_ids(dim_zero_cat(self.indexes).cpu().numpy())
+        scores = grouped.flat(preds.detach().double().cpu().numpy())
+        grades = grouped.flat(dim_zero_cat(self.target).cpu().numpy())
+        values = torch.as_tensor(self._per_query(scores, grades, grouped.group_sizes))
         undefined = torch.isnan(values)
         if bool(undefined.any()):
             if self.empty_target_action == "error":
@@ -123,23 +123,14 @@ class _GradedRetrievalMetric(RetrievalMetric):
         _, scale, scale_source = self._measure.settings()
         if scale is not None and top > scale:  # checked here: documents not retrieved are masked below
             raise GaprankInputError(f"label {top} is above the grade scale 0..{scale} set by {scale_source}")
-        everything = np.ones(scores.size, dtype=bool)
-        retrieved = self._retrieved(scores, sizes) if self.normalize_by == "retrieved" else everything
-
-        def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
-            def value(measure: Any, mask: np.ndarray) -> np.ndarray:
-                return np.asarray(measure(bucket.take(scores), bucket.take(grades), mask=bucket.take(mask, False),
-                                          reduction="none", empty_value=float("nan"), **keywords))
-
-            if self.normalize_by == "all":
-                return {"value": value(self._measure, everything)}
-            return {"value": value(self._uncut, retrieved), "defined": ~np.isnan(value(self._uncut, everything))}
-
-        per_query = per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
+        grouped = GroupedLists(sizes)
+        options = {"empty_value": float("nan"), **keywords}
         if self.normalize_by == "all":
-            return per_query["value"]
+            return grouped.evaluate([MeasureCall("value", self._measure, options)], scores, grades)["value"]
+        per_query = grouped.evaluate([MeasureCall("value", self._uncut, options, mask=self._retrieved(scores, sizes)),
+                                      MeasureCall("all", self._uncut, options)], scores, grades)
         # a query with relevant documents, none of them retrieved, scores 0 (torchmetrics' rule)
-        return np.where(per_query["defined"] > 0, np.nan_to_num(per_query["value"], nan=0.0), np.nan)
+        return np.where(np.isnan(per_query["all"]), np.nan, np.nan_to_num(per_query["value"], nan=0.0))
 
     def _retrieved(self, scores: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """Which documents torchmetrics' RetrievalMAP counts as retrieved: scored above 0 and ranked within

@@ -13,11 +13,12 @@ the same with :math:`|\Delta M| = 1` (Burges et al., ICML 2005). :math:`\Delta M
 ranking the current scores induce and held fixed, so the gradient is the lambda sums; it is computed
 directly (no autograd graph over pairs) from the swap-delta factors, a band of upper ranks at a time.
 :class:`PairwiseEngine` works on a :class:`~gaprank._engine.slots.SlotLayout`: the runs of pairs of
-all its blocks (LightGBM's length buckets) share flat chunk buffers, so each elementwise step is one
+all its blocks (LambdaMART's length buckets) share flat chunk buffers, so each elementwise step is one
 tensor operation per chunk however many blocks there are, and every buffer and view is built once.
 
-This module is the one implementation of the math that the PyTorch losses (:mod:`gaprank.losses`) and
-the LightGBM objective (:mod:`gaprank.lightgbm`) share.
+This is the tensor backend of :mod:`gaprank._engine.backends` (any measure with swap deltas, any device), used
+by the PyTorch losses (:mod:`gaprank.losses`) and by LambdaMART (:mod:`gaprank.boosting`) where the compiled
+backend (:mod:`gaprank._engine.compiled`, the same arithmetic on the same factor plan) does not serve.
 """
 
 from __future__ import annotations

@@ -5,31 +5,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
+from .._grouped import GroupedLists, MeasureCall
 from .._inputs import GaprankInputError
-from .._padding import LengthBucket, check_group_sizes, length_buckets, per_query_by_bucket
+from .._padding import check_group_sizes
 from .._typing import ArrayLike
 from ..metrics import Conventions, Measure, get_conventions, parse_measure, resolve_g
 from ._layout import LayoutCache, check_flat_labels, check_flat_scores
 
 
 @dataclass
-class _BucketedLabels:
-    """A data set's labels and its length buckets (each padded to its own longest query), built once."""
+class _GroupedLabels:
+    """A data set's labels and its queries as grouped lists (length buckets built once, on first use)."""
 
     labels: np.ndarray
-    buckets: list[LengthBucket]
-    group_sizes: np.ndarray
+    grouped: GroupedLists
 
     @classmethod
-    def build(cls, labels: ArrayLike, group: ArrayLike | None) -> _BucketedLabels:
+    def build(cls, labels: ArrayLike, group: ArrayLike | None) -> _GroupedLabels:
         y = check_flat_labels(labels)
         sizes = check_group_sizes(group, y.size)
-        return cls(y, length_buckets(sizes), sizes)
+        return cls(y, GroupedLists(sizes))
 
 
 class RankingEval:
@@ -68,7 +67,7 @@ class RankingEval:
         # g joins the measures that take it and whose strings set none
         self.measures = [m.with_defaults(g=self.g) for m in self.measures]
         self.conventions = get_conventions(conventions)
-        self._layouts = LayoutCache(_BucketedLabels.build)
+        self._layouts = LayoutCache(_GroupedLabels.build)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({[m.name for m in self.measures]}, g={self.g}, "
@@ -80,14 +79,9 @@ class RankingEval:
         scores = check_flat_scores(preds, layout.labels.size)
         # a measure whose scale defaults to the largest label takes the whole set's, not a bucket's
         top = int(layout.labels.max())
-        options = {m.name: {**self.conventions.keywords(m), **m.whole_set_keywords(top)}
-                   for m in self.measures}
-
-        def evaluate(bucket: LengthBucket) -> dict[str, Any]:
-            s, y = bucket.take(scores), bucket.take(layout.labels)
-            return {m.name: m(s, y, mask=bucket.mask, reduction="none", **options[m.name]) for m in self.measures}
-
-        return per_query_by_bucket(layout.buckets, layout.group_sizes.size, evaluate)
+        calls = [MeasureCall(m.name, m, {**self.conventions.keywords(m), **m.whole_set_keywords(top)})
+                 for m in self.measures]
+        return layout.grouped.evaluate(calls, scores, layout.labels)
 
     def evaluate(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None) -> dict[str, float]:
         """``{name: mean over queries}`` for flat predictions and labels grouped by ``group`` sizes."""

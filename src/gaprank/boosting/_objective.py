@@ -54,12 +54,12 @@ CACHE_BLOCK_ELEMENTS = 1 << 18
 
 
 @dataclass
-class _PreparedData:
-    """What stays fixed across rounds for one data set, and the buffers every round refills."""
+class _TorchRounds:
+    """The tensor engine's part of a data set: its factor plan and pair engine, fixed across rounds, and the
+    buffers every round refills."""
 
-    layout: QueryLayout
-    plan: FactorPlan | None  # the swap-delta factors of all rankable queries (None: there are none)
-    engine: PairwiseEngine | None
+    plan: FactorPlan  # the swap-delta factors of all rankable queries
+    engine: PairwiseEngine
     scores: torch.Tensor  # [rows + 1] float64: this round's scores, -inf in the sentinel row
     row_scores: torch.Tensor  # [S]: the scores of each slot's row (padding: the sentinel)
     order: torch.Tensor  # [S] int64: rank slot -> row slot (within its list, then in the whole layout)
@@ -69,28 +69,29 @@ class _PreparedData:
     derivatives: torch.Tensor  # [2, rows]: grad and hess; 0 at the rows of unrankable queries
     real_rows: torch.Tensor  # [m] int64: the rows ranked at the real slots
     real_sums: torch.Tensor  # [2, m]: their grad and hess
-    kernel_plan: compiled.CompiledPlan | None = None  # the compiled kernel's plan (then neither engine nor sorts run)
 
     @classmethod
-    def for_compiled(cls, layout: QueryLayout, kernel_plan: compiled.CompiledPlan) -> _PreparedData:
-        """The compiled kernel's data: no torch plan, engine or buffers."""
-        nothing = torch.empty(0)
-        return cls(layout, None, None, nothing, nothing, nothing, nothing, nothing, [], nothing, nothing, nothing,
-                   kernel_plan=kernel_plan)
-
-    @classmethod
-    def build(cls, layout: QueryLayout, plan: FactorPlan | None, engine: PairwiseEngine | None,
-              dtype: torch.dtype) -> _PreparedData:
+    def build(cls, layout: QueryLayout, plan: FactorPlan, engine: PairwiseEngine, dtype: torch.dtype) -> _TorchRounds:
         slots = layout.slots
         row_scores = torch.empty(slots.num_slots, dtype=torch.float64)
         order = torch.empty(slots.num_slots, dtype=torch.int64)
         # sorting writes straight into the engine's score buffer
-        ranked = engine.scores if engine is not None else torch.empty(0, dtype=torch.float64)
-        sorts = [(slots.view(row_scores, b), slots.view(ranked, b), slots.view(order, b)) for b in slots.blocks]
-        return cls(layout, plan, engine, torch.full((layout.num_rows + 1,), -math.inf, dtype=torch.float64),
+        sorts = [(slots.view(row_scores, b), slots.view(engine.scores, b), slots.view(order, b)) for b in slots.blocks]
+        return cls(plan, engine, torch.full((layout.num_rows + 1,), -math.inf, dtype=torch.float64),
                    row_scores, order, torch.empty_like(order), torch.empty_like(order), sorts,
                    torch.zeros(2, layout.num_rows, dtype=dtype), torch.empty(slots.real.numel(), dtype=torch.int64),
                    torch.empty(2, slots.real.numel(), dtype=dtype))
+
+
+@dataclass
+class _PreparedData:
+    """What stays fixed across rounds for one data set: its layout and the part of the backend that computes its
+    rounds, the compiled kernel's plan or the tensor engine's rounds (at most one; neither when no pair of any
+    query changes the measure: every gradient and hessian is then 0)."""
+
+    layout: QueryLayout
+    kernel_plan: compiled.CompiledPlan | None = None
+    torch_rounds: _TorchRounds | None = None
 
 
 class LambdaMARTObjective:
@@ -147,13 +148,15 @@ class LambdaMARTObjective:
                                             truncation=settings.truncation_level, norm=settings.norm,
                                             ideal_cutoff=settings.truncation_level, gains=self.label_gain)
                 if kernel_plan is not None:
-                    return _PreparedData.for_compiled(layout, kernel_plan)
+                    return _PreparedData(layout, kernel_plan=kernel_plan)
             plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
                                      ideal_cutoff=settings.truncation_level, gains=self.label_gain)
-            engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
-                                    norm=settings.norm, with_hessian=True, with_cost=False, dtype=dtype,
-                                    block_elements=self.block_elements)
-        return _PreparedData.build(layout, plan, engine, dtype)
+            if plan is not None:
+                engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
+                                        norm=settings.norm, with_hessian=True, with_cost=False, dtype=dtype,
+                                        block_elements=self.block_elements)
+                return _PreparedData(layout, torch_rounds=_TorchRounds.build(layout, plan, engine, dtype))
+        return _PreparedData(layout)
 
     def gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
                   weight: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -164,30 +167,30 @@ class LambdaMARTObjective:
         """
         # No autograd here: inference mode spares every tensor operation its autograd bookkeeping.
         data = self._prepared.get(labels, group)
+        scores = check_flat_scores(preds, data.layout.num_rows)
         if data.kernel_plan is not None:
-            scores = check_flat_scores(preds, data.layout.num_rows)
             grad_np, hess_np = np.zeros(scores.size), np.zeros(scores.size)
             compiled.lambdamart_gradients(data.kernel_plan, scores, grad_np, hess_np)
             return _weighted(grad_np, hess_np, weight)
+        rounds = data.torch_rounds
+        if rounds is None:  # no pair changes the measure
+            return _weighted(np.zeros(scores.size), np.zeros(scores.size), weight)
         with torch.inference_mode():
             layout = data.layout
-            scores = check_flat_scores(preds, layout.num_rows)
-            if data.plan is not None:
-                data.scores[:-1] = torch.from_numpy(scores)
-                torch.index_select(data.scores, 0, layout.slot_rows, out=data.row_scores)
-                for row_scores, ranked_scores, order in data.sorts:
-                    # Rank each query: scores descending, ties in row order, padding (-inf) last.
-                    torch.sort(row_scores, dim=-1, descending=True, stable=True, out=(ranked_scores, order))
-                order = data.order.add_(layout.slots.list_start)  # within its list -> in the whole layout
-                torch.index_select(layout.slot_labels, 0, order, out=data.grades)
-                torch.index_select(layout.slot_rows, 0, order, out=data.destination)
-                factors = data.plan.factors(data.grades)
-                assert data.engine is not None, "a data set with a factor plan has a pair engine"
-                _, sums = data.engine.run(data.engine.scores, data.grades, factors)
-                real = layout.slots.real
-                data.derivatives.index_copy_(1, torch.index_select(data.destination, 0, real, out=data.real_rows),
-                                             torch.index_select(sums, 1, real, out=data.real_sums))
-            grad_np, hess_np = data.derivatives.numpy().astype(np.float64)
+            rounds.scores[:-1] = torch.from_numpy(scores)
+            torch.index_select(rounds.scores, 0, layout.slot_rows, out=rounds.row_scores)
+            for row_scores, ranked_scores, order in rounds.sorts:
+                # Rank each query: scores descending, ties in row order, padding (-inf) last.
+                torch.sort(row_scores, dim=-1, descending=True, stable=True, out=(ranked_scores, order))
+            order = rounds.order.add_(layout.slots.list_start)  # within its list -> in the whole layout
+            torch.index_select(layout.slot_labels, 0, order, out=rounds.grades)
+            torch.index_select(layout.slot_rows, 0, order, out=rounds.destination)
+            factors = rounds.plan.factors(rounds.grades)
+            _, sums = rounds.engine.run(rounds.engine.scores, rounds.grades, factors)
+            real = layout.slots.real
+            rounds.derivatives.index_copy_(1, torch.index_select(rounds.destination, 0, real, out=rounds.real_rows),
+                                           torch.index_select(sums, 1, real, out=rounds.real_sums))
+            grad_np, hess_np = rounds.derivatives.numpy().astype(np.float64)
         return _weighted(grad_np, hess_np, weight)
 
 

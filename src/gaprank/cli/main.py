@@ -38,8 +38,7 @@ from ..data import (
     to_json,
     write_atomic,
 )
-from ..metrics import evaluate_letor, evaluate_trec
-from ..metrics._trec_names import did_you_mean, trec_measure
+from ..metrics import did_you_mean, evaluate_letor, evaluate_trec, trec_measure
 
 
 def _parse_g(text: str | None) -> list[float] | None:

@@ -2,9 +2,11 @@
 soft ranks: ``SMOOTHINGS``), their exact expectation, LambdaRank with |Delta metric| weights, RankNet and ListNet.
 
 Every loss is a function ``f(scores, labels, *, mask=None, ..., reduction="mean")`` returning a value
-to minimise, with an ``nn.Module`` twin that holds the hyperparameters only.
+to minimise, with an ``nn.Module`` twin that holds the hyperparameters only. :func:`build` makes the module of a
+loss kind for a measure string and settings, checked against the registry (what a training config asks for).
 """
 
+from ._build import build
 from ._deltas import swap_deltas
 from ._listnet import ListNetLoss, listnet_loss
 from ._pairwise import LambdaRankLoss, RankNetLoss, lambdarank_loss, ranknet_loss
@@ -13,6 +15,7 @@ from ._soft import (
     SoftAPLoss,
     SoftEGAPLoss,
     SoftGAPLoss,
+    SoftMetricLoss,
     SoftNDCGLoss,
     SoftXGAPLoss,
     soft_ap_loss,
@@ -45,4 +48,6 @@ __all__ = [
     "LambdaRankLoss",
     "RankNetLoss",
     "ListNetLoss",
+    "SoftMetricLoss",
+    "build",
 ]

@@ -30,10 +30,18 @@ from .._engine.slots import SlotLayout
 from .._inputs import MAX_GRADE, check_positive_int, check_sigma, renamed_keywords
 from .._typing import ArrayLike
 from ..metrics import objective_measure, rank_lists
-from ._common import as_batch, check_scores_tensor, rankable, reduce_loss, refuse_function_transforms, with_gradient
+from ._common import (
+    as_batch,
+    check_scores_tensor,
+    opaque_to_compile,
+    rankable,
+    reduce_loss,
+    refuse_function_transforms,
+    with_gradient,
+)
 
 
-@torch.compiler.disable  # numpy and numba: under torch.compile an opaque call, not traced
+@opaque_to_compile  # numpy and numba: under torch.compile an opaque call, not traced
 def _compiled_terms(s: torch.Tensor, m: torch.Tensor, ranked, measure, params, sigma: float, k: int | None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cost [B], grad [B, N])`` from the compiled backend. The kernel sorts each list itself, so ``ranked``

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import torch
 
-from .._engine.soft_rank import fast_soft_ranks
+from .._engine import fast_soft_ranks
 from .._inputs import GaprankInputError
 from ..metrics import Kernel
 
@@ -75,22 +75,77 @@ def relaxed_permutation(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothin
     """``[R, N ranks, N documents]``: NeuralSort's or SoftSort's relaxed sorting permutation (descending) of
     each row's real documents; columns of padding are 0. Rows past a list's length hold no meaning: the
     callers weigh them by 0 (:func:`_row_weights`)."""
-    size = s.shape[1]
-    n = m.sum(-1, keepdim=True)  # [R, 1]
-    # padding's columns get weight 0; a row with no real document masks nothing (its weights are all 0)
-    hide = ~m & (n > 0)
     if smoothing == "neuralsort":
-        ranks = torch.arange(1, size + 1, dtype=s.dtype, device=s.device)[None, :]
-        coefficient = (n.to(s.dtype) + 1.0 - 2.0 * ranks) / sigma  # [R, N]
-        bias = (-_spread(s, m) / sigma).masked_fill(hide, -torch.inf)
-        # logits[r, n] = ((n + 1 - 2r) s_n - (A 1)_n) / sigma, in one product
-        logits = torch.baddbmm(bias[:, None, :], coefficient[:, :, None], s[:, None, :])
-        return torch.softmax(logits, dim=-1)
+        return _neuralsort_permutation(s, *_neuralsort_terms(s, m, sigma))
+    # padding's columns get weight 0; a row with no real document masks nothing (its weights are all 0)
+    hide = ~m & (m.sum(-1, keepdim=True) > 0)
     scaled = s / sigma
     top = torch.sort(scaled.masked_fill(~m, -torch.inf), dim=-1, descending=True).values
     top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
     columns = scaled.masked_fill(hide, torch.inf)  # |top - inf| = inf: padding's logits are -inf
     return torch.softmax(_NegativeDistance.apply(top, columns), dim=-1)
+
+
+def _neuralsort_terms(s: torch.Tensor, m: torch.Tensor, sigma: float) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""NeuralSort's logits ``c_r s_n + b_n`` as ``(c [R, N ranks], b [R, N documents])``:
+    :math:`c_r = (n + 1 - 2r)/\sigma`, :math:`b_n = -(A 1)_n/\sigma`, -inf at padding."""
+    n = m.sum(-1, keepdim=True)  # [R, 1]
+    ranks = torch.arange(1, s.shape[1] + 1, dtype=s.dtype, device=s.device)[None, :]
+    coefficient = (n.to(s.dtype) + 1.0 - 2.0 * ranks) / sigma
+    # padding's columns get weight 0; a row with no real document masks nothing (its weights are all 0)
+    bias = (-_spread(s, m) / sigma).masked_fill(~m & (n > 0), -torch.inf)
+    return coefficient, bias
+
+
+def _neuralsort_permutation(s: torch.Tensor, coefficient: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    # logits[r, n] = c_r s_n + b_n in one product
+    return torch.softmax(torch.baddbmm(bias[:, None, :], coefficient[:, :, None], s[:, None, :]), dim=-1)
+
+
+def permutation_mix(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str, weights: torch.Tensor) -> torch.Tensor:
+    """``[R, K, N documents]``: ``weights`` ``[R, K, N ranks]`` (values per rank) mixed by the relaxed permutation,
+    ``weights @ P``."""
+    if smoothing == "neuralsort":
+        coefficient, bias = _neuralsort_terms(s, m, sigma)
+        return _NeuralSortMix.apply(coefficient.detach(), s, bias, weights)[0]
+    return torch.bmm(weights, relaxed_permutation(s, m, sigma, smoothing))
+
+
+class _NeuralSortMix(torch.autograd.Function):
+    r"""``W @ softmax(c s^T + 1 b^T)`` ``[R, K, N]`` without autograd's ``[R, N, N]`` intermediates in the backward
+    pass. With G the output's gradient, O the output and :math:`d_r = \sum_k W_{kr} (P G^T)_{rk}`:
+    :math:`\partial L/\partial b_n = \sum_k G_{kn} O_{kn} - (d^T P)_n` and
+    :math:`\partial L/\partial s_n = \sum_k G_{kn} ((c \odot W_k)^T P)_n - ((c \odot d)^T P)_n`: two products
+    with P. ``c`` and ``W`` take no gradient. Where the backward pass itself is differentiated (``create_graph``,
+    ``gradgradcheck``) P is recomputed from the inputs, so the second derivatives see it depend on them."""
+
+    @staticmethod
+    def forward(coefficient, s, bias, weights):  # type: ignore[override]  # noqa: D102 - autograd protocol
+        p = _neuralsort_permutation(s, coefficient, bias)
+        return torch.bmm(weights, p), p
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
+        coefficient, s, bias, weights = inputs
+        ctx.save_for_backward(coefficient, s, bias, weights, output[1])
+        ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(False)  # P's own gradient is never used: no [R, N, N] of zeros
+
+    @staticmethod
+    def backward(ctx, grad, _):  # noqa: D102
+        if grad is None:  # the mix did not reach the loss
+            return None, None, None, None
+        coefficient, s, bias, weights, p = ctx.saved_tensors
+        if torch.is_grad_enabled():  # a differentiable backward pass: P as a function of the inputs
+            p = _neuralsort_permutation(s, coefficient, bias)
+        d = (weights.transpose(1, 2) * torch.bmm(p, grad.transpose(1, 2))).sum(-1)  # [R, N ranks]
+        rows = torch.cat([weights, d[:, None, :], coefficient[:, None, :] * weights,
+                          (coefficient * d)[:, None, :]], dim=1)
+        mixed = torch.bmm(rows, p)  # [R, 2K + 2, N]
+        k = weights.shape[1]
+        grad_bias = (grad * mixed[:, :k]).sum(1) - mixed[:, k]
+        grad_s = (grad * mixed[:, k + 1:2 * k + 1]).sum(1) - mixed[:, 2 * k + 1]
+        return None, grad_s, grad_bias, None
 
 
 class _NegativeDistance(torch.autograd.Function):
@@ -112,10 +167,10 @@ class _NegativeDistance(torch.autograd.Function):
         return flow.sum(2), -flow.sum(1)
 
 
-def _permutation_ranks(p: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    ranks = torch.arange(1, p.shape[1] + 1, dtype=p.dtype, device=p.device)
+def _permutation_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -> torch.Tensor:
+    ranks = torch.arange(1, s.shape[1] + 1, dtype=s.dtype, device=s.device)
     weights = torch.stack([_row_weights(ranks, m), _row_weights(torch.ones_like(ranks), m)], 1)  # [R, 2, N]
-    expected, mass = torch.bmm(weights, p).unbind(1)
+    expected, mass = permutation_mix(s, m, sigma, smoothing, weights).unbind(1)
     return torch.where(m, expected / torch.where(m, mass, torch.ones_like(mass)), torch.zeros_like(mass))
 
 
@@ -125,7 +180,7 @@ def soft_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -
         return approx_ranks(s, m, sigma)
     if smoothing == "fast_soft_rank":
         return fast_soft_ranks(s, m, sigma)
-    return _permutation_ranks(relaxed_permutation(s, m, sigma, smoothing), m)
+    return _permutation_ranks(s, m, sigma, smoothing)
 
 
 def soft_positions(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str, discounts: torch.Tensor) -> torch.Tensor:
@@ -135,8 +190,8 @@ def soft_positions(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: st
     size = s.shape[1]
     table = discounts.to(s.dtype)
     if smoothing in PERMUTATION_SMOOTHINGS:
-        p = relaxed_permutation(s, m, sigma, smoothing)
-        return torch.where(m, torch.bmm(_row_weights(table[:size], m)[:, None, :], p)[:, 0], torch.zeros_like(s))
+        mixed = permutation_mix(s, m, sigma, smoothing, _row_weights(table[:size], m)[:, None, :])
+        return torch.where(m, mixed[:, 0], torch.zeros_like(s))
     ranks = soft_ranks(s, m, sigma, smoothing).clamp(1.0, float(max(size, 1)))
     low = torch.floor(ranks).detach()
     frac = ranks - low

@@ -26,10 +26,10 @@ from typing import Literal, cast
 
 import torch
 
+from .._engine import RankLawBuffers, expected_score_rank_values, pair_block
 from .._engine.factors import rank_for_measure
 from .._inputs import GaprankInputError, check_choice, check_sigma, renamed_keywords
 from .._typing import ArrayLike
-from ..distributions import RankLawBuffers, expected_score_rank_values, pair_block
 from ..metrics import (
     GainDiscountForm,
     KernelForm,
@@ -866,6 +866,38 @@ class _SoftMetricLoss(torch.nn.Module):
     def extra_repr(self) -> str:
         return (f"g={self.g}, sigma={self.sigma}, smoothing={self.smoothing!r}, reduction={self.reduction!r}, "
                 f"max_grade={self.max_grade}, validate={self.validate}")
+
+
+class SoftMetricLoss(_SoftMetricLoss):
+    """The module twin of :func:`soft_metric_loss`: ``M(ideal) - SoftM`` for any measure string with a smooth
+    form, under any ``smoothing``; what :func:`gaprank.losses.build` returns for kinds "soft" and "exact".
+
+    Parameters
+    ----------
+    measure : str
+        A measure string with a smooth form ("gap", "nDCG@10", "AP(rel=2)", ...), as in :func:`soft_metric_loss`.
+        (``metric=``, its old name, is deprecated.)
+    g, sigma, smoothing, reduction, max_grade, validate
+        As in :func:`soft_metric_loss`, used on every call.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.losses import SoftMetricLoss
+    >>> loss = SoftMetricLoss("nDCG@10", sigma=0.5, smoothing="approx")
+    >>> scores = torch.randn(4, 20, requires_grad=True)
+    >>> loss(scores, torch.randint(0, 3, (4, 20))).backward()
+    """
+
+    @renamed_keywords(metric="measure")
+    def __init__(self, measure: str, g: ArrayLike | None = None, sigma: float = 1.0,
+                 smoothing: Smoothing = DEFAULT_SMOOTHING, reduction: Literal["mean", "sum", "none"] = "mean",
+                 max_grade: int | None = None, validate: bool = True) -> None:
+        super().__init__(g, sigma, smoothing, reduction, max_grade, validate)
+        self.measure = measure
+
+    def extra_repr(self) -> str:
+        return f"measure={self.measure!r}, {super().extra_repr()}"
 
 
 class SoftGAPLoss(_SoftMetricLoss):

@@ -41,8 +41,11 @@ from ._registry import (
     unregister,
     user_model_measures,
 )
-from ._trec import TrecEvaluation, evaluate_trec
+from ._trec import TrecEvaluation, evaluate_trec, text_ids
+from ._trec_names import did_you_mean, trec_measure
 
+# Not in __all__ (the public API): the extension API's names, served by gaprank.extend, and the TREC-mode
+# helpers gaprank's CLI and ir_measures integration share (text_ids, trec_measure, did_you_mean)
 __all__ = [
     "average_precision",
     "gap",

@@ -3,11 +3,13 @@
 A registered measure's docstring gets numpydoc ``Parameters`` and ``Returns`` sections built from its
 signature: the arrays, then, in signature order, the cutoff ``k``, its own parameters (their
 descriptions come from the measure's registry entry) and the five options below, before its
-``Examples``.
+``Examples``. The built-in metrics' docstrings are written out in full (``help()`` and the source show the
+same text); a test checks their shared entries against these texts.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -28,20 +30,28 @@ SHARED: dict[str, tuple[str, str]] = {
                      "R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each grade, "
                      "when the list does not hold every judged document (a run that missed relevant ones). The "
                      "recall base and the ideal ranking are built from it. Default: counted from the labels."),
-    "ties": ('{"stable", "pessimistic", "optimistic"}',
+    "ties": ('{"stable", "pessimistic", "optimistic"}, default "stable"',
              '"stable" keeps tied documents in input order (as LETOR\'s evaluation tools); "pessimistic" puts the '
              'lower grades of a tie first, "optimistic" the higher grades.'),
-    "empty_value": ("float",
+    "empty_value": ("float, default 0.0",
                     "The value of a query whose measure is undefined because its normaliser is 0 (no relevant "
                     "document). Measures without a normaliser (P@k, RBP, ERR, eRRBP) are always defined."),
-    "reduction": ('{"mean", "sum", "none"}', '"mean" or "sum" over the queries, or "none": one value per query.'),
+    "reduction": ('{"mean", "sum", "none"}, default "mean"', '"mean" or "sum" over the queries, or "none": one value per query.'),
 }
 RETURNS = ("float, numpy.ndarray or torch.Tensor",
            'The mean or the sum over the queries, or one value per query (``reduction="none"``, a scalar for a '
            "1-D input), in the scores' array type.")
 
 
+def cutoff_entry(function: Callable[..., Any]) -> tuple[str, str]:
+    """The ``k`` entry of a metric's docstring: optional, or a plain ``int`` for a measure defined at a cutoff
+    only (P@k), whose ``k`` has no default."""
+    k = inspect.signature(function).parameters.get("k")
+    required = k is not None and k.default is inspect.Parameter.empty
+    return ("int", CUTOFF[1]) if required else CUTOFF
+
+
 def document_metric(function: Callable[..., Any], own: dict[str, tuple[str, str]]) -> None:
     """Give a metric's docstring its Parameters and Returns (unless it has them); ``own`` maps a keyword
     of the function to (type, description)."""
-    with_parameters(function, {"k": CUTOFF, **own}, shared=SHARED, first=ARRAYS, returns=RETURNS)
+    with_parameters(function, {"k": cutoff_entry(function), **own}, shared=SHARED, first=ARRAYS, returns=RETURNS)

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError, _as_tensor, check_choice, check_positive_int, check_probability
+from .._inputs import GaprankInputError, check_choice, check_positive_int, check_probability, checked_tensor
 from ._forms import Params, Values, cut, ideal_sum
 from ._kernels import safe_divide
 from ._ranking import RankedLists, default_g, resolve_g
@@ -43,7 +43,7 @@ def check_threshold(value: Any) -> int:
 
 
 def check_relevance_probabilities(p: Any) -> torch.Tensor:
-    pt = _as_tensor(p, "p", CPU).to(torch.float64)
+    pt = checked_tensor(p, "p", CPU).to(torch.float64)
     if pt.ndim != 1 or pt.numel() < 2:
         raise GaprankInputError("p must list the probability that a document of each grade 0..c is relevant, at least "
                                 f"p_0 and p_1 (e.g. p=[0, 0.5, 1] for grades 0..2); got {pt.tolist()}")

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from .._grouped import GroupedLists, MeasureCall
 from .._inputs import GaprankInputError
-from .._padding import check_group_sizes, length_buckets, per_query_by_bucket
+from .._padding import check_group_sizes
 from .._typing import ArrayLike
 from . import _measures as F
 from ._names import Measure, parse_measure
@@ -166,21 +167,11 @@ def evaluate_letor(
     sizes = check_group_sizes(group_sizes, scores.size, what="group_sizes")
     # GAP's default g is uniform over the whole set's grades, not a bucket's
     top = int(labels.max())
-    user_model = [parse_measure(info.name).with_params(g=g) for info in user_model_measures()]
-    measures = [(m, {**m.whole_set_keywords(top), **conv.keywords(m.info)}) for m in user_model]
     ndcg, precision, average_precision = conv.keywords(F.NDCG), conv.keywords(F.P), conv.keywords(F.AP)
-
-    def evaluate(bucket: Any) -> dict[str, np.ndarray]:
-        s, y, mask = bucket.take(scores), bucket.take(labels), bucket.mask
-        out: dict[str, np.ndarray] = {}  # NumPy inputs, reduction "none": every value is an array per query
-        for k in range(1, max_cutoff + 1):
-            out[f"NDCG@{k}"] = np.asarray(F.ndcg(s, y, k=k, mask=mask, reduction="none", **ndcg))
-        for k in range(1, max_cutoff + 1):
-            out[f"P@{k}"] = np.asarray(F.precision(s, y, k=k, mask=mask, reduction="none", **precision))
-        out["MAP"] = np.asarray(F.average_precision(s, y, mask=mask, reduction="none", **average_precision))
-        for measure, options in measures:  # GAP, xGAP, eGAP beside LETOR's own measures
-            out[measure.info.name] = np.asarray(measure(s, y, mask=mask, reduction="none", **options))
-        return out
-
-    # queries in buckets of similar length, each padded to its own longest: memory follows the data
-    return per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
+    calls = ([MeasureCall(f"NDCG@{k}", F.ndcg, {"k": k, **ndcg}) for k in range(1, max_cutoff + 1)]
+             + [MeasureCall(f"P@{k}", F.precision, {"k": k, **precision}) for k in range(1, max_cutoff + 1)]
+             + [MeasureCall("MAP", F.average_precision, average_precision)]
+             # GAP, xGAP, eGAP beside LETOR's own measures
+             + [MeasureCall(m.info.name, m, {**m.whole_set_keywords(top), **conv.keywords(m.info)})
+                for m in (parse_measure(info.name).with_params(g=g) for info in user_model_measures())])
+    return GroupedLists(sizes).evaluate(calls, scores, labels)

@@ -443,7 +443,7 @@ def precision(
         in, NumPy out; a tensor in, a tensor out, on its device.
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    k : int, optional
+    k : int
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
     threshold : int, default 1
@@ -1038,7 +1038,7 @@ def recall(
         in, NumPy out; a tensor in, a tensor out, on its device.
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    k : int, optional
+    k : int
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
     threshold : int, default 1
@@ -1165,7 +1165,7 @@ def success(
         in, NumPy out; a tensor in, a tensor out, on its device.
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    k : int, optional
+    k : int
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
     threshold : int, default 1

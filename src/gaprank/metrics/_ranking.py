@@ -23,8 +23,8 @@ from .._inputs import (
     TIE_RULES,
     GaprankInputError,
     OutputSpec,
-    _as_tensor,
     check_choice,
+    checked_tensor,
     prepare_scores_labels,
 )
 from .._typing import ArrayLike
@@ -96,7 +96,7 @@ def resolve_g(g: ArrayLike | None, device: torch.device) -> torch.Tensor | None:
     """Validate user threshold probabilities g_1..g_c (non-negative, summing to 1 within 1e-6)."""
     if g is None:
         return None
-    gt = _as_tensor(g, "g", device).to(torch.float64)
+    gt = checked_tensor(g, "g", device).to(torch.float64)
     if gt.ndim != 1 or gt.numel() == 0:
         raise GaprankInputError(f"g must be a non-empty 1-D sequence (g_1..g_c); got shape {tuple(gt.shape)}")
     if not bool(torch.isfinite(gt).all()) or bool((gt < 0).any()):
@@ -127,7 +127,7 @@ def _check_grade_counts(
     grade_counts: ArrayLike, in_list: torch.Tensor, num_grades: int, device: torch.device, validate: bool = True
 ) -> torch.Tensor:
     batch = in_list.shape[0]
-    gc = _as_tensor(grade_counts, "grade_counts", device).to(torch.float64)
+    gc = checked_tensor(grade_counts, "grade_counts", device).to(torch.float64)
     if gc.ndim == 1:
         gc = gc.expand(batch, -1)
     if gc.ndim != 2 or gc.shape[0] != batch or gc.shape[1] != num_grades + 1:
@@ -181,7 +181,7 @@ def rank_lists(
                                 "given (max_grade, or a parameter that fixes it such as g or grade_counts)")
     max_label = int(y.max().item()) if validate else 0
     if num_grades is None and grade_counts is not None:
-        gc_shape = _as_tensor(grade_counts, "grade_counts", device).shape
+        gc_shape = checked_tensor(grade_counts, "grade_counts", device).shape
         if len(gc_shape) not in (1, 2) or gc_shape[-1] < 1:
             raise GaprankInputError(f"grade_counts must have shape [c+1] or [batch, c+1]; got {tuple(gc_shape)}")
         num_grades, scale_source = gc_shape[-1] - 1, "grade_counts"

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .._grouped import GroupedLists, MeasureCall
 from .._inputs import MAX_GRADE, GaprankInputError, check_choice
-from .._padding import LengthBucket, length_buckets, per_query_by_bucket
 from .._typing import ArrayLike
 from ._letor_eval import CONVENTIONS
 from ._names import Measure
@@ -160,16 +160,10 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     # eRAP's p) counts the judged documents on that scale: the grades above the qrels' have none
     widths = {label: max(num_grades, _grade_scale(m)) + 1 for label, m in parsed}
     rule = "stable" if ties == "trec_eval" else ties
-
-    def evaluate(bucket: LengthBucket) -> dict[str, np.ndarray]:
-        common: dict[str, Any] = dict(mask=bucket.take(flat_mask, False), ties=rule, reduction="none")
-        s, y, judged = bucket.take(flat_scores), bucket.take(flat_labels), counts[bucket.queries]
-        return {label: np.asarray(m(s, y, **defaults[label], **common,
-                                    grade_counts=np.pad(judged, ((0, 0), (0, widths[label] - judged.shape[1])))))
-                for label, m in parsed}
-
-    # queries in buckets of similar length, each padded to its own longest: memory follows the run
-    per_query = per_query_by_bucket(length_buckets(sizes), sizes.size, evaluate)
+    calls = [MeasureCall(label, m, {**defaults[label], "ties": rule}, mask=flat_mask,
+                         per_query={"grade_counts": np.pad(counts, ((0, 0), (0, widths[label] - counts.shape[1])))})
+             for label, m in parsed]
+    per_query = GroupedLists(sizes).evaluate(calls, flat_scores, flat_labels)
     return TrecEvaluation(qids, per_query, settings)
 
 

@@ -2,7 +2,8 @@
 
 ``objective`` plugs into ``xgboost.train(params, dtrain, obj=...)`` (and ``xgboost.dask.train``),
 ``metric`` into ``custom_metric=``. Both read the query groups from the DMatrix (``qid`` or
-``group``) and share the swap-delta engine of :mod:`gaprank.lightgbm`.
+``group``); the gradients are those of :mod:`gaprank.boosting`'s engine-neutral LambdaMART, which
+:mod:`gaprank.lightgbm` adapts too.
 """
 
 from ._objective import XGBoostMetric, XGBoostObjective, metric, objective
