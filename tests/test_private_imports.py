@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "gaprank"
-SHARED_PRIVATE_MODULES = {"_engine", "_inputs", "_typing", "_padding", "_compiled_setup", "_docstrings", "_autograd",
+SHARED_PRIVATE_MODULES = {"_engine", "_inputs", "_typing", "_padding", "_grouped", "_compiled_setup", "_docstrings", "_autograd",
                           "_elementwise"}
 
 
