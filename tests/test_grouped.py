@@ -126,3 +126,27 @@ def test_bad_input_is_named():
         GroupedLists.from_padded(np.ones((2, 3), dtype=bool)).evaluate(CALLS, np.zeros((2, 4)), np.zeros((2, 3), dtype=int))
     out = GroupedLists(np.zeros(0, dtype=np.int64)).evaluate(CALLS, np.zeros(0), np.zeros(0, dtype=int))
     assert {name: values.size for name, values in out.items()} == {"GAP": 0, "nDCG@3": 0, "P@5": 0}
+
+
+def test_training_batches_are_length_sorted_runs_padded_like_buckets():
+    """Training batches: the queries sorted by length (stable), runs of a fixed number of queries, each padded
+    to its longest with the rows of its queries' documents; a split's grouped lists are its own."""
+    from gaprank.data import load_fold
+
+    sizes = np.array([3, 1, 2, 3, 0, 2])
+    grouped = GroupedLists(sizes)
+    runs = grouped.batches(4)
+    assert [run.tolist() for run in runs] == [[4, 1, 2, 5], [0, 3]]
+    bucket = grouped.bucket(runs[1])
+    assert bucket.rows.tolist() == [[0, 1, 2], [6, 7, 8]] and bucket.mask.all()
+    first = grouped.bucket(runs[0])
+    assert first.mask.tolist() == [[False, False], [True, False], [True, True], [True, True]]
+    assert first.rows[first.mask].tolist() == [3, 4, 5, 9, 10]
+    assert grouped.bucket([4]).mask.tolist() == [[False]]
+    with pytest.raises(GaprankInputError, match="at least one query"):
+        grouped.batches(0)
+    split = load_fold("OHSUMED", 1).train
+    assert np.array_equal(split.grouped.group_sizes, split.group_sizes)
+    every = np.concatenate(split.grouped.batches(8))
+    assert sorted(every.tolist()) == list(range(split.num_queries))
+    assert np.all(np.diff(split.group_sizes[every]) >= 0)

@@ -210,10 +210,9 @@ class QueryBatches:
                                     "start at most as many processes as there are queries")
         self.features = torch.as_tensor(split.features, dtype=dtype).to(device)
         self.labels = torch.as_tensor(split.labels, dtype=torch.int64).to(device)
-        self.sizes, self.starts = sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.sizes, self.grouped = sizes, split.grouped
         self.device, self.ranks = device, ranks
-        order = np.argsort(sizes, kind="stable")
-        self.plan = [order[first:first + batch_size] for first in range(0, order.size, batch_size)]
+        self.plan = self.grouped.batches(batch_size)
         # every rank's queries of every batch: this rank trains on its own, the record reports them all
         self._by_rank = [[queries[positions] for positions in balanced_shares(sizes[queries], ranks.world_size)]
                          for queries in self.plan]
@@ -243,13 +242,8 @@ class QueryBatches:
     def build(self, queries: np.ndarray) -> _Batch:
         """Queries ``queries`` (in that order) padded to the longest: zero features and labels beyond a
         query's end, masked out."""
-        sizes = torch.as_tensor(self.sizes[queries])
-        width = int(sizes.max()) if sizes.numel() else 1
-        positions = torch.arange(width)
-        mask = positions[None, :] < sizes[:, None]
-        last = (sizes - 1).clamp(min=0)[:, None]
-        rows = torch.as_tensor(self.starts[queries])[:, None] + torch.minimum(positions[None, :], last)
-        mask, rows = mask.to(self.device), rows.to(self.device)
+        bucket = self.grouped.bucket(queries)
+        mask, rows = torch.as_tensor(bucket.mask).to(self.device), torch.as_tensor(bucket.rows).to(self.device)
         features = self.features[rows].masked_fill(~mask[..., None], 0.0)
         return _Batch(features, self.labels[rows].masked_fill(~mask, 0), mask)
 

@@ -7,9 +7,9 @@ a query id each, or a padded ``[batch, list]`` array with its mask, are cut by o
 each measure is called once per bucket; the values come back per query, in the queries' order.
 
 The measures' conventions are the caller's: it passes each measure's keywords (conventions, the whole
-set's grade scale) in a :class:`MeasureCall`. LambdaMART's engine cuts its buckets by its own cost model
-(:mod:`gaprank._engine.buckets`), and the training batches are fixed numbers of queries: both are units
-of computation of their own, not of evaluation.
+set's grade scale) in a :class:`MeasureCall`. Training batches are runs of a fixed number of queries sorted by
+length (:meth:`GroupedLists.batches`), padded the same way (:meth:`GroupedLists.bucket`). LambdaMART's engine
+cuts its buckets by its own cost model (:mod:`gaprank._engine.buckets`): a unit of computation of its own.
 """
 
 from __future__ import annotations
@@ -185,6 +185,33 @@ class GroupedLists:
     def buckets(self) -> list[LengthBucket]:
         """The queries cut by :func:`length_buckets`; rows index the flat rows of :meth:`flat`."""
         return length_buckets(self.group_sizes, self.max_cells)
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """The first flat row of each query."""
+        return np.concatenate([[0], np.cumsum(self.group_sizes)[:-1]]).astype(np.int64)
+
+    def batches(self, size: int) -> list[np.ndarray]:
+        """The queries sorted by length (stable), in runs of ``size`` (the last may be shorter): training
+        batches, a fixed number of queries each, where a bucket holds the queries within a factor of two in
+        length. Each run is made a :meth:`bucket` when it is used.
+
+        Examples
+        --------
+        >>> [run.tolist() for run in GroupedLists([3, 1, 2]).batches(2)]
+        [[1, 2], [0]]
+        """
+        if int(size) < 1:
+            raise GaprankInputError(f"a batch holds at least one query; got {size}")
+        order = np.argsort(self.group_sizes, kind="stable")
+        return [order[first:first + size] for first in range(0, order.size, size)]
+
+    def bucket(self, queries: ArrayLike) -> LengthBucket:
+        """The queries ``queries`` (indices, in that order) padded to the longest of them, as one bucket."""
+        chosen = np.asarray(queries, dtype=np.int64)
+        if chosen.size == 0 or int(self.group_sizes[chosen].max()) == 0:
+            return LengthBucket(chosen, np.zeros((chosen.size, 1), dtype=np.int64), np.zeros((chosen.size, 1), dtype=bool))
+        return LengthBucket(chosen, *padded_rows(self.starts, self.group_sizes, chosen, fill=0))
 
     def flat(self, values: ArrayLike, what: str = "values") -> np.ndarray:
         """``values`` in the input's layout as flat rows grouped by query (the rows the buckets index)."""

@@ -1,5 +1,6 @@
 """LETOR / SVMlight and TREC data: reading, folds, padded and flat views."""
 
+from .._grouped import GroupedLists, LengthBucket
 from ._datasets import DATASETS, DatasetInfo, dataset_info
 from ._files import to_json, write_atomic, write_json_atomic
 from ._folds import (
@@ -45,6 +46,8 @@ __all__ = [
     "LetorFormatError",
     "PaddedBatch",
     "RankingSplit",
+    "GroupedLists",
+    "LengthBucket",
     "BundledDataError",
     "DataLocation",
     "bundled_sets",

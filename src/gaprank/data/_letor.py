@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._grouped import GroupedLists
 from .._inputs import MAX_GRADE, GaprankInputError
 from .._padding import pad_by_group
 
@@ -75,6 +76,13 @@ class RankingSplit:
     def query_ids(self) -> list[str]:
         """Query ids in file order."""
         return [str(q) for q in self.qids[self._starts]]
+
+    @property
+    def grouped(self) -> GroupedLists:
+        """The split's queries as grouped lists: length buckets for evaluation
+        (:attr:`GroupedLists.buckets`), length-sorted batches of a fixed number of queries for training
+        (:meth:`GroupedLists.batches`), each padded to its longest query (:meth:`GroupedLists.bucket`)."""
+        return GroupedLists(self._sizes)
 
     @property
     def group_sizes(self) -> np.ndarray:
