@@ -137,12 +137,12 @@ def test_training_batches_are_length_sorted_runs_padded_like_buckets():
     grouped = GroupedLists(sizes)
     runs = grouped.batches(4)
     assert [run.tolist() for run in runs] == [[4, 1, 2, 5], [0, 3]]
-    bucket = grouped.bucket(runs[1])
+    bucket = grouped.padded(runs[1])
     assert bucket.rows.tolist() == [[0, 1, 2], [6, 7, 8]] and bucket.mask.all()
-    first = grouped.bucket(runs[0])
+    first = grouped.padded(runs[0])
     assert first.mask.tolist() == [[False, False], [True, False], [True, True], [True, True]]
     assert first.rows[first.mask].tolist() == [3, 4, 5, 9, 10]
-    assert grouped.bucket([4]).mask.tolist() == [[False]]
+    assert grouped.padded([4]).mask.tolist() == [[False]]
     with pytest.raises(GaprankInputError, match="at least one query"):
         grouped.batches(0)
     split = load_fold("OHSUMED", 1).train

@@ -199,7 +199,7 @@ def test_the_registry_is_the_one_list_of_measures():
         parse_measure("AP2")  # the toy is registered only inside its tests
     with pytest.raises(GaprankInputError, match="measure: unknown measure 'dcg2'"):
         gaprank.lambdarank_objective("dcg2")
-    with pytest.raises(GaprankInputError, match=r"nDCG has no exact expectation \(mode='exact', the AP family\)"):
+    with pytest.raises(GaprankInputError, match=r"nDCG has no exact expectation \(smoothing='expected', the AP family\)"):
         gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), measure="ndcg", sigma=1.0, smoothing="expected")
     with pytest.raises(GaprankInputError, match="take no cutoff"):
         gaprank.soft_metric(torch.zeros(3), torch.tensor([0, 1, 2]), measure="GAP@2", sigma=1.0)

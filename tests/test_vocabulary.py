@@ -260,3 +260,38 @@ def test_every_committed_fold_record_stands_for_its_shipped_config(record):
     shipped = ROOT / "configs" / record.parents[2].name.replace("-untuned", "") / f"{record.parents[1].name}.yaml"
     assert "\n  measure:" in shipped.read_text() or record.parents[1].name in ("ranknet", "listnet")
     assert same_run_config(held, with_params(load_config(shipped, cls), {path: held[section][name]}))
+
+
+def test_delta_scheme_keeps_the_g_of_a_parsed_measure():
+    """A Measure that carries its g (Measure.with_params) weighs pairs with that g, as the keyword does: the
+    scheme passed its name on and the g was lost (uniform g, no error)."""
+    pytest.importorskip("sentence_transformers")
+    from gaprank.metrics import parse_measure
+    from gaprank.sentence_transformers import DeltaScheme
+
+    labels = torch.tensor([[0.0, 2.0, 1.0]])
+    by_keyword = DeltaScheme("GAP", g=[0.9, 0.1])(None, None, labels)
+    carried = DeltaScheme(parse_measure("GAP").with_params(g=[0.9, 0.1]))(None, None, labels)
+    uniform = DeltaScheme("GAP")(None, None, labels)
+    assert torch.equal(carried, by_keyword) and not torch.allclose(carried, uniform)
+    assert "g=[0.9, 0.1]" in repr(DeltaScheme(parse_measure("GAP").with_params(g=[0.9, 0.1])))
+
+
+def test_settings_and_soft_losses_pickled_before_the_rename_still_load():
+    import pickle
+
+    from gaprank.boosting import LambdaMARTSettings
+
+    settings = LambdaMARTSettings("nDCG@10")
+    state = dict(settings.__dict__)
+    state["metric"] = state.pop("measure")
+    old = object.__new__(LambdaMARTSettings)
+    old.__setstate__(state)
+    assert old.measure == "nDCG@10" and pickle.loads(pickle.dumps(old)).measure == "nDCG@10"
+    with pytest.warns(DeprecationWarning, match="LambdaMARTSettings.measure"):
+        assert settings.metric == "nDCG@10"
+    loss = gaprank.losses.SoftMetricLoss("nDCG@10")
+    with pytest.warns(DeprecationWarning, match="SoftMetricLoss.measure"):
+        assert loss.metric == "nDCG@10"
+    with pytest.warns(DeprecationWarning, match="SoftGAPLoss.measure"):
+        assert gaprank.SoftGAPLoss().metric == "gap"

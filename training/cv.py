@@ -242,7 +242,7 @@ class QueryBatches:
     def build(self, queries: np.ndarray) -> _Batch:
         """Queries ``queries`` (in that order) padded to the longest: zero features and labels beyond a
         query's end, masked out."""
-        bucket = self.grouped.bucket(queries)
+        bucket = self.grouped.padded(queries)
         mask, rows = torch.as_tensor(bucket.mask).to(self.device), torch.as_tensor(bucket.rows).to(self.device)
         features = self.features[rows].masked_fill(~mask[..., None], 0.0)
         return _Batch(features, self.labels[rows].masked_fill(~mask, 0), mask)

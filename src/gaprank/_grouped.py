@@ -8,7 +8,7 @@ each measure is called once per bucket; the values come back per query, in the q
 
 The measures' conventions are the caller's: it passes each measure's keywords (conventions, the whole
 set's grade scale) in a :class:`MeasureCall`. Training batches are runs of a fixed number of queries sorted by
-length (:meth:`GroupedLists.batches`), padded the same way (:meth:`GroupedLists.bucket`). LambdaMART's engine
+length (:meth:`GroupedLists.batches`), padded the same way (:meth:`GroupedLists.padded`). LambdaMART's engine
 cuts its buckets by its own cost model (:mod:`gaprank._engine.buckets`): a unit of computation of its own.
 """
 
@@ -194,7 +194,7 @@ class GroupedLists:
     def batches(self, size: int) -> list[np.ndarray]:
         """The queries sorted by length (stable), in runs of ``size`` (the last may be shorter): training
         batches, a fixed number of queries each, where a bucket holds the queries within a factor of two in
-        length. Each run is made a :meth:`bucket` when it is used.
+        length. Each run is padded by :meth:`padded` when it is used.
 
         Examples
         --------
@@ -206,7 +206,7 @@ class GroupedLists:
         order = np.argsort(self.group_sizes, kind="stable")
         return [order[first:first + size] for first in range(0, order.size, size)]
 
-    def bucket(self, queries: ArrayLike) -> LengthBucket:
+    def padded(self, queries: ArrayLike) -> LengthBucket:
         """The queries ``queries`` (indices, in that order) padded to the longest of them, as one bucket."""
         chosen = np.asarray(queries, dtype=np.int64)
         if chosen.size == 0 or int(self.group_sizes[chosen].max()) == 0:

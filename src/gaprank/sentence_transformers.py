@@ -105,8 +105,8 @@ class DeltaScheme(BaseWeightingScheme):
             grades[0, :length] = torch.tensor([0 if i % 3 == 1 else 1 for i in range(length)])
             mask = torch.arange(width)[None, :] < length
             scores = -torch.arange(width, dtype=torch.float64)[None, :]
-            padded = swap_deltas(scores, grades, measure=self.measure.name, g=self.g) * (mask[:, :, None] & mask[:, None, :])
-            masked = swap_deltas(scores, grades, measure=self.measure.name, g=self.g, mask=mask)
+            padded = swap_deltas(scores, grades, measure=self.measure) * (mask[:, :, None] & mask[:, None, :])
+            masked = swap_deltas(scores, grades, measure=self.measure, mask=mask)
             if not torch.allclose(padded, masked, rtol=0, atol=1e-12):
                 raise GaprankInputError(f"measure {self.measure.name!r}: its swap deltas depend on the number of documents "
                                         f"in a list ({length} documents padded to {width} change them), which LambdaLoss "
@@ -121,12 +121,13 @@ class DeltaScheme(BaseWeightingScheme):
         grades = _integer_grades(true_sorted.detach(), "labels")
         positions = torch.arange(grades.shape[1], device=grades.device, dtype=torch.float64)
         scores = (-positions).expand(grades.shape)  # already in predicted order
-        deltas = swap_deltas(scores, grades, measure=self.measure.name, g=self.g)
+        deltas = swap_deltas(scores, grades, measure=self.measure)
         dtype = gain.dtype if isinstance(gain, torch.Tensor) else torch.float32
         return deltas.abs().to(dtype)
 
     def extra_repr(self) -> str:
-        return f"measure={self.measure.name!r}" + (f", g={self.g}" if self.g is not None else "")
+        g = self.measure.kwargs.get("g")
+        return f"measure={self.measure.name!r}" + (f", g={list(g)}" if g is not None else "")
 
 
 class GradedRerankingEvaluator(BaseEvaluator):

@@ -135,7 +135,6 @@ class LambdaMARTObjective:
         num_grades = layout.max_label if self._scale is None else self._scale
         params = self.measure.info.fill(self._values, num_grades, torch.device("cpu"))
         dtype = getattr(torch, self.settings.precision)
-        plan = engine = None
         if layout.slots.num_slots:
             lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
                                 num_grades=num_grades) for b in layout.buckets]

@@ -9,6 +9,7 @@ its fields as keywords (a test compares their signatures with the fields).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -97,6 +98,19 @@ class LambdaMARTSettings:
     def parsed_measure(self) -> Measure:
         """The measure string parsed, with ``g`` joined to its own parameters."""
         return self._measure  # type: ignore[attr-defined]
+
+    @property
+    def metric(self) -> str:
+        """Deprecated old name of :attr:`measure`."""
+        warnings.warn("LambdaMARTSettings.metric is deprecated; use LambdaMARTSettings.measure", DeprecationWarning,
+                      stacklevel=2)
+        return self.measure
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "metric" in state:  # pickled before the rename
+            state = {**state, "measure": state["metric"]}
+            del state["metric"]
+        self.__dict__.update(state)
 
     def replace(self, **changes: Any) -> LambdaMARTSettings:
         """A copy with some settings changed (checked again)."""

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +78,11 @@ class RankingSplit:
         """Query ids in file order."""
         return [str(q) for q in self.qids[self._starts]]
 
-    @property
+    @cached_property
     def grouped(self) -> GroupedLists:
         """The split's queries as grouped lists: length buckets for evaluation
         (:attr:`GroupedLists.buckets`), length-sorted batches of a fixed number of queries for training
-        (:meth:`GroupedLists.batches`), each padded to its longest query (:meth:`GroupedLists.bucket`)."""
+        (:meth:`GroupedLists.batches`), each padded to its longest query (:meth:`GroupedLists.padded`)."""
         return GroupedLists(self._sizes)
 
     @property

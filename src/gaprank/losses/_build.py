@@ -24,7 +24,7 @@ _MODULES: dict[str, type[torch.nn.Module]] = {"soft": SoftMetricLoss, "exact": S
                                               "listnet": ListNetLoss}
 KINDS: tuple[str, ...] = tuple(_MODULES)
 # a module's parameters that are not settings: the measure itself and deprecated aliases
-_NOT_SETTINGS = ("self", "metric", "measure", "mode")
+_NOT_SETTINGS = ("self", "measure", "mode")
 # the registry mode (which form of a measure) of each kind driven by a measure; "soft" with a smoothing of the ranks
 # serves a subset of the soft form's measures (checked by smoothing_measure)
 _MEASURE_MODES = {"soft": "soft", "exact": "exact", "lambdarank": "swap_deltas"}

@@ -7,7 +7,7 @@ import torch
 from .._engine.factors import pair_factors, rank_for_measure, symmetric_deltas, to_document_space
 from .._inputs import GaprankInputError, check_positive_int, renamed_keywords
 from .._typing import ArrayLike
-from ..metrics import objective_measure
+from ..metrics import Measure, objective_measure
 
 
 @renamed_keywords(metric="measure")
@@ -15,7 +15,7 @@ def swap_deltas(
     scores: ArrayLike,
     labels: ArrayLike,
     *,
-    measure: str,
+    measure: str | Measure,
     g: ArrayLike | None = None,
     mask: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
@@ -39,9 +39,10 @@ def swap_deltas(
         differentiated with respect to them.
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    measure : str
-        A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
-        whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+    measure : str or Measure
+        A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...), or one
+        already parsed (``parse_measure``), whose form this loss can use; an unsuitable one is refused with the
+        list of those that fit.
         (``metric=``, its old name, is deprecated.)
     g : array-like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as

@@ -91,7 +91,8 @@ def _spread(s: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
 def relaxed_permutation(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -> torch.Tensor:
     """``[R, N ranks, N documents]``: NeuralSort's or SoftSort's relaxed sorting permutation (descending) of
     each row's real documents; columns of padding are 0. Rows past a list's length hold no meaning: the
-    callers weigh them by 0 (:func:`_row_weights`)."""
+    callers weigh them by 0 (:func:`_row_weights`). The losses take NeuralSort through :func:`permutation_mix`;
+    its permutation here is the plain autograd reference."""
     if smoothing == "neuralsort":
         return _neuralsort_permutation(s, *_neuralsort_terms(s, m, sigma))
     # padding's columns get weight 0; a row with no real document masks nothing (its weights are all 0)

@@ -863,6 +863,18 @@ class _SoftMetricLoss(torch.nn.Module):
         return _soft_metric_loss(scores, labels, self.measure, self.g, self.sigma, self.smoothing, mask, None, self.reduction,
                                  self.max_grade, self.validate, self._arrays)
 
+    @property
+    def metric(self) -> str:
+        """Deprecated old name of :attr:`measure`."""
+        warnings.warn(f"{type(self).__name__}.metric is deprecated; use {type(self).__name__}.measure", DeprecationWarning,
+                      stacklevel=2)
+        return self.measure
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        if "metric" in state:  # SoftMetricLoss pickled before the rename
+            state["measure"] = state.pop("metric")
+        super().__setstate__(state)
+
     def extra_repr(self) -> str:
         return (f"g={self.g}, sigma={self.sigma}, smoothing={self.smoothing!r}, reduction={self.reduction!r}, "
                 f"max_grade={self.max_grade}, validate={self.validate}")

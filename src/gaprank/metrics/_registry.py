@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError, check_positive_int, finalize, on_device
+from .._inputs import GaprankInputError, check_positive_int, finalize, on_device, renamed_keywords
 from .._typing import ArrayLike, MetricValue
 from ._docs import document_metric
 from ._forms import Form
@@ -206,12 +206,12 @@ class MeasureInfo:
 
     @property
     def soft(self) -> bool:
-        """It has SoftRank's smooth value (``soft_metric``, ``mode="paper"``)."""
+        """It has SoftRank's smooth value (``soft_metric``, ``smoothing="softrank"``)."""
         return self.form.has_smooth
 
     @property
     def exact(self) -> bool:
-        """It has the exact expectation under the Gaussian score model (``mode="exact"``)."""
+        """It has the exact expectation under the Gaussian score model (``smoothing="expected"``)."""
         return self.form.has_exact
 
     def resolve(self, given: dict[str, Any]) -> tuple[dict[str, Any], int | None, str]:
@@ -421,13 +421,14 @@ def user_model_measures() -> list[MeasureInfo]:
     return [info for info in _REGISTRY.values() if info.uses_g]
 
 
-def g_not_taken(metric: str) -> GaprankInputError:
+@renamed_keywords(metric="measure")
+def g_not_taken(measure: str) -> GaprankInputError:
     """The error for a ``g`` given with a measure that takes none.
 
     Parameters
     ----------
-    metric : str
-        The measure that was given a ``g``.
+    measure : str
+        The measure that was given a ``g`` (``metric=``, its old name, is deprecated).
 
     Returns
     -------
@@ -435,7 +436,7 @@ def g_not_taken(metric: str) -> GaprankInputError:
         To raise; its message lists the measures that do take ``g``.
     """
     names = ", ".join(info.key for info in user_model_measures())
-    return GaprankInputError(f"g applies to {names}, not {metric!r}")
+    return GaprankInputError(f"g applies to {names}, not {measure!r}")
 
 
 def known_names() -> str:
@@ -461,7 +462,7 @@ def find_measure(name: str) -> MeasureInfo | None:
 
 # What an objective of each kind needs of a measure's form, in messages.
 MODES = {"swap_deltas": "swap deltas (LambdaRank, LambdaMART)", "soft": "smooth (SoftRank) form",
-         "exact": "exact expectation (mode='exact', the AP family)"}
+         "exact": "exact expectation (smoothing='expected', the AP family)"}
 
 
 def objective_names(*, mode: str = "swap_deltas") -> tuple[str, ...]:
