@@ -176,13 +176,22 @@ def test_parallel_studies_make_the_trials_of_a_sequential_run(tmp_path, toy_data
     assert saved["config"]["threads_per_trial"] == 1
 
 
-def test_oversubscribed_parallel_tuning_is_refused(tmp_path, toy_data):
+def test_oversubscribed_parallel_tuning_is_refused(tmp_path, toy_data, monkeypatch):
     import os
+
+    import training.config
+    import training.tune
 
     path = _configs(tmp_path, toy_data)
     data = yaml.safe_load(path.read_text())
     path.write_text(yaml.safe_dump({**data, "parallel_studies": 2, "threads_per_trial": os.cpu_count()}))
-    with pytest.raises(ConfigError, match="exceeds this machine's .* cores: oversubscribed"):
+    with pytest.raises(ConfigError, match="exceeds the .* cores this process may use: oversubscribed"):
+        load_config(path, TuneConfig)
+    # the cores a process may use are its affinity's (taskset -c 1: one), not the machine's
+    monkeypatch.setattr(training.config, "available_cores", lambda: 1)
+    monkeypatch.setattr(training.tune, "available_cores", lambda: 1)
+    path.write_text(yaml.safe_dump({**data, "parallel_studies": 2, "threads_per_trial": 1}))
+    with pytest.raises(ConfigError, match="2 x 1 exceeds the 1 cores this process may use"):
         load_config(path, TuneConfig)
     path.write_text(yaml.safe_dump({**data, "parallel_studies": 2}))
     with pytest.raises(ConfigError, match="parallel_studies > 1 needs threads_per_trial"):

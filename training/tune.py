@@ -31,7 +31,6 @@ import dataclasses
 import json
 import math
 import multiprocessing
-import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 
 from ._runner import checkout_commit, locked, output_root, run_config_key, same_run_config, script_parser
 from ._trainers import DIVERGED, TRAINERS, RunEntry, check_seeds
-from .config import ConfigError, load_config, to_dict, with_params
+from .config import ConfigError, available_cores, load_config, to_dict, with_params
 
 
 @dataclass
@@ -113,10 +112,10 @@ class TuneConfig:
             raise GaprankInputError("parallel_studies and threads_per_trial must be >= 1")
         if self.parallel_studies > 1 and self.threads_per_trial is None:
             raise GaprankInputError("parallel_studies > 1 needs threads_per_trial (studies x threads <= cores)")
-        cores = os.cpu_count() or 1
+        cores = available_cores()  # the cores this process may use (its affinity), as num_threads: auto reads them
         if self.parallel_studies * (self.threads_per_trial or 1) > cores:
             raise GaprankInputError(f"parallel_studies x threads_per_trial = {self.parallel_studies} x "
-                                    f"{self.threads_per_trial} exceeds this machine's {cores} cores: oversubscribed "
+                                    f"{self.threads_per_trial} exceeds the {cores} cores this process may use: oversubscribed "
                                     "torch threads run 20-40x slower; lower one of them")
         names = [r.name for r in self.runs]
         if not names or len(set(names)) != len(names):
