@@ -39,6 +39,11 @@ class LengthBucket:
     rows: np.ndarray
     mask: np.ndarray
 
+    @classmethod
+    def without_documents(cls, queries: np.ndarray) -> LengthBucket:
+        """Queries without documents: width one, every slot masked."""
+        return cls(queries, np.zeros((queries.size, 1), dtype=np.int64), np.zeros((queries.size, 1), dtype=bool))
+
     def take(self, values: np.ndarray, fill: Any = 0) -> np.ndarray:
         """The bucket's ``[B, W]`` view of flat per-row ``values``, ``fill`` in the padding."""
         return np.where(self.mask, values[self.rows], np.asarray(fill, dtype=values.dtype))
@@ -70,7 +75,7 @@ def length_buckets(group_sizes: np.ndarray, max_cells: int = BUCKET_CELLS) -> li
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     order = np.argsort(sizes, kind="stable")
     empty = int(np.count_nonzero(sizes == 0))  # sorted first
-    buckets = [LengthBucket(queries, np.zeros((queries.size, 1), dtype=np.int64), np.zeros((queries.size, 1), dtype=bool))
+    buckets = [LengthBucket.without_documents(queries)
                for queries in np.split(order[:empty], range(max_cells, empty, max_cells))] if empty else []
     order = order[empty:]
     classes = np.floor(np.log2(sizes[order])).astype(np.int64)  # lengths within a factor of two
@@ -210,7 +215,7 @@ class GroupedLists:
         """The queries ``queries`` (indices, in that order) padded to the longest of them, as one bucket."""
         chosen = np.asarray(queries, dtype=np.int64)
         if chosen.size == 0 or int(self.group_sizes[chosen].max()) == 0:
-            return LengthBucket(chosen, np.zeros((chosen.size, 1), dtype=np.int64), np.zeros((chosen.size, 1), dtype=bool))
+            return LengthBucket.without_documents(chosen)
         return LengthBucket(chosen, *padded_rows(self.starts, self.group_sizes, chosen, fill=0))
 
     def flat(self, values: ArrayLike, what: str = "values") -> np.ndarray:

@@ -95,8 +95,7 @@ def relaxed_permutation(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothin
     its permutation here is the plain autograd reference."""
     if smoothing == "neuralsort":
         return _neuralsort_permutation(s, *_neuralsort_terms(s, m, sigma))
-    # padding's columns get weight 0; a row with no real document masks nothing (its weights are all 0)
-    hide = ~m & (m.sum(-1, keepdim=True) > 0)
+    hide = _hidden_columns(m)
     scaled = s / sigma
     top = torch.sort(scaled.masked_fill(~m, -torch.inf), dim=-1, descending=True).values
     top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
@@ -104,20 +103,28 @@ def relaxed_permutation(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothin
     return torch.softmax(_NegativeDistance.apply(top, columns), dim=-1)
 
 
+def _hidden_columns(m: torch.Tensor) -> torch.Tensor:
+    """``[R, N]``: the padding columns a relaxed permutation gives weight 0; a row with no real document hides
+    nothing (its rows are all weighed 0)."""
+    return ~m & (m.sum(-1, keepdim=True) > 0)
+
+
 def _neuralsort_terms(s: torch.Tensor, m: torch.Tensor, sigma: float) -> tuple[torch.Tensor, torch.Tensor]:
     r"""NeuralSort's logits ``c_r s_n + b_n`` as ``(c [R, N ranks], b [R, N documents])``:
     :math:`c_r = (n + 1 - 2r)/\sigma`, :math:`b_n = -(A 1)_n/\sigma`, -inf at padding."""
-    n = m.sum(-1, keepdim=True)  # [R, 1]
     ranks = torch.arange(1, s.shape[1] + 1, dtype=s.dtype, device=s.device)[None, :]
-    coefficient = (n.to(s.dtype) + 1.0 - 2.0 * ranks) / sigma
-    # padding's columns get weight 0; a row with no real document masks nothing (its weights are all 0)
-    bias = (-_spread(s, m) / sigma).masked_fill(~m & (n > 0), -torch.inf)
+    coefficient = (m.sum(-1, keepdim=True).to(s.dtype) + 1.0 - 2.0 * ranks) / sigma
+    bias = (-_spread(s, m) / sigma).masked_fill(_hidden_columns(m), -torch.inf)
     return coefficient, bias
 
 
+def _neuralsort_logits(s: torch.Tensor, coefficient: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``[R, N ranks, N documents]``: ``c_r s_n + b_n``, in one product."""
+    return torch.baddbmm(bias[:, None, :], coefficient[:, :, None], s[:, None, :])
+
+
 def _neuralsort_permutation(s: torch.Tensor, coefficient: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    # logits[r, n] = c_r s_n + b_n in one product
-    return torch.softmax(torch.baddbmm(bias[:, None, :], coefficient[:, :, None], s[:, None, :]), dim=-1)
+    return torch.softmax(_neuralsort_logits(s, coefficient, bias), dim=-1)
 
 
 def permutation_mix(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str, weights: torch.Tensor) -> torch.Tensor:
@@ -139,7 +146,7 @@ class _NeuralSortMix(torch.autograd.Function):
 
     @staticmethod
     def forward(coefficient, s, bias, weights):  # type: ignore[override]  # noqa: D102 - autograd protocol
-        p = _softmax_without_subnormals(torch.baddbmm(bias[:, None, :], coefficient[:, :, None], s[:, None, :]))
+        p = _softmax_without_subnormals(_neuralsort_logits(s, coefficient, bias))
         return torch.bmm(weights, p), p
 
     @staticmethod
