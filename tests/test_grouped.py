@@ -145,6 +145,9 @@ def test_training_batches_are_length_sorted_runs_padded_like_buckets():
     assert grouped.padded([4]).mask.tolist() == [[False]]
     with pytest.raises(GaprankInputError, match="at least one query"):
         grouped.batches(0)
+    for garbage in ([6], [-1], [[0, 1]], [0.5], ["a"]):
+        with pytest.raises(GaprankInputError, match=r"queries must be a 1-D array of query indices 0\.\.5"):
+            grouped.padded(garbage)
     split = load_fold("OHSUMED", 1).train
     assert np.array_equal(split.grouped.group_sizes, split.group_sizes)
     every = np.concatenate(split.grouped.batches(8))

@@ -213,7 +213,12 @@ class GroupedLists:
 
     def padded(self, queries: ArrayLike) -> LengthBucket:
         """The queries ``queries`` (indices, in that order) padded to the longest of them, as one bucket."""
-        chosen = np.asarray(queries, dtype=np.int64)
+        chosen = np.asarray(queries)
+        if chosen.ndim != 1 or not (np.issubdtype(chosen.dtype, np.integer) or chosen.size == 0) or (
+                chosen.size and not (0 <= chosen.min() and chosen.max() < self.num_queries)):
+            raise GaprankInputError(f"queries must be a 1-D array of query indices 0..{self.num_queries - 1}; got "
+                                    f"{chosen.dtype} of shape {chosen.shape}")
+        chosen = chosen.astype(np.int64)
         if chosen.size == 0 or int(self.group_sizes[chosen].max()) == 0:
             return LengthBucket.without_documents(chosen)
         return LengthBucket(chosen, *padded_rows(self.starts, self.group_sizes, chosen, fill=0))
