@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+import gaprank.losses as L
 from gaprank import GaprankInputError
 from gaprank.losses import (
     LambdaRankLoss,
@@ -113,3 +114,26 @@ def test_build_stays_out_of_the_top_level():
     import gaprank
 
     assert "build" not in gaprank.__all__ and not hasattr(gaprank, "build") and len(gaprank.__all__) <= 50
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: L.LambdaRankLoss("gap", sigma=-1), "sigma"),
+    (lambda: L.LambdaRankLoss("gap", k=0), "k must be"),
+    (lambda: L.LambdaRankLoss("gap", reduction="avg"), "reduction"),
+    (lambda: L.LambdaRankLoss("gap", validate=3), "validate must be True or False"),
+    (lambda: L.LambdaRankLoss("gap", g=[0.5, 0.5], max_grade=3), "max_grade=3 disagrees with the grade scale 0..2"),
+    (lambda: L.LambdaRankLoss("GAP(g=[0.5,0.5])", g=[0.5, 0.5]), "sets g"),
+    (lambda: L.LambdaRankLoss("ERR", backend="compiled"), "compiled"),
+    (lambda: L.LambdaRankLoss("nosuch"), "nosuch"),
+    (lambda: L.RankNetLoss(sigma=0), "sigma"),
+    (lambda: L.ListNetLoss(reduction="avg"), "reduction"),
+    (lambda: L.SoftMetricLoss("gap", g=[0.5, 0.6]), "g"),
+    (lambda: L.SoftMetricLoss("ERR", smoothing="approx"), "not such a sum"),
+    (lambda: L.SoftGAPLoss(sigma=0), "sigma"),
+    (lambda: L.SoftNDCGLoss(max_grade=0), "max_grade"),
+])
+def test_loss_modules_refuse_bad_settings_when_made(make, message):
+    """A module checks its measure and settings when it is made (the same checks build's refusals come from),
+    not at its first batch."""
+    with pytest.raises(GaprankInputError, match=message):
+        make()

@@ -180,9 +180,9 @@ def test_a_toy_of_each_form_is_a_metric_an_objective_and_a_training_setting(toy)
 def test_the_registry_is_the_one_list_of_measures():
     assert M.objective_names() == ("ap", "gap", "xgap", "egap", "ndcg", "p", "rbp", "err", "q", "sr", "vg", "erap",
                                    "errbp", "rr", "r", "rprec", "success", "dcg")
-    assert M.objective_names(mode="soft") == ("ap", "gap", "xgap", "egap", "ndcg", "p", "rbp", "sr", "vg", "erap",
+    assert M.objective_names(objective_kind="soft") == ("ap", "gap", "xgap", "egap", "ndcg", "p", "rbp", "sr", "vg", "erap",
                                               "errbp", "r", "dcg")
-    assert M.objective_names(mode="exact") == ("ap", "gap", "xgap", "egap", "vg", "erap")
+    assert M.objective_names(objective_kind="exact") == ("ap", "gap", "xgap", "egap", "vg", "erap")
     assert [i.name for i in M.user_model_measures()] == ["GAP", "xGAP", "eGAP"]
     assert str(M.g_not_taken("ndcg")) == "g applies to gap, xgap, egap, not 'ndcg'"
     for refuse in (lambda: gaprank.lambdarank_objective("ndcg", g=[0.5, 0.5]),
@@ -279,9 +279,9 @@ def test_required_measure_parameters_fail_before_any_evaluation(capsys):
 
 @pytest.mark.parametrize("call, message", [
     (lambda: M.objective_measure(5), "measure must be a measure string such as 'gap'"),
-    (lambda: M.objective_measure("gap", mode="pairs"), "mode must be one of 'swap_deltas', 'soft', 'exact'"),
-    (lambda: M.objective_names(mode="pairs"), "mode must be one of"),
-    (lambda: M.objective_measure("GAP(g=[0.5,0.5])", mode="exact").with_params(g=[0.5, 0.5]), "sets g; do not pass g"),
+    (lambda: M.objective_measure("gap", objective_kind="pairs"), "objective_kind must be one of 'swap_deltas', 'soft', 'exact'"),
+    (lambda: M.objective_names(objective_kind="pairs"), "objective_kind must be one of"),
+    (lambda: M.objective_measure("GAP(g=[0.5,0.5])", objective_kind="exact").with_params(g=[0.5, 0.5]), "sets g; do not pass g"),
     (lambda: check_measure("nope", lambda r, c, k: 0.0), "unknown measure 'nope'"),
     (lambda: gaprank.boosting.LambdaMARTSettings("gap", sigma=0), "sigma must be a positive finite number"),
     (lambda: gaprank.boosting.LambdaMARTSettings("gap", truncation_level=0), "truncation_level must be a positive"),

@@ -264,8 +264,8 @@ def test_the_committed_studies_stand_for_the_shipped_configs(folder, monkeypatch
     import optuna
 
     import training.tune
-    from training._runner import same_run_config
-    from training.tune import _threads_as_held, load_studies
+    from training._trainers import TRAINERS
+    from training.tune import load_studies
 
     monkeypatch.setattr(training.tune, "available_cores", lambda: 2)  # MQ2008 tunes two studies at once: load it anywhere
 
@@ -279,5 +279,5 @@ def test_the_committed_studies_stand_for_the_shipped_configs(folder, monkeypatch
         held = optuna.load_study(study_name=item.entry.name, storage=storage).user_attrs["provenance"]["run_config"]
         section = held.get("loss", held.get("objective"))
         held_old_key += "metric" in section and "measure" not in section
-        assert same_run_config(held, _threads_as_held(item, held)), item.entry.name
+        assert TRAINERS[item.entry.trainer].same_run(held, item.config), item.entry.name
     assert held_old_key > 0  # what this test is about

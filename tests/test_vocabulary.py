@@ -249,17 +249,14 @@ COMMITTED_RECORDS = sorted((ROOT / "results").glob("*-untuned/*/folds/Fold*.json
 def test_every_committed_fold_record_stands_for_its_shipped_config(record):
     """The records say ``metric:``, the shipped configs ``measure:``; the thread count is how a run ran (the shipped
     ``num_threads: auto`` differs between machines), so it is the record's."""
-    from training._runner import same_run_config
-    from training.config import load_config, with_params
-    from training.cv import CVConfig
-    from training.lambdamart import LambdaMARTConfig
+    from training._trainers import TRAINERS
+    from training.config import load_config
 
     held = json.loads(record.read_text())["provenance"]["config"]
-    cls, path = (CVConfig, "training.num_threads") if "loss" in held else (LambdaMARTConfig, "booster.num_threads")
-    section, name = path.split(".")
+    trainer = TRAINERS["cv" if "loss" in held else "lambdamart"]
     shipped = ROOT / "configs" / record.parents[2].name.replace("-untuned", "") / f"{record.parents[1].name}.yaml"
     assert "\n  measure:" in shipped.read_text() or record.parents[1].name in ("ranknet", "listnet")
-    assert same_run_config(held, with_params(load_config(shipped, cls), {path: held[section][name]}))
+    assert trainer.same_run(held, load_config(shipped, trainer.config_class))
 
 
 def test_delta_scheme_keeps_the_g_of_a_parsed_measure():
@@ -295,3 +292,16 @@ def test_settings_and_soft_losses_pickled_before_the_rename_still_load():
         assert loss.metric == "nDCG@10"
     with pytest.warns(DeprecationWarning, match="SoftGAPLoss.measure"):
         assert gaprank.SoftGAPLoss().metric == "gap"
+
+
+def test_objective_kind_is_the_word_and_mode_its_deprecated_alias():
+    from gaprank.extend import objective_measure, objective_names
+    assert objective_names(objective_kind="exact") == ("ap", "gap", "xgap", "egap", "vg", "erap")
+    with pytest.warns(DeprecationWarning, match="mode= is deprecated; use objective_kind="):
+        assert objective_names(mode="exact") == objective_names(objective_kind="exact")
+    with pytest.warns(DeprecationWarning, match="mode= is deprecated; use objective_kind="):
+        assert objective_measure("nDCG@10", mode="soft").k == 10
+    with pytest.raises(GaprankInputError, match="pass objective_kind= only"):
+        objective_measure("gap", objective_kind="soft", mode="soft")
+    with pytest.raises(GaprankInputError, match="^measure 'ERR': ERR has no smooth"):
+        objective_measure("ERR", objective_kind="soft")

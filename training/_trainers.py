@@ -11,8 +11,8 @@ from gaprank import GaprankInputError
 from gaprank.metrics import objective_measure
 
 from . import cv, lambdamart
-from ._runner import REPO
-from .config import load_config
+from ._runner import REPO, same_run_config
+from .config import load_config, with_params
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,15 @@ class Trainer:
     vali_score: Callable[[Any, int], float]  # best vali value of the selection measure on one fold
     seed_path: str  # where the seed lives in the config (initialisation, batch order, bagging)
     threads_path: str  # where the number of CPU threads lives
+
+    def same_run(self, held: Any, config: Any) -> bool:
+        """Whether a run config held with a result (fold record, tuning study) stands for ``config``, the CPU
+        thread count aside: the held count is how the run ran (``threads_per_trial``, ``num_threads: auto`` on
+        another machine), not what it is, so a study continues, and its best parameters are used, under
+        another count. (A fold record is reused only at its own count: :func:`same_run_config`.)"""
+        section, name = self.threads_path.split(".")
+        count = held.get(section, {}).get(name) if isinstance(held, dict) and isinstance(held.get(section), dict) else None
+        return same_run_config(held, config if not isinstance(count, int) else with_params(config, {self.threads_path: count}))
 
 
 TRAINERS = {
@@ -48,7 +57,7 @@ class RunEntry:
     def validate(self) -> None:
         if self.optimises is not None:
             try:
-                objective_measure(self.optimises, mode="swap_deltas")
+                objective_measure(self.optimises, objective_kind="swap_deltas")
             except GaprankInputError as exc:
                 raise GaprankInputError(f"optimises: {exc}") from None
         if self.seeds is not None:

@@ -43,7 +43,7 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 
-from ._runner import checkout_commit, locked, output_root, run_config_key, same_run_config, script_parser
+from ._runner import checkout_commit, locked, output_root, run_config_key, script_parser
 from ._trainers import DIVERGED, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, available_cores, load_config, to_dict, with_params
 
@@ -210,16 +210,6 @@ def study_provenance(config: TuneConfig, study: _Study) -> dict[str, Any]:
     return json.loads(json.dumps(provenance))  # as the database gives it back
 
 
-def _threads_as_held(item: _Study, held: Any) -> Any:
-    """``item.config`` with the held study's CPU thread count: how many threads ran a trial is how it ran
-    (``threads_per_trial``, ``num_threads: auto`` on another machine), not what the search is, so a study
-    continues (or its best parameters are used) under another thread count."""
-    path = TRAINERS[item.entry.trainer].threads_path
-    section, name = path.split(".")
-    count = held.get(section, {}).get(name) if isinstance(held, dict) and isinstance(held.get(section), dict) else None
-    return item.config if not isinstance(count, int) else with_params(item.config, {path: count})
-
-
 def _check_provenance(study: Any, item: _Study, provenance: dict[str, Any], where: str) -> None:
     held = study.user_attrs.get("provenance")
     if held is None:
@@ -230,7 +220,7 @@ def _check_provenance(study: Any, item: _Study, provenance: dict[str, Any], wher
         study.set_user_attr("commit", checkout_commit())  # the code the trials run with (not part of the key)
         return
     changed = [key for key in provenance if key != "run_config" and held.get(key) != provenance[key]]
-    if not same_run_config(held.get("run_config"), _threads_as_held(item, held.get("run_config"))):
+    if not TRAINERS[item.entry.trainer].same_run(held.get("run_config"), item.config):
         changed.insert(0, "run_config")
     if changed:
         raise GaprankInputError(f"study {study.study_name!r} in {where} was made with a different "

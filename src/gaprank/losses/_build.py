@@ -11,12 +11,11 @@ from typing import Any
 
 import torch
 
-from .._engine.backends import check_backend, lambda_backend
-from .._inputs import REDUCTIONS, GaprankInputError, check_choice, check_positive_int, check_sigma
-from ..metrics import Measure, objective_measure, objective_names
+from .._inputs import GaprankInputError, check_choice
+from ..metrics import objective_names
 from ._listnet import ListNetLoss
 from ._pairwise import LambdaRankLoss, RankNetLoss
-from ._soft import SoftMetricLoss, resolve_smoothing, smoothing_measure
+from ._soft import SoftMetricLoss
 
 # the module of each kind; "exact" is SoftRank's model with smoothing "expected"
 _MODULES: dict[str, type[torch.nn.Module]] = {"soft": SoftMetricLoss, "exact": SoftMetricLoss,
@@ -27,37 +26,13 @@ KINDS: tuple[str, ...] = tuple(_MODULES)
 _NOT_SETTINGS = ("self", "measure", "mode")
 # the registry mode (which form of a measure) of each kind driven by a measure; "soft" with a smoothing of the ranks
 # serves a subset of the soft form's measures (checked by smoothing_measure)
-_MEASURE_MODES = {"soft": "soft", "exact": "exact", "lambdarank": "swap_deltas"}
+_OBJECTIVE_KINDS = {"soft": "soft", "exact": "exact", "lambdarank": "swap_deltas"}
 
 
 def kind_settings(kind: str) -> tuple[str, ...]:
     """The settings ``kind`` takes: its module's parameters but the measure (``exact`` fixes the smoothing)."""
     names = [name for name in inspect.signature(_MODULES[kind]).parameters if name not in _NOT_SETTINGS]
     return tuple(name for name in names if not (kind == "exact" and name == "smoothing"))
-
-
-def _check_settings(measure: Measure | None, settings: dict[str, Any]) -> None:
-    """Check the values of ``settings`` (with the ``measure``, if any); the module gets them as they are given."""
-    if "g" in settings and measure is not None:
-        measure = measure.with_params(g=settings["g"])  # g taken by the measure, not set twice
-        measure.settings()  # ... and well formed
-    if "sigma" in settings:
-        check_sigma(settings["sigma"])
-    if "k" in settings:
-        check_positive_int(settings["k"])
-    if "reduction" in settings:
-        check_choice(settings["reduction"], "reduction", REDUCTIONS)
-    if "validate" in settings and not isinstance(settings["validate"], bool):
-        raise GaprankInputError(f"validate must be True or False; got {settings['validate']!r}")
-    if settings.get("max_grade") is not None:
-        max_grade = check_positive_int(settings["max_grade"], "max_grade", allow_none=False)
-        if measure is not None:
-            _, scale, source = measure.settings()
-            if scale is not None and scale != max_grade:
-                raise GaprankInputError(f"max_grade={max_grade} disagrees with the grade scale 0..{scale} set by "
-                                        f"{source}")
-    if "backend" in settings and check_backend(settings["backend"]) == "compiled":
-        lambda_backend("compiled", measure, torch.device("cpu"))  # refused where the kernel cannot serve on the CPU
 
 
 def build(kind: str, measure: str | None = None, **settings: Any) -> torch.nn.Module:
@@ -114,28 +89,19 @@ def build(kind: str, measure: str | None = None, **settings: Any) -> torch.nn.Mo
             others = [other for other in KINDS if name in kind_settings(other)]
             also = f"; kinds that take it: {', '.join(others)}" if others else ""
             raise GaprankInputError(f"kind {kind!r} takes no setting {name!r} (its settings: {', '.join(takes)}){also}")
-    if kind not in _MEASURE_MODES:
+    if kind not in _OBJECTIVE_KINDS:
         if measure is not None:
             raise GaprankInputError(f"kind {kind!r} takes no measure; got measure {measure!r}")
-        _checked(kind, None, settings)
-        return _MODULES[kind](**settings)
+        return _made(kind, settings)
     if measure is None:
-        names = ", ".join(objective_names(mode=_MEASURE_MODES[kind]))
+        names = ", ".join(objective_names(objective_kind=_OBJECTIVE_KINDS[kind]))
         raise GaprankInputError(f"kind {kind!r} needs a measure: one of {names}")
-    try:
-        if kind == "lambdarank":
-            parsed = objective_measure(measure)
-        else:
-            smoothing = resolve_smoothing(settings["smoothing"], None) if "smoothing" in settings else "softrank"
-            parsed = smoothing_measure(measure, smoothing if kind == "soft" else "expected")
-    except GaprankInputError as exc:
-        raise GaprankInputError(f"kind {kind!r}: {exc}") from None
-    _checked(kind, parsed, settings)
-    return _MODULES[kind](measure, **settings, **({"smoothing": "expected"} if kind == "exact" else {}))
+    return _made(kind, {"measure": measure, **settings, **({"smoothing": "expected"} if kind == "exact" else {})})
 
 
-def _checked(kind: str, measure: Measure | None, settings: dict[str, Any]) -> None:
+def _made(kind: str, arguments: dict[str, Any]) -> torch.nn.Module:
+    """The kind's module, which checks its measure and settings when made; a refusal names the kind."""
     try:
-        _check_settings(measure, settings)
+        return _MODULES[kind](**arguments)
     except GaprankInputError as exc:
         raise GaprankInputError(f"kind {kind!r}: {exc}") from None

@@ -10,8 +10,9 @@ from typing import Any
 import torch
 
 from .._autograd import first_derivatives_only
-from .._inputs import REDUCTIONS, GaprankInputError, batch_mask, check_choice
-from ..metrics import RankedLists
+from .._engine.backends import check_backend, lambda_backend
+from .._inputs import REDUCTIONS, GaprankInputError, batch_mask, check_choice, check_positive_int, check_sigma
+from ..metrics import Measure, RankedLists
 
 
 def check_scores_tensor(scores) -> None:
@@ -20,6 +21,32 @@ def check_scores_tensor(scores) -> None:
             "losses need scores as a floating-point torch tensor (they are differentiated); "
             f"got {type(scores).__name__}{'' if not isinstance(scores, torch.Tensor) else ' of dtype ' + str(scores.dtype)}"
         )
+
+
+def check_loss_settings(measure: Measure | None, **settings: Any) -> None:
+    """Check a loss module's settings when it is made (the ones given; ``measure`` parsed, or None for a loss
+    without one), so a bad value is refused where it is written rather than at the first batch. The functions
+    check the same values on every call."""
+    if settings.get("g") is not None and measure is not None:
+        measure = measure.with_params(g=settings["g"])  # g taken by the measure, not set twice
+        measure.settings()  # ... and well formed
+    if "sigma" in settings:
+        check_sigma(settings["sigma"])
+    if settings.get("k") is not None:
+        check_positive_int(settings["k"])
+    if "reduction" in settings:
+        check_choice(settings["reduction"], "reduction", REDUCTIONS)
+    if "validate" in settings and not isinstance(settings["validate"], bool):
+        raise GaprankInputError(f"validate must be True or False; got {settings['validate']!r}")
+    if settings.get("max_grade") is not None:
+        max_grade = check_positive_int(settings["max_grade"], "max_grade", allow_none=False)
+        if measure is not None:
+            _, scale, source = measure.settings()
+            if scale is not None and scale != max_grade:
+                raise GaprankInputError(f"max_grade={max_grade} disagrees with the grade scale 0..{scale} set by "
+                                        f"{source}")
+    if "backend" in settings and check_backend(settings["backend"]) == "compiled":
+        lambda_backend("compiled", measure, torch.device("cpu"))  # refused where the kernel cannot serve on the CPU
 
 
 def refuse_function_transforms(scores: torch.Tensor, what: str) -> None:

@@ -8,7 +8,7 @@ import torch
 
 from .._typing import ArrayLike
 from ..metrics import rank_lists
-from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
+from ._common import as_batch, check_loss_settings, check_scores_tensor, rankable, reduce_loss
 
 
 def listnet_loss(scores: torch.Tensor, labels: ArrayLike, *, mask: torch.Tensor | None = None,
@@ -67,6 +67,7 @@ class ListNetLoss(torch.nn.Module):
 
     def __init__(self, reduction: Literal["mean", "sum", "none"] = "mean") -> None:
         super().__init__()
+        check_loss_settings(None, reduction=reduction)
         self.reduction = reduction
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -32,6 +32,7 @@ from .._typing import ArrayLike
 from ..metrics import objective_measure, rank_lists
 from ._common import (
     as_batch,
+    check_loss_settings,
     check_scores_tensor,
     opaque_to_compile,
     rankable,
@@ -300,6 +301,8 @@ class LambdaRankLoss(torch.nn.Module):
         super().__init__()
         self.measure, self.g, self.sigma, self.k, self.reduction = measure, g, sigma, k, reduction
         self.max_grade, self.validate, self.backend = max_grade, validate, check_backend(backend)
+        check_loss_settings(objective_measure(measure), g=g, sigma=sigma, k=k, reduction=reduction, max_grade=max_grade,
+                            validate=validate, backend=backend)
         self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -342,6 +345,7 @@ class RankNetLoss(torch.nn.Module):
         super().__init__()
         self.sigma, self.reduction, self.validate = sigma, reduction, validate
         self.backend = check_backend(backend)
+        check_loss_settings(None, sigma=sigma, reduction=reduction, validate=validate, backend=backend)
         self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -39,7 +39,7 @@ from ..metrics import (
     parse_measure,
     pivot_sum,
 )
-from ._common import as_batch, check_scores_tensor, rankable, reduce_loss
+from ._common import as_batch, check_loss_settings, check_scores_tensor, rankable, reduce_loss
 from ._exact import expected_kernel_metric
 from ._smoothing import (
     RANK_SMOOTHINGS,
@@ -89,9 +89,9 @@ def smoothing_measure(text, smoothing: str):
     """The measure string ``text`` parsed and checked for ``smoothing``; a clear error for one the smoothing
     cannot serve."""
     if smoothing in ("softrank", "expected"):
-        return objective_measure(text, mode="exact" if smoothing == "expected" else "soft")
+        return objective_measure(text, objective_kind="exact" if smoothing == "expected" else "soft")
     try:
-        measure = objective_measure(text, mode="soft")
+        measure = objective_measure(text, objective_kind="soft")
     except GaprankInputError:
         try:
             parsed = parse_measure(text) if isinstance(text, str) else None
@@ -100,7 +100,7 @@ def smoothing_measure(text, smoothing: str):
         if parsed is None or parsed.info.form.has_smooth:
             raise
         refused = {name.lower() for name in NOT_THRESHOLD_MEASURES}
-        served = [name for name in objective_names(mode="soft") if name.lower() not in refused]
+        served = [name for name in objective_names(objective_kind="soft") if name.lower() not in refused]
         raise GaprankInputError(
             f"measure {parsed.name!r}: smoothing={smoothing!r} serves measures that sum a function of each document's "
             f"rank (the AP family, the discounted-gain family); {parsed.info.name}'s value is not such a sum; "
@@ -857,6 +857,8 @@ class _SoftMetricLoss(torch.nn.Module):
         super().__init__()
         self.g, self.sigma, self.smoothing, self.reduction = g, sigma, resolve_smoothing(smoothing, mode), reduction
         self.max_grade, self.validate = max_grade, validate
+        check_loss_settings(smoothing_measure(self.measure, self.smoothing) if self.measure else None, g=g, sigma=sigma,
+                            reduction=reduction, max_grade=max_grade, validate=validate)
         self._arrays = RankLawBuffers()  # working arrays of the rank laws (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -905,8 +907,8 @@ class SoftMetricLoss(_SoftMetricLoss):
     def __init__(self, measure: str, g: ArrayLike | None = None, sigma: float = 1.0,
                  smoothing: Smoothing = DEFAULT_SMOOTHING, reduction: Literal["mean", "sum", "none"] = "mean",
                  max_grade: int | None = None, validate: bool = True) -> None:
+        self.measure = measure  # before the settings are checked against it
         super().__init__(g, sigma, smoothing, reduction, max_grade, validate)
-        self.measure = measure
 
     def extra_repr(self) -> str:
         return f"measure={self.measure!r}, {super().extra_repr()}"

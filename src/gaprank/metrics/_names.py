@@ -12,7 +12,16 @@ import torch
 
 from .._inputs import MAX_COUNT, GaprankInputError, check_positive_int, renamed_keywords
 from .._typing import ArrayLike
-from ._registry import MEASURE_NAME, MODES, MeasureInfo, find_measure, g_not_taken, known_names, objective_names
+from ._registry import (
+    MEASURE_NAME,
+    OBJECTIVE_KINDS,
+    MeasureInfo,
+    check_objective_kind,
+    find_measure,
+    g_not_taken,
+    known_names,
+    objective_names,
+)
 
 _NAME = re.compile(r"^\s*(" + MEASURE_NAME.pattern + r")\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
 
@@ -27,11 +36,11 @@ class Measure:
     info: MeasureInfo
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    def serves(self, mode: str) -> bool:
+    def serves(self, objective_kind: str) -> bool:
         """Whether it is an objective of this kind ("swap_deltas", "soft", "exact"), cutoff included."""
-        if not getattr(self.info, mode):
+        if not getattr(self.info, objective_kind):
             return False
-        return mode == "swap_deltas" or self.k is None or self.info.form.smooth_takes_cutoff
+        return objective_kind == "swap_deltas" or self.k is None or self.info.form.smooth_takes_cutoff
 
     def __reduce__(self) -> tuple[Any, ...]:
         # pickled as its string (the entry is the registry's: a process that registered it has it) and the
@@ -231,8 +240,8 @@ def parse_measure(name: str) -> Measure:
     return Measure(name.strip(), entry, kwargs)
 
 
-@renamed_keywords(metric="measure")
-def objective_measure(measure: str | Measure, *, mode: str = "swap_deltas") -> Measure:
+@renamed_keywords(metric="measure", mode="objective_kind")
+def objective_measure(measure: str | Measure, *, objective_kind: str = "swap_deltas") -> Measure:
     """A measure string as an objective of one kind, checked: ``"gap"``, ``"nDCG@10"``, ``"AP(rel=2)"``,
     ``"eRAP(p=[0,0.5,1])"``.
 
@@ -240,8 +249,9 @@ def objective_measure(measure: str | Measure, *, mode: str = "swap_deltas") -> M
     ----------
     measure : str or Measure
         A measure string (:func:`parse_measure`). (``metric=``, its old name, is deprecated.)
-    mode : {"swap_deltas", "soft", "exact"}
-        LambdaRank / LambdaMART, SoftRank's smooth value, or the exact expectation.
+    objective_kind : {"swap_deltas", "soft", "exact"}
+        LambdaRank / LambdaMART (swap deltas), a soft loss's smooth value, or the exact expectation.
+        (``mode=``, its old name, is deprecated.)
 
     Returns
     -------
@@ -258,18 +268,17 @@ def objective_measure(measure: str | Measure, *, mode: str = "swap_deltas") -> M
     >>> objective_measure("nDCG@10").k
     10
     """
-    if mode not in MODES:
-        raise GaprankInputError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
+    check_objective_kind(objective_kind)
     if not isinstance(measure, (str, Measure)):
         raise GaprankInputError(f"measure must be a measure string such as 'gap' or 'nDCG@10'; got {measure!r}")
     try:
         parsed = parse_measure(measure) if isinstance(measure, str) else measure
     except GaprankInputError as exc:
         raise GaprankInputError(f"measure: {exc}") from None
-    if not getattr(parsed.info, mode):
-        names = ", ".join(objective_names(mode=mode))
-        raise GaprankInputError(f"measure {parsed.name!r}: {parsed.info.name} has no {MODES[mode]}; "
+    if not getattr(parsed.info, objective_kind):
+        names = ", ".join(objective_names(objective_kind=objective_kind))
+        raise GaprankInputError(f"measure {parsed.name!r}: {parsed.info.name} has no {OBJECTIVE_KINDS[objective_kind]}; "
                                 f"measures with one: {names}")
-    if not parsed.serves(mode):
+    if not parsed.serves(objective_kind):
         raise GaprankInputError(f"measure {parsed.name!r}: the smooth forms of {parsed.info.name} take no cutoff @k")
     return parsed

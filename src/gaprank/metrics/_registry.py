@@ -461,24 +461,32 @@ def find_measure(name: str) -> MeasureInfo | None:
 
 
 # What an objective of each kind needs of a measure's form, in messages.
-MODES = {"swap_deltas": "swap deltas (LambdaRank, LambdaMART)", "soft": "smooth (SoftRank) form",
+OBJECTIVE_KINDS = {"swap_deltas": "swap deltas (LambdaRank, LambdaMART)", "soft": "smooth (SoftRank) form",
          "exact": "exact expectation (smoothing='expected', the AP family)"}
 
 
-def objective_names(*, mode: str = "swap_deltas") -> tuple[str, ...]:
+@renamed_keywords(mode="objective_kind")
+def objective_names(*, objective_kind: str = "swap_deltas") -> tuple[str, ...]:
     """The measures that can serve as objectives of one kind (each with its parameters and ``@k`` as a
     measure string: ``"nDCG@10"``, ``"AP(rel=2)"``).
 
     Parameters
     ----------
-    mode : {"swap_deltas", "soft", "exact"}
-        LambdaRank / LambdaMART (swap deltas), SoftRank's smooth value, or the exact expectation.
+    objective_kind : {"swap_deltas", "soft", "exact"}
+        LambdaRank / LambdaMART (swap deltas), a soft loss's smooth value, or the exact expectation.
+        (``mode=``, its old name, is deprecated.)
 
     Returns
     -------
     tuple of str
         Lower-case canonical names, in registration order.
     """
-    if mode not in MODES:
-        raise GaprankInputError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
-    return tuple(info.key for info in _REGISTRY.values() if getattr(info, mode))
+    check_objective_kind(objective_kind)
+    return tuple(info.key for info in _REGISTRY.values() if getattr(info, objective_kind))
+
+
+def check_objective_kind(objective_kind: str) -> None:
+    """Refuse an objective kind that is not one of :data:`OBJECTIVE_KINDS`, in one line."""
+    if objective_kind not in OBJECTIVE_KINDS:
+        raise GaprankInputError(f"objective_kind must be one of {', '.join(map(repr, OBJECTIVE_KINDS))}; "
+                                f"got {objective_kind!r}")
