@@ -7,6 +7,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ[_variable] = "1"
 
+# pytest-xdist's workers (-n 2) each take one core: torch's intra-op threads per worker would put two threads on a
+# core and run several times slower; a thread count set in the environment stands
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_variable, "1")
+
 import pytest  # noqa: E402
 
 
@@ -115,3 +121,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         test = getattr(item, "originalname", None) or item.name  # a parametrized test by its function's name
         item.add_marker(getattr(pytest.mark, tier_of(item.path.stem, test)))
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A test module whose every test is of a tier ``-m`` leaves out is not imported at all: ``-m "not e2e"`` then
+    spares the import of sentence-transformers, Dask and the training scripts (seconds per process). Modules
+    with tests of several tiers are collected and their tests deselected as usual."""
+    expression = config.getoption("markexpr", default="")
+    module = collection_path.stem
+    if not expression or collection_path.suffix != ".py" or not module.startswith("test_"):
+        return None
+    tier = tier_of(module, "")
+    if any(key.startswith(f"{module}::") for entries in TIERS.values() for key in entries):
+        return None  # tiers of its own tests: leave it to the markers
+    try:
+        from _pytest.mark.expression import Expression  # pytest's own -m parser (the rule -m applies)
+
+        selected = Expression.compile(expression).evaluate(lambda name, **_: name == tier)
+    except Exception:  # another pytest's parser: collect, and let -m deselect
+        return None
+    return None if selected else True
