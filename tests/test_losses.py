@@ -7,6 +7,9 @@ import contextlib
 import functools
 import itertools
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -924,8 +927,6 @@ def test_paper_softgap_in_row_blocks_equals_the_whole_pair_matrix(monkeypatch):
 def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
     """N = 8,000 in float32: the pair matrix alone would be 256 MB, and the one-matrix computation held
     about seven of them (1.7 GB) through forward and backward."""
-    import subprocess
-    import sys
 
     # VmHWM, the peak resident memory of this process since its exec (ru_maxrss would keep pytest's size)
     script = ("import torch, gaprank\ntorch.manual_seed(0)\n"
@@ -935,7 +936,7 @@ def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
               "s = torch.randn(1, 8000, requires_grad=True); y = torch.randint(0, 3, (1, 8000))\n"
               "base = peak()\nloss(s, y).backward()\nprint((peak() - base) / 1024)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert float(done.stdout.strip()) < 256, done.stdout
 
 
@@ -961,9 +962,10 @@ def test_lambdarank_loss_compiles_across_batch_shapes(metric, validate):
 
 @pytest.mark.parametrize("loss", [L.SoftGAPLoss(g=[0.5, 0.5], sigma=0.7), L.SoftNDCGLoss(sigma=0.7)],
                          ids=["SoftGAPLoss", "SoftNDCGLoss"])
-def test_soft_losses_compile_across_batch_shapes(loss):
+def test_soft_losses_compile_across_batch_shapes(loss, recwarn):
     """torch.compile (dynamo, eager backend) of the SoftRank losses at three batch shapes, padding
-    included: values and gradients equal eager (SoftNDCG's compiled rank laws run as an opaque call)."""
+    included: values and gradients equal eager (SoftNDCG's compiled rank laws run as an opaque call), and
+    dynamo meets nothing it cannot trace (it warned of a lock the rank laws' buffers made)."""
     torch._dynamo.reset()
     compiled = torch.compile(loss, backend="eager")
     for batch, size in ((4, 10), (6, 17), (3, 25)):
@@ -976,6 +978,7 @@ def test_soft_losses_compile_across_batch_shapes(loss):
         expected = loss(s, y, mask)
         torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(grad, torch.autograd.grad(expected, s)[0], rtol=1e-12, atol=1e-12)
+    assert not [w for w in recwarn if "does not know how to trace" in str(w.message)]
 
 
 def test_torch_func_grad_works_for_softgap_and_is_refused_clearly_by_lambdarank():
@@ -987,3 +990,27 @@ def test_torch_func_grad_works_for_softgap_and_is_refused_clearly_by_lambdarank(
     torch.testing.assert_close(through_func, t.grad, rtol=1e-12, atol=1e-14)
     with pytest.raises(RuntimeError, match="lambdarank_loss does not support torch.func transforms.*torch.autograd"):
         torch.func.grad(lambda t: L.lambdarank_loss(t, y, measure="gap"))(s)
+
+
+def test_losses_on_numba_kernels_compile_in_a_fresh_process():
+    """torch.compile's first call of a loss whose kernel numba has not yet run in the process (a user's first
+    compiled step): dynamo used to trace into the numba dispatcher and stop with an AssertionError (SoftNDCG's
+    rank laws, the fast_soft_rank projection). Every compiled call comes before any eager one."""
+    script = (
+        "import torch, gaprank.losses as L\n"
+        "losses = [L.SoftNDCGLoss(sigma=0.7), L.SoftGAPLoss(g=[0.5, 0.5], smoothing='fast_soft_rank', sigma=0.3),\n"
+        "          L.LambdaRankLoss('gap', g=[0.5, 0.5])]\n"
+        "torch.manual_seed(0)\n"
+        "s = torch.randn(4, 12, dtype=torch.float64, requires_grad=True); y = torch.randint(0, 3, (4, 12))\n"
+        "compiled = []\n"
+        "for loss in losses:\n"
+        "    value = torch.compile(loss, backend='eager')(s, y)\n"
+        "    compiled.append((value, torch.autograd.grad(value, s)[0]))\n"
+        "for loss, (value, grad) in zip(losses, compiled):\n"
+        "    expected = loss(s, y)\n"
+        "    torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)\n"
+        "    torch.testing.assert_close(grad, torch.autograd.grad(expected, s)[0], rtol=1e-12, atol=1e-12)\n"
+        "print('same')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0 and done.stdout.strip() == "same", done.stderr[-2000:]

@@ -1,4 +1,5 @@
-"""Hand-written backward passes that refuse to be differentiated again.
+"""Hand-written backward passes: ones that refuse to be differentiated again, and calls that torch.compile
+must not trace.
 
 ``torch.autograd.function.once_differentiable`` only raises on double backward when the incoming
 gradient itself requires grad; when it is a constant (a loss that is linear in the function's output,
@@ -35,3 +36,18 @@ def first_derivatives_only(what: str) -> Callable[[Callable[..., Any]], Callable
         return wrapped
 
     return decorate
+
+
+def opaque_to_compile(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as an opaque call under torch.compile (a graph break around it): for the numpy and numba kernels,
+    which dynamo cannot trace. ``torch.compiler.disable(fn)``, made at the first call: the decorator imports
+    ``torch._dynamo``, which would otherwise be part of every ``import gaprank`` (and every CLI start)."""
+    disabled: list[Callable[..., Any]] = []
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not disabled:
+            disabled.append(torch.compiler.disable(fn))
+        return disabled[0](*args, **kwargs)
+
+    return call

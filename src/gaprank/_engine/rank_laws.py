@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .._autograd import first_derivatives_only
+from .._autograd import first_derivatives_only, opaque_to_compile
 from .._compiled_setup import thread_count
 from . import soft_compiled
 from .backends import runs_compiled
@@ -88,6 +88,11 @@ class RankLawBuffers:
                 if 0 < array.numel() <= KEPT_ARRAY_ELEMENTS:
                     self._free.append(array)
             del self._free[:max(0, len(self._free) - self.kept)]
+
+
+# The holder that keeps nothing, shared: a call with no buffers of its own, or one under torch.compile (which
+# cannot trace making a lock), takes new arrays from it.
+KEEPS_NOTHING = RankLawBuffers(kept=0)
 
 
 def _torch_rank_laws(pi: torch.Tensor) -> torch.Tensor:
@@ -239,6 +244,12 @@ def expected_score_rank_values(s: torch.Tensor, m: torch.Tensor, sigma: float, v
     working arrays taken from and handed back to ``buffers`` (None: new ones, kept by no one); elsewhere
     the laws times the values."""
     if runs_compiled(s.device):
-        holder = RankLawBuffers(kept=0) if buffers is None or torch.compiler.is_compiling() else buffers
-        return _ExpectedScoreRankValues.apply(s, m, float(sigma), values, holder)
+        holder = KEEPS_NOTHING if buffers is None or torch.compiler.is_compiling() else buffers
+        return _compiled_score_rank_values(s, m, float(sigma), values, holder)
     return rank_recursion(pairwise_matrix(s, m, sigma)) @ values.to(s.dtype)
+
+
+@opaque_to_compile  # numba: under torch.compile an opaque call, not traced
+def _compiled_score_rank_values(s: torch.Tensor, m: torch.Tensor, sigma: float, values: torch.Tensor,
+                                holder: RankLawBuffers) -> torch.Tensor:
+    return _ExpectedScoreRankValues.apply(s, m, sigma, values, holder)

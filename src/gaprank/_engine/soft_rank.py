@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._autograd import opaque_to_compile
 from .._compiled_setup import jit, numba
 
 prange = numba.prange if numba is not None else range  # without numba the same pass runs in Python
@@ -90,7 +91,7 @@ def fast_soft_ranks(scores: torch.Tensor, mask: torch.Tensor, epsilon: float) ->
     ``scores`` (O(N) memory per row kept for the backward pass); see the module doc."""
     if scores.shape[1] == 0:
         return scores.clone()
-    return _FastSoftRanks.apply(scores, mask, float(epsilon))[0]
+    return _projected_ranks(scores, mask, float(epsilon))
 
 
 class _FastSoftRanks(torch.autograd.Function):
@@ -127,3 +128,8 @@ class _FastSoftRanks(torch.autograd.Function):
         means = torch.zeros_like(incoming).scatter_add_(1, blocks, incoming).gather(1, blocks).div_(counts)
         through = incoming.sub_(means).mul_(-1.0 / ctx.epsilon)
         return torch.zeros_like(through).scatter_(1, order, through), None, None
+
+
+@opaque_to_compile  # numba: under torch.compile an opaque call, not traced
+def _projected_ranks(scores: torch.Tensor, mask: torch.Tensor, epsilon: float) -> torch.Tensor:
+    return _FastSoftRanks.apply(scores, mask, epsilon)[0]

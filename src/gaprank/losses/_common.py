@@ -3,8 +3,6 @@ that have something to rank, the reduction, and attaching a hand-written gradien
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -107,17 +105,3 @@ class _WithGradient(torch.autograd.Function):
 def with_gradient(scores: torch.Tensor, values: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
     """``values`` ([B], no graph) that backpropagate ``grad`` ([B, N]) into ``scores`` ([B, N])."""
     return _WithGradient.apply(scores, values.detach(), grad.detach())
-
-
-def opaque_to_compile(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.compiler.disable(fn)``, made at the first call: the decorator imports ``torch._dynamo``, which
-    would otherwise be part of every ``import gaprank`` (and every CLI start) whether or not anything compiles."""
-    disabled: list[Callable[..., Any]] = []
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if not disabled:
-            disabled.append(torch.compiler.disable(fn))
-        return disabled[0](*args, **kwargs)
-
-    return call

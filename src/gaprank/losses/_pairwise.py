@@ -21,6 +21,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from .._autograd import opaque_to_compile
 from .._engine import compiled
 from .._engine.backends import Backend, check_backend, compiled_plan, lambda_backend
 from .._engine.batches import BatchPairs
@@ -34,7 +35,6 @@ from ._common import (
     as_batch,
     check_loss_settings,
     check_scores_tensor,
-    opaque_to_compile,
     rankable,
     reduce_loss,
     refuse_function_transforms,
