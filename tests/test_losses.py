@@ -649,7 +649,7 @@ def test_exact_mode_agrees_with_monte_carlo(metric, n, sigma):
     scores = torch.tensor(rng.normal(scale=1.5, size=n))
     labels = torch.tensor(rng.integers(0, 4, size=n))
     value = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=sigma, smoothing="expected").item()
-    mean, se = _monte_carlo(metric, scores, labels, sigma, 100_000, seed=n)
+    mean, se = _monte_carlo(metric, scores, labels, sigma, 40_000, seed=n)  # se about 1e-4: 3 se is a 3e-4 check
     assert abs(value - mean) < 3 * se, (value, mean, se)
     paper = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=sigma).item()
     assert paper != pytest.approx(value, abs=1e-6)  # a ratio of expectations, not the expectation
@@ -911,7 +911,7 @@ def test_paper_softgap_in_row_blocks_equals_the_whole_pair_matrix(monkeypatch):
         pi = pairwise_matrix(t, mask, 0.7)
         return torch.bmm(onehot.transpose(1, 2), pi), pi.sum(1)
 
-    for elements in (1, 7, 40, 1 << 22):  # one row a block ... everything in one block
+    for elements in (1, 40, 1 << 22):  # one row a block, several rows, everything in one block
         monkeypatch.setattr(_soft, "PAIR_BLOCK_ELEMENTS", elements)
         blocked = _soft._GradedPairSums.apply(s, mask, onehot, 0.7)
         for a, b in zip(blocked, whole(s), strict=True):
@@ -940,7 +940,8 @@ def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
     assert float(done.stdout.strip()) < 256, done.stdout
 
 
-@pytest.mark.parametrize("metric, validate", [("gap", True), ("ndcg", True), ("ERR", False)])  # AP family: GAP's plan
+# GAP: the compiled kernel (nDCG takes the same opaque call); ERR: the tensor engine, traced
+@pytest.mark.parametrize("metric, validate", [("gap", True), ("ERR", False)])
 def test_lambdarank_loss_compiles_across_batch_shapes(metric, validate):
     """torch.compile (dynamo, eager backend) at three batch shapes: the second shape recompiles with
     symbolic sizes, where an out= into a plan's buffer used to fail; values and gradients equal eager. ERR runs
