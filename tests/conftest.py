@@ -10,7 +10,7 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE
 # pytest-xdist's workers (-n 2) each take one core: torch's intra-op threads per worker would put two threads on a
 # core and run several times slower; a thread count set in the environment stands
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):  # numba's pool: every core otherwise
         os.environ.setdefault(_variable, "1")
 
 import pytest  # noqa: E402
@@ -137,7 +137,10 @@ def pytest_ignore_collect(collection_path, config):
     try:
         from _pytest.mark.expression import Expression  # pytest's own -m parser (the rule -m applies)
 
-        selected = Expression.compile(expression).evaluate(lambda name, **_: name == tier)
+        names: set[str] = set()
+        selected = Expression.compile(expression).evaluate(lambda name, **_: names.add(name) or name == tier)
     except Exception:  # another pytest's parser: collect, and let -m deselect
         return None
+    if not names <= set(TIERS) | {"unit"}:
+        return None  # a marker other than the tiers (xfail, filterwarnings, ...): only the module's tests can say
     return None if selected else True

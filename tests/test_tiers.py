@@ -3,7 +3,8 @@
 import ast
 from pathlib import Path
 
-from conftest import TIERS, tier_of
+import pytest
+from conftest import TIERS, pytest_ignore_collect, tier_of
 
 
 def test_every_tiered_module_and_test_exists_once():
@@ -26,3 +27,25 @@ def test_a_test_s_own_entry_wins_over_its_module_s():
     assert tier_of("test_cli_main", "test_the_cli_runs_on_the_lean_install") == "e2e"
     assert tier_of("test_cli_main", "test_version_is_gaprank_s_version") == "integration"
     assert tier_of("test_losses", "test_anything") == "unit"
+
+
+class _Options:
+    """A pytest config as the collection hook reads it: only ``-m``."""
+
+    def __init__(self, markexpr: str) -> None:
+        self.markexpr = markexpr
+
+    def getoption(self, name: str, default: object = None) -> object:
+        return self.markexpr if name == "markexpr" else default
+
+
+@pytest.mark.parametrize("markexpr, module, ignored", [
+    ("not e2e", "test_tune", True), ("not e2e", "test_build", None), ("e2e or unit", "test_tune", None),
+    ("e2e or unit", "test_lightgbm", True), ("unit", "test_tune", True), ("not unit", "test_build", True),
+    ("not unit", "test_lightgbm", None), ("", "test_tune", None),
+    ("e2e", "test_cli_main", None),  # tests of several tiers: left to the markers
+    # a marker other than the tiers is on some tests only: -m xfail selects test_docs_blocks' xfail pages
+    ("xfail", "test_docs_blocks", None), ("filterwarnings", "test_lightgbm", None), ("unit and xfail", "test_build", None),
+])
+def test_a_module_is_left_unimported_only_when_minus_m_leaves_out_its_every_test(markexpr, module, ignored):
+    assert pytest_ignore_collect(Path(f"tests/{module}.py"), _Options(markexpr)) is ignored
