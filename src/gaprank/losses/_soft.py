@@ -857,8 +857,9 @@ class _SoftMetricLoss(torch.nn.Module):
         super().__init__()
         self.g, self.sigma, self.smoothing, self.reduction = g, sigma, resolve_smoothing(smoothing, mode), reduction
         self.max_grade, self.validate = max_grade, validate
-        check_loss_settings(smoothing_measure(self.measure, self.smoothing) if self.measure else None, g=g, sigma=sigma,
-                            reduction=reduction, max_grade=max_grade, validate=validate)
+        # every subclass names its measure (SoftMetricLoss: the given one, "" or None included, refused here)
+        check_loss_settings(smoothing_measure(self.measure, self.smoothing), g=g, sigma=sigma, reduction=reduction,
+                            max_grade=max_grade, validate=validate)
         self._arrays = RankLawBuffers()  # working arrays of the rank laws (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
