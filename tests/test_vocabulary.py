@@ -305,3 +305,8 @@ def test_objective_kind_is_the_word_and_mode_its_deprecated_alias():
         objective_measure("gap", objective_kind="soft", mode="soft")
     with pytest.raises(GaprankInputError, match="^measure 'ERR': ERR has no smooth"):
         objective_measure("ERR", objective_kind="soft")
+    with pytest.warns(DeprecationWarning, match="mode= is deprecated; use objective_kind="):
+        assert objective_measure("gap").serves(mode="exact")  # a public Measure's method, renamed alike
+    assert not objective_measure("ERR").serves(objective_kind="soft")
+    with pytest.raises(GaprankInputError, match="objective_kind must be one of"):
+        objective_measure("gap").serves("pairs")

@@ -36,8 +36,11 @@ class Measure:
     info: MeasureInfo
     kwargs: dict[str, Any] = field(default_factory=dict)
 
+    @renamed_keywords(mode="objective_kind")
     def serves(self, objective_kind: str) -> bool:
-        """Whether it is an objective of this kind ("swap_deltas", "soft", "exact"), cutoff included."""
+        """Whether it is an objective of this kind ("swap_deltas", "soft", "exact"), cutoff included.
+        (``mode=``, its old name, is deprecated.)"""
+        check_objective_kind(objective_kind)
         if not getattr(self.info, objective_kind):
             return False
         return objective_kind == "swap_deltas" or self.k is None or self.info.form.smooth_takes_cutoff
