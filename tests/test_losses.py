@@ -653,6 +653,7 @@ def test_exact_mode_agrees_with_monte_carlo(metric, n, sigma):
     assert abs(value - mean) < 3 * se, (value, mean, se)
     paper = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=sigma).item()
     assert paper != pytest.approx(value, abs=1e-6)  # a ratio of expectations, not the expectation
+    assert abs(paper - mean) > 10 * se, (paper, mean, se)  # ... which these samples tell apart (21 to 144 se)
 
 
 def test_exact_mode_blocks_and_padding_do_not_change_values(monkeypatch):
