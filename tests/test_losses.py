@@ -1016,3 +1016,16 @@ def test_losses_on_numba_kernels_compile_in_a_fresh_process():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0 and done.stdout.strip() == "same", done.stderr[-2000:]
+
+
+def test_eager_numba_kernels_do_not_import_dynamo():
+    """The kernels' opaque-call wrapper costs an eager process nothing: torch._dynamo is imported only by a
+    torch.compile, not by a loss's first eager call (SoftNDCG's rank laws, fast_soft_rank, LambdaRank's kernel)."""
+    script = ("import sys, torch, gaprank.losses as L\n"
+              "s = torch.randn(2, 6, dtype=torch.float64, requires_grad=True); y = torch.randint(0, 3, (2, 6))\n"
+              "for loss in (L.SoftNDCGLoss(), L.SoftGAPLoss(smoothing='fast_soft_rank'), L.LambdaRankLoss('gap')):\n"
+              "    loss(s, y).backward()\n"
+              "print('torch._dynamo' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0 and done.stdout.strip() == "False", (done.stdout, done.stderr[-2000:])

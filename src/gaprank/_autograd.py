@@ -40,12 +40,15 @@ def first_derivatives_only(what: str) -> Callable[[Callable[..., Any]], Callable
 
 def opaque_to_compile(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` as an opaque call under torch.compile (a graph break around it): for the numpy and numba kernels,
-    which dynamo cannot trace. ``torch.compiler.disable(fn)``, made at the first call: the decorator imports
-    ``torch._dynamo``, which would otherwise be part of every ``import gaprank`` (and every CLI start)."""
+    which dynamo cannot trace. ``torch.compiler.disable(fn)``, made at the first call under compile: the
+    decorator imports ``torch._dynamo``, which would otherwise be part of every ``import gaprank`` (and every CLI
+    start) and, made at an eager call, of every eager process's first kernel call."""
     disabled: list[Callable[..., Any]] = []
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if not torch.compiler.is_compiling():  # eager: the kernel itself
+            return fn(*args, **kwargs)
         if not disabled:
             disabled.append(torch.compiler.disable(fn))
         return disabled[0](*args, **kwargs)
