@@ -924,7 +924,15 @@ def test_paper_softgap_in_row_blocks_equals_the_whole_pair_matrix(monkeypatch):
         torch.testing.assert_close(loss, L.soft_gap_loss(s.detach(), y, mask=mask, sigma=0.7), rtol=0, atol=0)
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="reads Linux's VmHWM")
+def _fresh_process(script: str) -> str:
+    """What ``script`` prints, run by a new Python process with one torch thread (its error's end if it fails)."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads Linux's VmHWM")
 def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
     """N = 8,000 in float32: the pair matrix alone would be 256 MB, and the one-matrix computation held
     about seven of them (1.7 GB) through forward and backward."""
@@ -936,9 +944,8 @@ def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
               "loss(torch.randn(1, 50, requires_grad=True), torch.randint(0, 3, (1, 50))).backward()  # first calls\n"
               "s = torch.randn(1, 8000, requires_grad=True); y = torch.randint(0, 3, (1, 8000))\n"
               "base = peak()\nloss(s, y).backward()\nprint((peak() - base) / 1024)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert float(done.stdout.strip()) < 256, done.stdout
+    peak_mb = _fresh_process(script)
+    assert float(peak_mb) < 256, peak_mb
 
 
 # GAP: the compiled kernel (nDCG takes the same opaque call); ERR: the tensor engine, traced
@@ -1013,9 +1020,7 @@ def test_losses_on_numba_kernels_compile_in_a_fresh_process():
         "    torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)\n"
         "    torch.testing.assert_close(grad, torch.autograd.grad(expected, s)[0], rtol=1e-12, atol=1e-12)\n"
         "print('same')\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert done.returncode == 0 and done.stdout.strip() == "same", done.stderr[-2000:]
+    assert _fresh_process(script) == "same"
 
 
 def test_eager_numba_kernels_do_not_import_dynamo():
@@ -1026,6 +1031,4 @@ def test_eager_numba_kernels_do_not_import_dynamo():
               "for loss in (L.SoftNDCGLoss(), L.SoftGAPLoss(smoothing='fast_soft_rank'), L.LambdaRankLoss('gap')):\n"
               "    loss(s, y).backward()\n"
               "print('torch._dynamo' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert done.returncode == 0 and done.stdout.strip() == "False", (done.stdout, done.stderr[-2000:])
+    assert _fresh_process(script) == "False"
