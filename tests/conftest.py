@@ -14,6 +14,7 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
         os.environ.setdefault(_variable, "1")
 
 import pytest  # noqa: E402
+from tiers import tier_of  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -77,38 +78,6 @@ def toy_data(tmp_path):
     return write_toy_dataset(tmp_path / "data")
 
 
-# Test tiers, by module or by test (``module::test_function``, which wins over its module's tier); pytest -m "not e2e"
-# is the quick run, README's command runs every tier.
-# oracle: measures against independent implementations and published numbers; integration: another library's
-# own computation, the file system, the CLI or a subprocess; e2e: what runs a training script or job (a CLI command
-# that fits a model included), a notebook or a documentation page, or several processes working together (torch
-# distributed, Dask). Everything else is unit.
-TIERS = {
-    "oracle": {"test_metrics_oracle", "test_against_trec_eval", "test_paper_checks", "test_cli_trec_eval_names",
-               "test_elementwise", "test_swap_deltas"},
-    "integration": {"test_lightgbm", "test_xgboost", "test_ir_measures", "test_torchmetrics", "test_cli_main",
-                    "test_cli_trec", "test_cli_project_files", "test_data", "test_data_import", "test_cache",
-                    "test_web_scale_data", "test_letor_eval"},
-    "e2e": {"test_readme_example", "test_notebooks", "test_distributed", "test_training_cv", "test_training_sanity",
-            "test_docs_blocks", "test_docs_pages", "test_tune", "test_training_lambdamart", "test_cli_training_scripts",
-            "test_dask", "test_sentence_transformers", "test_synthetic", "test_data_replace", "test_compare_tuned",
-            "test_training_compare", "test_threads_fork", "test_data_import_hardening",
-            # gaprank data import and gaprank baseline (a least-squares fit on MQ2008 Fold 1) in two processes
-            "test_cli_main::test_the_cli_runs_on_the_lean_install",
-            # two gloo processes synchronising the metric's state
-            "test_torchmetrics::test_state_is_synchronised_across_processes"},
-}
-
-
-def tier_of(module: str, test: str) -> str:
-    """The tier of test function ``test`` of test module ``module``: its own entry, else its module's, else unit."""
-    for key in (f"{module}::{test}", module):
-        for name, entries in TIERS.items():
-            if key in entries:
-                return name
-    return "unit"
-
-
 def pytest_configure(config):
     for tier, what in (("unit", "fast checks of one function or module"),
                        ("oracle", "against an independent implementation or published numbers"),
@@ -121,26 +90,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         test = getattr(item, "originalname", None) or item.name  # a parametrized test by its function's name
         item.add_marker(getattr(pytest.mark, tier_of(item.path.stem, test)))
-
-
-def pytest_ignore_collect(collection_path, config):
-    """A test module whose every test is of a tier ``-m`` leaves out is not imported at all: ``-m "not e2e"`` then
-    spares the import of sentence-transformers, Dask and the training scripts (seconds per process). Modules
-    with tests of several tiers are collected and their tests deselected as usual."""
-    expression = config.getoption("markexpr", default="")
-    module = collection_path.stem
-    if not expression or collection_path.suffix != ".py" or not module.startswith("test_"):
-        return None
-    tier = tier_of(module, "")
-    if any(key.startswith(f"{module}::") for entries in TIERS.values() for key in entries):
-        return None  # tiers of its own tests: leave it to the markers
-    try:
-        from _pytest.mark.expression import Expression  # pytest's own -m parser (the rule -m applies)
-
-        names: set[str] = set()
-        selected = Expression.compile(expression).evaluate(lambda name, **_: names.add(name) or name == tier)
-    except Exception:  # another pytest's parser: collect, and let -m deselect
-        return None
-    if not names <= set(TIERS) | {"unit"}:
-        return None  # a marker other than the tiers (xfail, filterwarnings, ...): only the module's tests can say
-    return None if selected else True
