@@ -166,7 +166,6 @@ def test_mq2008_docids_and_comments_are_kept():
 # --- hardening: folds are disjoint, folds.json is read strictly and stays inside its folder ---
 
 from conftest import write_toy_dataset  # noqa: E402
-
 from gaprank import GaprankInputError  # noqa: E402
 from gaprank.data import FoldsFileError, fold_fingerprint  # noqa: E402
 
