@@ -249,7 +249,11 @@ def test_an_unreadable_data_directory_is_passed_over_with_a_warning(user_dir, tm
 # 12. signals during an import; what a killed import leaves
 
 SLOW_IMPORT = """
-import pathlib, sys, time
+import pathlib, signal, sys, time
+# as from a terminal: a parent started with nohup or in a shell's background ignores SIGHUP or SIGINT, and the
+# import (rightly) leaves an ignored signal ignored
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import gaprank.data._import as importer
 def slow_check(*args, **kwargs):
     pathlib.Path(sys.argv[1]).write_text("checking")
