@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -427,7 +428,8 @@ def test_max_grade_fixes_the_scale_of_every_batch():
 @pytest.mark.parametrize("metric, k, sigma", [*UNVALIDATED, ("RankNet", None, 1.0), ("SoftGAP", None, 0.7),
                                              ("SoftNDCG", None, 0.7)])
 def test_unvalidated_lambdarank_never_synchronises_on_cuda(metric, k, sigma):
-    """On a GPU, ``validate=False`` forward and backward run with CUDA's synchronisation check set to fail."""
+    """On a GPU, ``validate=False`` forward and backward run with CUDA's synchronisation check set to fail (after
+    the first calls of a module, which copy the settings to the device and capture its CUDA graph)."""
     loss = (L.RankNetLoss(validate=False) if metric == "RankNet"
             else L.SoftGAPLoss(g=[0.2, 0.3, 0.5], sigma=sigma, validate=False) if metric == "SoftGAP"
             else L.SoftNDCGLoss(sigma=sigma, max_grade=3, validate=False) if metric == "SoftNDCG"
@@ -435,12 +437,108 @@ def test_unvalidated_lambdarank_never_synchronises_on_cuda(metric, k, sigma):
     scores, labels, mask = (x.cuda() for x in _random_batch(23, b=6, n=13, grades=4))
     s = scores.requires_grad_(True)
     loss(s, labels, mask).backward()  # copies the settings to the device once
+    loss(s, labels, mask).backward()  # LambdaRank's and RankNet's modules capture their CUDA graph (it synchronises)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        loss(s, labels, mask).backward()
+        loss(s, labels, mask).backward()  # for those two, a replay
+        if metric == "RankNet":  # the functions run eagerly, on buffers of their own
+            L.ranknet_loss(s, labels, mask=mask, validate=False).backward()
+        elif metric not in ("SoftGAP", "SoftNDCG"):
+            L.lambdarank_loss(s, labels, measure=metric, k=k, sigma=sigma, mask=mask, validate=False,
+                              **_scale(metric)).backward()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+def _unvalidated_pair_losses(metric, k, sigma):
+    """The module and the one-off function of an unvalidated LambdaRank (RankNet for "RankNet")."""
+    if metric == "RankNet":
+        return (L.RankNetLoss(sigma=sigma, validate=False),
+                lambda s, y, m: L.ranknet_loss(s, y, sigma=sigma, mask=m, validate=False))
+    return (L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric)),
+            lambda s, y, m: L.lambdarank_loss(s, y, measure=metric, k=k, sigma=sigma, mask=m, validate=False,
+                                              **_scale(metric)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("metric, k, sigma", [*UNVALIDATED, ("RankNet", None, 0.8)])
+def test_cuda_graph_replays_give_the_eager_numbers(metric, k, sigma, dtype):
+    """An unvalidated module on a GPU replays a kept shape's kernels as one CUDA graph from its second call on:
+    over batches whose data, list sizes and grades change (an empty list, a query of one grade, a second shape
+    between), every value and gradient is the eager one-off function's."""
+    module, one_off = _unvalidated_pair_losses(metric, k, sigma)
+    shapes = [(6, 13)] * 4 + [(3, 20)] * 3 + [(6, 13)] * 2
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    for step, (batch, size) in enumerate(shapes):
+        scores, labels, mask = (x.cuda() for x in _random_batch(60 + step, b=batch, n=size, grades=4, dtype=dtype))
+        if step == 3:
+            mask[2] = False  # a list with no document
+            labels[0] = 1  # a query of one grade
+        results = []
+        for loss in (module, one_off):
+            s = scores.clone().requires_grad_(True)
+            value = loss(s, labels, mask)
+            value.backward()
+            results.append((value.detach(), s.grad))
+        (v1, g1), (v2, g2) = results
+        torch.testing.assert_close(v1, v2, **tolerance)
+        torch.testing.assert_close(g1, g2, **tolerance)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as profile:
+        module(s, labels, mask).backward()
+        torch.cuda.synchronize()
+    assert any("GraphLaunch" in event.name for event in profile.events()), "the last call was not a replay"
+
+
+def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
+    """The bookkeeping of CUDA graphs, on the CPU with a stand-in graph that replays by running the step again on
+    its static inputs: a shape and its settings are captured by their second call, later calls copy their inputs
+    in and get their own numbers, other settings or shapes are not served by that graph, and an evicted shape
+    takes its graph with it."""
+    from gaprank._engine import batches, graphs
+
+    captured = []
+
+    class StandInGraph(graphs.GraphedCall):
+        def __init__(self, fn, inputs):
+            self.static = tuple(x.detach().clone() for x in inputs)
+            self.graph = types.SimpleNamespace(replay=lambda: setattr(self, "outputs", fn(*self.static)))
+            self.replays = 0
+            captured.append(self)
+
+        def __call__(self, scores, labels, mask):
+            self.replays += 1
+            return super().__call__(scores, labels, mask)
+
+    monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: True)
+    monkeypatch.setattr(batches, "capture", StandInGraph)
+    monkeypatch.setattr(batches, "GRAPHED_SHAPES", 3)
+    module, _ = _unvalidated_pair_losses("gap", 5, 1.0)
+    module.backend = "torch"
+    calls = [((4, 9), 1.0)] * 2 + [((4, 30), 1.0), ((4, 7), 1.0)] + [((4, 9), 2.0)] * 3 + [
+        ((2, 7), 1.0), ((3, 5), 1.0), ((1, 6), 1.0), ((4, 9), 1.0)]
+    for step, ((batch, size), sigma) in enumerate(calls):
+        module.sigma = sigma
+        scores, labels, mask = _random_batch(80 + step, b=batch, n=size, grades=4)
+        if step == 3:
+            mask = None
+        s = scores.clone().requires_grad_(True)
+        value = module(s, labels, mask)
+        value.backward()
+        t = scores.clone().requires_grad_(True)
+        expected = L.lambdarank_loss(t, labels, measure="gap", k=5, sigma=sigma, mask=mask, g=[0.2, 0.3, 0.5],
+                                     validate=False, backend="torch")
+        expected.backward()
+        torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13, msg=f"step {step}")  # sums may round apart
+        torch.testing.assert_close(s.grad, t.grad, rtol=1e-13, atol=1e-13)
+        assert len(captured) == [0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2][step]
+    # widths 9, 30 and 7 share the padded width 32: one graph; sigma 1's went with its evicted shape
+    assert [graph.replays for graph in captured] == [2, 1]
+    kept = module._engines._shapes
+    assert [key[1:3] for key in kept] == [(3, 32), (1, 32), (4, 32)]
+    assert not any(shape.graphs for shape in kept.values())  # (4, 32) came back after its eviction: no graph yet
 
 
 @pytest.mark.parametrize("metric", ["gap", "ndcg@5", "ERR", "Q", None], ids=["kernel", "gain-discount", "ERR", "Q",

@@ -4,13 +4,15 @@ A batch's slot layout, factor plan and pair-engine buffers depend only on its sh
 measure's grade scale and the engine's settings. What changes from one batch to the next (the list sizes,
 the measure's score-independent inputs such as kernels and 1/Z, the ranking and the scores) is written into
 them. A loss that keeps a :class:`BatchPairs` then issues only the arithmetic each step: on a GPU far fewer
-kernel launches, and nothing copied from the host.
+kernel launches, and nothing copied from the host. Where nothing is read back from the device either, a shape's
+step is captured in a CUDA graph once it comes back, and replayed (:mod:`.graphs`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ from .factors import (
     ListFactorPlan,
     plan_inputs,
 )
+from .graphs import CAPTURE_AFTER, GRAPHED_SHAPES, GraphedCall, Outputs, capture, graph_width, graphable, padded
 from .pairs import PairwiseEngine, PairwiseTerms
 from .slots import SlotLayout
 
@@ -36,6 +39,8 @@ class _Shape:
     layout: SlotLayout
     plans: dict[tuple, FactorPlan] = field(default_factory=dict)
     engines: dict[tuple, PairwiseEngine] = field(default_factory=dict)
+    calls: dict[tuple, int] = field(default_factory=dict)  # eager calls per graph key (see BatchPairs.replayed)
+    graphs: dict[tuple, GraphedCall | None] = field(default_factory=dict)  # None: CUDA refused the capture
 
 
 class BatchPairs:
@@ -48,7 +53,7 @@ class BatchPairs:
     """
 
     def __init__(self, kept: int = 2) -> None:
-        self.kept = kept
+        self.kept = self.capacity = kept  # capacity: GRAPHED_SHAPES once steps are graphed (see replayed)
         self._shapes: OrderedDict[tuple, _Shape] = OrderedDict()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -57,15 +62,49 @@ class BatchPairs:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["kept"])  # type: ignore[misc]
 
+    @staticmethod
+    def _key(batch: int, width: int, scores: torch.Tensor) -> tuple:
+        return (threading.get_ident(), batch, width, scores.device, scores.dtype)
+
+    def replayed(self, settings: tuple, fn: Callable[..., Outputs], scores: torch.Tensor, labels: torch.Tensor,
+                 mask: torch.Tensor | None) -> Outputs:
+        """``fn(scores, labels, mask)``: a step that computes a batch's lambdas on this holder's engines and returns
+        ``(cost [B], grad [B, N])``; ``settings``: everything else that decides which kernels it issues (hashable).
+
+        Eager, except on a CUDA device for a step that reads nothing back from it (:mod:`.graphs`): there the
+        batch is padded to a width of the graphs' grid, and once that shape and ``settings`` have come
+        :data:`~.graphs.CAPTURE_AFTER` times while the shape is kept, that call also captures ``fn`` in a CUDA
+        graph, and later ones replay it. Such a holder keeps :data:`~.graphs.GRAPHED_SHAPES` shapes."""
+        if self.kept == 0 or not graphable(scores, labels, mask):
+            return fn(scores, labels, mask)
+        self.capacity = max(self.kept, GRAPHED_SHAPES)
+        batch, width = (1, scores.shape[0]) if scores.ndim == 1 else scores.shape
+        shape_key = self._key(batch, graph_width(width), scores)
+        key = (settings, labels.dtype, torch.bool if mask is None else mask.dtype)  # padded, a mask is made
+        kept = self._shapes.get(shape_key)
+        graphed = None if kept is None else kept.graphs.get(key)
+        if graphed is not None:
+            self._shapes.move_to_end(shape_key)
+            cost, grad = graphed(scores, labels, mask)
+            return cost, grad[:, :width]
+        inputs = padded(scores, labels, mask)
+        cost, grad = fn(*inputs)
+        kept = self._shapes.get(shape_key)  # fn made or took it
+        if kept is not None and key not in kept.graphs:
+            kept.calls[key] = kept.calls.get(key, 0) + 1
+            if kept.calls[key] >= CAPTURE_AFTER:
+                kept.graphs[key] = capture(fn, inputs)
+        return cost, grad[:, :width]
+
     def _shape(self, ranked: RankedLists, scores: torch.Tensor) -> _Shape:
         batch, width = ranked.grades.shape
         if self.kept == 0 or torch.compiler.is_compiling():  # traced code keeps nothing between calls
             return _Shape(SlotLayout.single(ranked.n_docs, width))
-        key = (threading.get_ident(), batch, width, scores.device, scores.dtype)
+        key = self._key(batch, width, scores)
         kept = self._shapes.get(key)
         if kept is None:
             kept = self._shapes[key] = _Shape(SlotLayout.single(ranked.n_docs, width))
-            while len(self._shapes) > self.kept:
+            while len(self._shapes) > self.capacity:
                 self._shapes.popitem(last=False)
         else:
             kept.layout.resize(ranked.n_docs)

@@ -77,8 +77,23 @@ def _attach(scores, mask, ranked, cost: torch.Tensor, grad: torch.Tensor, reduct
     return reduce_loss(values, reduction, ranked.spec.squeeze)
 
 
-def _attach_terms(scores, mask, ranked, terms: PairwiseTerms, reduction: str):
-    return _attach(scores, mask, ranked, terms.cost, scatter_to_documents(terms.grad, ranked.order), reduction)
+def _kept_terms(ranked, terms: PairwiseTerms) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cost [B], grad [B, N])`` in document order, 0 and 0 for queries that cannot be ranked."""
+    keep = rankable(ranked).to(terms.cost.dtype)
+    return terms.cost * keep, scatter_to_documents(terms.grad, ranked.order) * keep[:, None]
+
+
+def _attach_replayed(scores, labels, mask, engines: BatchPairs, settings: tuple, lambdas, reduction: str, *,
+                     replayable: bool):
+    """``lambdas(scores, labels, mask)`` (detached scores) attached to the scores and reduced. A step that reads
+    nothing back from the device (``replayable``) goes through ``engines``, which on a GPU replay its kernels
+    as one CUDA graph once its shape and ``settings`` come back; any other is computed here."""
+    if replayable and isinstance(labels, torch.Tensor) and (mask is None or isinstance(mask, torch.Tensor)):
+        cost, grad = engines.replayed(settings, lambdas, scores.detach(), labels, mask)
+    else:
+        cost, grad = lambdas(scores.detach(), labels, mask)
+    s, _ = as_batch(scores, mask)
+    return reduce_loss(with_gradient(s, cost, grad), reduction, scores.ndim == 1)
 
 
 @renamed_keywords(metric="measure")
@@ -195,15 +210,23 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: s
     sigma = check_sigma(sigma)
     k = check_positive_int(k)
     parsed = objective_measure(measure).with_params(g=g)
-    direct = lambda_backend(backend, parsed, scores.device) == "compiled"
-    ranked, params = rank_for_measure(scores.detach(), labels, parsed, mask=mask, grade_counts=grade_counts,
-                                      max_grade=max_grade, by_score=not direct, validate=validate)
-    s, m = as_batch(scores.detach(), mask)
-    if direct:
+    if lambda_backend(backend, parsed, scores.device) == "compiled":
+        ranked, params = rank_for_measure(scores.detach(), labels, parsed, mask=mask, grade_counts=grade_counts,
+                                          max_grade=max_grade, by_score=False, validate=validate)
+        s, m = as_batch(scores.detach(), mask)
         cost, grad = _compiled_terms(s, m, ranked, parsed, params, sigma, k)
         return _attach(scores, mask, ranked, cost, grad, reduction)
-    terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
-    return _attach_terms(scores, mask, ranked, terms, reduction)
+
+    def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
+                                          max_grade=max_grade, validate=validate)
+        s, _ = as_batch(detached, mask)
+        terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
+        return _kept_terms(ranked, terms)
+
+    settings = ("lambdarank", parsed.name, repr(parsed.kwargs), sigma, k, max_grade)
+    return _attach_replayed(scores, labels, mask, engines, settings, lambdas, reduction,
+                            replayable=not validate and grade_counts is None)
 
 
 def ranknet_loss(
@@ -265,19 +288,26 @@ def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float,
     check_scores_tensor(scores)
     sigma = check_sigma(sigma)
     lambda_backend(backend, None, scores.device)  # RankNet runs on the torch backend ("compiled" is refused)
-    # unvalidated, the labels are counted on the widest scale: RankNet's value does not depend on it
-    ranked = rank_lists(scores.detach(), labels, mask=mask, validate=validate,
-                        num_grades=None if validate else MAX_GRADE, scale_source="RankNet")
-    s, _ = as_batch(scores.detach(), mask)
-    terms = engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma)
-    return _attach_terms(scores, mask, ranked, terms, reduction)
+
+    def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        # unvalidated, the labels are counted on the widest scale: RankNet's value does not depend on it
+        ranked = rank_lists(detached, labels, mask=mask, validate=validate,
+                            num_grades=None if validate else MAX_GRADE, scale_source="RankNet")
+        s, _ = as_batch(detached, mask)
+        return _kept_terms(ranked, engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma))
+
+    return _attach_replayed(scores, labels, mask, engines, ("ranknet", sigma), lambdas, reduction,
+                            replayable=not validate)
 
 
 class LambdaRankLoss(torch.nn.Module):
     """LambdaRank with |Delta M| swap weights; see :func:`lambdarank_loss` (value to minimise).
 
     The module keeps its layouts, factor plans and engine buffers per batch shape between calls (working
-    memory, not state: a copy starts empty); its numbers are :func:`lambdarank_loss`'s.
+    memory, not state: a copy starts empty); its numbers are :func:`lambdarank_loss`'s. On a GPU with
+    ``validate=False`` it pads each batch (as masked documents) to a width on a coarse grid and, from a padded
+    shape's second call on, replays the step as one CUDA graph: the same numbers up to rounding, one launch
+    (docs: Losses, "CUDA graphs").
 
     Parameters
     ----------
@@ -333,6 +363,9 @@ class LambdaRankLoss(torch.nn.Module):
 
 class RankNetLoss(torch.nn.Module):
     """RankNet's pairwise logistic loss; see :func:`ranknet_loss`.
+
+    Like :class:`LambdaRankLoss`, the module keeps its buffers per batch shape, and on a GPU with
+    ``validate=False`` replays its step as one CUDA graph.
 
     Parameters
     ----------
