@@ -490,6 +490,33 @@ def test_cuda_graph_replays_give_the_eager_numbers(metric, k, sigma, dtype):
         module(s, labels, mask).backward()
         torch.cuda.synchronize()
     assert any("GraphLaunch" in event.name for event in profile.events()), "the last call was not a replay"
+    with pytest.raises(GaprankInputError, match="empty"):  # an empty batch of a graphed padded shape is refused
+        module(s[:, :0], labels[:, :0], mask[:, :0])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
+def test_cuda_graphs_follow_changed_settings_and_outlive_the_settings_cache():
+    """A graphed module whose g changes by less than a printed tensor shows, given 1-D lists, int32 labels and no
+    mask, replays the new g's numbers; after the settings cache has dropped every copy it held (and the memory
+    was handed out again), a graph still reads the g it was captured with."""
+    import gaprank._inputs as inputs
+
+    module = L.LambdaRankLoss("gap", g=torch.tensor([0.25, 0.25, 0.5], dtype=torch.float64), validate=False)
+    for step, g in enumerate([[0.25, 0.25, 0.5]] * 3 + [[0.25004, 0.24996, 0.5]] * 3 + [[0.25, 0.25, 0.5]] * 2):
+        module.g = torch.tensor(g, dtype=torch.float64)
+        if step == 6:  # evict every cached device copy and hand their memory out again
+            for value in range(inputs.ON_DEVICE_KEPT + 8):
+                inputs.on_device(torch.tensor([float(value)]), torch.device("cuda"))
+            noise = [torch.full((3,), 7.0, dtype=torch.float64, device="cuda") for _ in range(4096)]  # noqa: F841
+        scores, labels, _ = _random_batch(90 + step, b=1, n=40, grades=3, dtype=torch.float32)
+        scores, labels = scores[0].cuda(), labels[0].to(torch.int32).cuda()
+        s, t = scores.clone().requires_grad_(True), scores.clone().requires_grad_(True)
+        value = module(s, labels, None)
+        value.backward()
+        expected = L.lambdarank_loss(t, labels, measure="gap", g=g, validate=False)
+        expected.backward()
+        torch.testing.assert_close(value, expected, rtol=1e-5, atol=1e-6, msg=f"step {step}")
+        torch.testing.assert_close(s.grad, t.grad, rtol=1e-5, atol=1e-6, msg=f"step {step}")
 
 
 def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
@@ -502,7 +529,7 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
     captured = []
 
     class StandInGraph(graphs.GraphedCall):
-        def __init__(self, fn, inputs):
+        def __init__(self, fn, inputs, buffers=None):
             self.static = tuple(x.detach().clone() for x in inputs)
             self.graph = types.SimpleNamespace(replay=lambda: setattr(self, "outputs", fn(*self.static)))
             self.replays = 0
@@ -534,11 +561,20 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
         torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13, msg=f"step {step}")  # sums may round apart
         torch.testing.assert_close(s.grad, t.grad, rtol=1e-13, atol=1e-13)
         assert len(captured) == [0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2][step]
+    # g differing by less than a printed tensor shows is another graph, never the first g's
+    for step, g in enumerate([[0.2, 0.3, 0.5]] * 3 + [[0.20004, 0.29996, 0.5]] * 3):
+        module.g = torch.tensor(g, dtype=torch.float64)
+        scores, labels, mask = _random_batch(95 + step, b=1, n=6, grades=4)
+        value = module(scores, labels, mask)
+        expected = L.lambdarank_loss(scores, labels, measure="gap", k=5, mask=mask, g=g, validate=False,
+                                     backend="torch")
+        torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13, msg=f"g step {step}")
+    assert len(captured) == 4
+    module.g = [0.2, 0.3, 0.5]
     # widths 9, 30 and 7 share the padded width 32: one graph; sigma 1's went with its evicted shape
-    assert [graph.replays for graph in captured] == [2, 1]
+    assert [graph.replays for graph in captured] == [2, 1, 1, 1]
     kept = module._engines._shapes
-    assert [key[1:3] for key in kept] == [(3, 32), (1, 32), (4, 32)]
-    assert not any(shape.graphs for shape in kept.values())  # (4, 32) came back after its eviction: no graph yet
+    assert [key[1:3] for key in kept] == [(3, 32), (4, 32), (1, 32)]
 
 
 @pytest.mark.parametrize("metric", ["gap", "ndcg@5", "ERR", "Q", None], ids=["kernel", "gain-discount", "ERR", "Q",

@@ -7,12 +7,13 @@ in the caller's array type (see :class:`OutputSpec`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
@@ -112,13 +113,29 @@ def checked_tensor(x: ArrayLike, name: str, device: torch.device | None = None) 
 # waits for the device, so a training loop makes each copy once.
 _ON_DEVICE: OrderedDict[tuple, torch.Tensor] = OrderedDict()
 ON_DEVICE_KEPT = 256
+_HOLDERS: list[list[torch.Tensor]] = []  # open holding_device_copies() collections
+
+
+@contextlib.contextmanager
+def holding_device_copies() -> Iterator[list[torch.Tensor]]:
+    """A list of every tensor :func:`on_device` hands out while the block runs. Whatever must outlive the cache's
+    eviction of them (a CUDA graph captured meanwhile reads them by address) keeps that list."""
+    held: list[torch.Tensor] = []
+    _HOLDERS.append(held)
+    try:
+        yield held
+    finally:
+        _HOLDERS.remove(held)
 
 
 def on_device(value: torch.Tensor, device: torch.device) -> torch.Tensor:
     """``value``, a small tensor of settings, on ``device``. A host tensor's copy to another device is made
     once per value and device and then reused (never modify the result in place)."""
     if value.device == device or value.device.type != "cpu" or device.type == "cpu":
-        return value.to(device)
+        moved = value.to(device)
+        for held in _HOLDERS:
+            held.append(moved)
+        return moved
     key = (device, value.dtype, tuple(value.shape), value.numpy().tobytes())
     copy = _ON_DEVICE.get(key)
     if copy is None:
@@ -127,6 +144,8 @@ def on_device(value: torch.Tensor, device: torch.device) -> torch.Tensor:
             _ON_DEVICE.popitem(last=False)
     else:
         _ON_DEVICE.move_to_end(key)
+    for held in _HOLDERS:
+        held.append(copy)
     return copy
 
 

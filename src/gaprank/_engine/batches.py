@@ -27,7 +27,17 @@ from .factors import (
     ListFactorPlan,
     plan_inputs,
 )
-from .graphs import CAPTURE_AFTER, GRAPHED_SHAPES, GraphedCall, Outputs, capture, graph_width, graphable, padded
+from .graphs import (
+    CAPTURE_AFTER,
+    GRAPHED_SHAPES,
+    GraphedCall,
+    Outputs,
+    capture,
+    exact_key,
+    graph_width,
+    graphable,
+    padded,
+)
 from .pairs import PairwiseEngine, PairwiseTerms
 from .slots import SlotLayout
 
@@ -69,7 +79,8 @@ class BatchPairs:
     def replayed(self, settings: tuple, fn: Callable[..., Outputs], scores: torch.Tensor, labels: torch.Tensor,
                  mask: torch.Tensor | None) -> Outputs:
         """``fn(scores, labels, mask)``: a step that computes a batch's lambdas on this holder's engines and returns
-        ``(cost [B], grad [B, N])``; ``settings``: everything else that decides which kernels it issues (hashable).
+        ``(cost [B], grad [B, N])``; ``settings``: everything else that decides which kernels it issues or what
+        they read (compared exactly: :func:`~.graphs.exact_key`).
 
         Eager, except on a CUDA device for a step that reads nothing back from it (:mod:`.graphs`): there the
         batch is padded to a width of the graphs' grid, and once that shape and ``settings`` have come
@@ -80,7 +91,7 @@ class BatchPairs:
         self.capacity = max(self.kept, GRAPHED_SHAPES)
         batch, width = (1, scores.shape[0]) if scores.ndim == 1 else scores.shape
         shape_key = self._key(batch, graph_width(width), scores)
-        key = (settings, labels.dtype, torch.bool if mask is None else mask.dtype)  # padded, a mask is made
+        key = (exact_key(settings), labels.dtype, torch.bool if mask is None else mask.dtype)  # padded: a mask
         kept = self._shapes.get(shape_key)
         graphed = None if kept is None else kept.graphs.get(key)
         if graphed is not None:
@@ -93,7 +104,7 @@ class BatchPairs:
         if kept is not None and key not in kept.graphs:
             kept.calls[key] = kept.calls.get(key, 0) + 1
             if kept.calls[key] >= CAPTURE_AFTER:
-                kept.graphs[key] = capture(fn, inputs)
+                kept.graphs[key] = capture(fn, inputs, (kept.layout, dict(kept.plans), dict(kept.engines)))
         return cost, grad[:, :width]
 
     def _shape(self, ranked: RankedLists, scores: torch.Tensor) -> _Shape:

@@ -9,16 +9,21 @@ makes the shapes of a training run's batches come back; once a padded shape and 
 graph, and later calls copy their inputs into the graph's and replay it: the same kernels, one launch. Padding
 changes no value (a masked document takes part in no pair), though a sum over a wider row may round differently.
 
-Capturing waits once for the device (``torch.cuda.graph`` synchronises); a replay never does. A graph keeps its
-own memory pool, about one eager step's working memory, for as long as its shape is kept.
+Capturing waits once for the device (``torch.cuda.graph`` synchronises and empties the allocator's cache); a
+replay never does. A graph keeps its own memory pool, about one eager step's working memory, for as long as its
+shape is kept.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
+import numpy as np
 import torch
+
+from .._inputs import holding_device_copies
 
 CAPTURE_AFTER = 2  # eager calls of one padded shape and settings, the last of which captures them
 GRAPHED_SHAPES = 32  # the shapes a holder keeps once its steps are graphed (a run's batch widths on the grid)
@@ -37,11 +42,29 @@ def graph_width(width: int) -> int:
     return max(step, -(-width // step) * step)
 
 
+def exact_key(value: Any) -> Any:
+    """A hashable key of a setting that tells any two different values apart (a tensor's or an array's printed
+    form rounds): host tensors and arrays by their bytes, a tensor on a device by identity (read in place, as
+    the graph reads it), sequences and mappings item by item."""
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            return ("device tensor", id(value), value.device, value.dtype, tuple(value.shape))
+        value = value.detach().numpy()
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, np.ascontiguousarray(value).tobytes())
+    if isinstance(value, dict):
+        return ("dict", tuple((key, exact_key(item)) for key, item in sorted(value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(exact_key(item) for item in value))
+    return (type(value).__name__, value)
+
+
 def graphable(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor | None) -> bool:
-    """Whether a step on these inputs may be captured or replayed: a ``[B, N]`` or ``[N]`` batch whose labels
-    and mask have the scores' shape, every tensor on one CUDA device, no capture of the caller's own under way
-    (the step is then part of it), and no torch.compile trace."""
-    if scores.device.type != "cuda" or scores.ndim not in (1, 2) or torch.compiler.is_compiling():
+    """Whether a step on these inputs may be captured or replayed: a non-empty ``[B, N]`` or ``[N]`` batch
+    whose labels and mask have the scores' shape, every tensor on one CUDA device, no capture of the caller's
+    own under way (the step is then part of it), and no torch.compile trace."""
+    if (scores.device.type != "cuda" or scores.ndim not in (1, 2) or scores.numel() == 0
+            or torch.compiler.is_compiling()):
         return False
     for x in (labels, mask):
         if x is not None and (x.device != scores.device or x.shape != scores.shape):
@@ -69,12 +92,17 @@ class GraphedCall:
     """``fn(scores, labels, mask)`` (``[B, W]`` each) captured in a CUDA graph on static copies of them.
 
     ``fn`` must return a tuple of tensors and read nothing back from the device; it is captured, not run, so the
-    caller keeps the result of the eager call that preceded the capture."""
+    caller keeps the result of the eager call that preceded the capture. The graph reads and writes memory by
+    address, so it keeps what it uses: ``buffers`` (the kept layout, plans and engines its kernels write) and the
+    settings tensors copied to the device that ``fn`` took."""
 
-    def __init__(self, fn: Callable[..., Outputs], inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
+    def __init__(self, fn: Callable[..., Outputs], inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                 buffers: Any = None) -> None:
         self.static = tuple(x.detach().clone() for x in inputs)
+        self.buffers = buffers
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.device(inputs[0].device), torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+        with holding_device_copies() as self.settings, torch.cuda.device(inputs[0].device), \
+                torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
             self.outputs = fn(*self.static)
 
     def __call__(self, scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor | None) -> Outputs:
@@ -96,11 +124,12 @@ class GraphedCall:
         return tuple(out.clone() for out in self.outputs)  # the graph's own are overwritten by its next replay
 
 
-def capture(fn: Callable[..., Outputs], inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> GraphedCall | None:
-    """A :class:`GraphedCall` of ``fn`` on ``inputs``; None, with a warning, when CUDA refuses the capture (the
-    calls then stay eager: the same numbers, without the graph's speed)."""
+def capture(fn: Callable[..., Outputs], inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+            buffers: Any = None) -> GraphedCall | None:
+    """A :class:`GraphedCall` of ``fn`` on ``inputs`` (keeping ``buffers``); None, with a warning, when CUDA
+    refuses the capture (the calls then stay eager: the same numbers, without the graph's speed)."""
     try:
-        return GraphedCall(fn, inputs)
+        return GraphedCall(fn, inputs, buffers)
     except RuntimeError as error:  # an operation CUDA cannot capture
         warnings.warn(f"gaprank could not capture this loss's kernels in a CUDA graph, so it runs them one by one "
                       f"(the same numbers, more launches): {str(error).splitlines()[0]}", RuntimeWarning,

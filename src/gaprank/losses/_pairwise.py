@@ -224,7 +224,7 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: s
         terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
         return _kept_terms(ranked, terms)
 
-    settings = ("lambdarank", parsed.name, repr(parsed.kwargs), sigma, k, max_grade)
+    settings = ("lambdarank", parsed.name, parsed.kwargs, sigma, k, max_grade)
     return _attach_replayed(scores, labels, mask, engines, settings, lambdas, reduction,
                             replayable=not validate and grade_counts is None)
 
@@ -305,9 +305,9 @@ class LambdaRankLoss(torch.nn.Module):
 
     The module keeps its layouts, factor plans and engine buffers per batch shape between calls (working
     memory, not state: a copy starts empty); its numbers are :func:`lambdarank_loss`'s. On a GPU with
-    ``validate=False`` it pads each batch (as masked documents) to a width on a coarse grid and, from a padded
-    shape's second call on, replays the step as one CUDA graph: the same numbers up to rounding, one launch
-    (docs: Losses, "CUDA graphs").
+    ``validate=False`` it pads each batch (as masked documents) to a width on a coarse grid, captures the step in
+    a CUDA graph on a padded shape's second call and replays it from the third on: the same numbers up to
+    rounding, one launch (docs: Losses, "CUDA graphs").
 
     Parameters
     ----------
