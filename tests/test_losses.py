@@ -451,6 +451,17 @@ def test_unvalidated_lambdarank_never_synchronises_on_cuda(metric, k, sigma):
         torch.cuda.set_sync_debug_mode("default")
 
 
+def _values_and_gradients(losses, scores, labels, mask):
+    """``(value, gradient)`` of each loss at a fresh copy of ``scores``."""
+    results = []
+    for loss in losses:
+        s = scores.clone().requires_grad_(True)
+        value = loss(s, labels, mask)
+        value.backward()
+        results.append((value.detach(), s.grad))
+    return results
+
+
 def _unvalidated_pair_losses(metric, k, sigma):
     """The module and the one-off function of an unvalidated LambdaRank (RankNet for "RankNet")."""
     if metric == "RankNet":
@@ -476,15 +487,10 @@ def test_cuda_graph_replays_give_the_eager_numbers(metric, k, sigma, dtype):
         if step == 3:
             mask[2] = False  # a list with no document
             labels[0] = 1  # a query of one grade
-        results = []
-        for loss in (module, one_off):
-            s = scores.clone().requires_grad_(True)
-            value = loss(s, labels, mask)
-            value.backward()
-            results.append((value.detach(), s.grad))
-        (v1, g1), (v2, g2) = results
+        (v1, g1), (v2, g2) = _values_and_gradients((module, one_off), scores, labels, mask)
         torch.testing.assert_close(v1, v2, **tolerance)
         torch.testing.assert_close(g1, g2, **tolerance)
+    s = scores.clone().requires_grad_(True)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                             torch.profiler.ProfilerActivity.CUDA]) as profile:
         module(s, labels, mask).backward()
@@ -603,13 +609,7 @@ def test_kept_pair_engines_give_the_numbers_of_fresh_ones(monkeypatch, metric):
             labels[0] = 0
         if step == 5:
             labels[:] = 0  # no pair in the batch
-        results = []
-        for loss in (module, one_off):
-            s = scores.clone().requires_grad_(True)
-            value = loss(s, labels, mask)
-            value.backward()
-            results.append((value.detach(), s.grad))
-        (v1, g1), (v2, g2) = results
+        (v1, g1), (v2, g2) = _values_and_gradients((module, one_off), scores, labels, mask)
         torch.testing.assert_close(v1, v2, rtol=0, atol=0)
         torch.testing.assert_close(g1, g2, rtol=0, atol=0)
         assert (v1 == 0) == (step == 5)
