@@ -581,6 +581,14 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
     assert [graph.replays for graph in captured] == [2, 1, 1, 1]
     kept = module._engines._shapes
     assert [key[1:3] for key in kept] == [(3, 32), (4, 32), (1, 32)]
+    # steps no graph can take (on the CPU, say) keep their shapes to the module's two, beside the graphed ones
+    monkeypatch.setattr(batches, "GRAPHED_SHAPES", 4)
+    module._engines.capacity = 4
+    monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: False)
+    for size in (11, 12, 13):
+        scores, labels, mask = _random_batch(99, b=2, n=size, grades=4)
+        module(scores, labels, mask)
+    assert [key[1:3] for key in kept] == [(4, 32), (1, 32), (2, 12), (2, 13)]
 
 
 @pytest.mark.parametrize("metric", ["gap", "ndcg@5", "ERR", "Q", None], ids=["kernel", "gain-discount", "ERR", "Q",

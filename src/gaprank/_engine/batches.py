@@ -63,7 +63,8 @@ class BatchPairs:
     """
 
     def __init__(self, kept: int = 2) -> None:
-        self.kept = self.capacity = kept  # capacity: GRAPHED_SHAPES once steps are graphed (see replayed)
+        # capacity: GRAPHED_SHAPES once steps may be graphed (see replayed); other shapes stay at ``kept``
+        self.kept = self.capacity = kept
         self._shapes: OrderedDict[tuple, _Shape] = OrderedDict()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -115,6 +116,9 @@ class BatchPairs:
         kept = self._shapes.get(key)
         if kept is None:
             kept = self._shapes[key] = _Shape(SlotLayout.single(ranked.n_docs, width))
+            # shapes whose steps were never candidates for a graph (on the CPU, say) stay at ``kept``
+            for plain in [other for other, shape in self._shapes.items() if not shape.calls][:-self.kept]:
+                del self._shapes[plain]
             while len(self._shapes) > self.capacity:
                 self._shapes.popitem(last=False)
         else:
