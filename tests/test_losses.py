@@ -567,7 +567,9 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
         torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13, msg=f"step {step}")  # sums may round apart
         torch.testing.assert_close(s.grad, t.grad, rtol=1e-13, atol=1e-13)
         assert len(captured) == [0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2][step]
-    # g differing by less than a printed tensor shows is another graph, never the first g's
+    # g differing by less than a printed tensor shows is another graph, never the first g's; a shape keeps its
+    # last GRAPHS_PER_SHAPE graphs
+    monkeypatch.setattr(batches, "GRAPHS_PER_SHAPE", 1)
     for step, g in enumerate([[0.2, 0.3, 0.5]] * 3 + [[0.20004, 0.29996, 0.5]] * 3):
         module.g = torch.tensor(g, dtype=torch.float64)
         scores, labels, mask = _random_batch(95 + step, b=1, n=6, grades=4)
@@ -576,19 +578,28 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
                                      backend="torch")
         torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13, msg=f"g step {step}")
     assert len(captured) == 4
+    (shape,) = [shape for key, shape in module._engines._shapes.items() if key[1:3] == (1, 32)]
+    assert len(shape.graphs) == 1 and len(shape.calls) <= 4
     module.g = [0.2, 0.3, 0.5]
     # widths 9, 30 and 7 share the padded width 32: one graph; sigma 1's went with its evicted shape
     assert [graph.replays for graph in captured] == [2, 1, 1, 1]
     kept = module._engines._shapes
     assert [key[1:3] for key in kept] == [(3, 32), (4, 32), (1, 32)]
-    # steps no graph can take (on the CPU, say) keep their shapes to the module's two, beside the graphed ones
-    monkeypatch.setattr(batches, "GRAPHED_SHAPES", 4)
+    # steps no graph can take (on the CPU, say) keep their shapes to the module's two, and go before the graphed
+    # ones when the holder is full
     module._engines.capacity = 4
     monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: False)
     for size in (11, 12, 13):
         scores, labels, mask = _random_batch(99, b=2, n=size, grades=4)
         module(scores, labels, mask)
-    assert [key[1:3] for key in kept] == [(4, 32), (1, 32), (2, 12), (2, 13)]
+        assert [key[1:3] for key in kept][:3] == [(3, 32), (4, 32), (1, 32)]
+    assert [key[1:3] for key in kept] == [(3, 32), (4, 32), (1, 32), (2, 13)]
+    module._engines.capacity = 6
+    module(*_random_batch(99, b=2, n=14, grades=4))
+    monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: True)
+    monkeypatch.setattr(batches, "GRAPHED_SHAPES", 6)
+    module(*_random_batch(99, b=3, n=40, grades=4))  # a new shape for a graph evicts no plain one
+    assert [key[1:3] for key in kept] == [(3, 32), (4, 32), (1, 32), (2, 13), (2, 14), (3, 64)]
 
 
 @pytest.mark.parametrize("metric", ["gap", "ndcg@5", "ERR", "Q", None], ids=["kernel", "gain-discount", "ERR", "Q",

@@ -30,6 +30,7 @@ from .factors import (
 from .graphs import (
     CAPTURE_AFTER,
     GRAPHED_SHAPES,
+    GRAPHS_PER_SHAPE,
     GraphedCall,
     Outputs,
     capture,
@@ -49,8 +50,9 @@ class _Shape:
     layout: SlotLayout
     plans: dict[tuple, FactorPlan] = field(default_factory=dict)
     engines: dict[tuple, PairwiseEngine] = field(default_factory=dict)
-    calls: dict[tuple, int] = field(default_factory=dict)  # eager calls per graph key (see BatchPairs.replayed)
-    graphs: dict[tuple, GraphedCall | None] = field(default_factory=dict)  # None: CUDA refused the capture
+    graphable: bool = False  # made for a step that may be graphed (see BatchPairs.replayed)
+    calls: OrderedDict[tuple, int] = field(default_factory=OrderedDict)  # eager calls per graph key
+    graphs: OrderedDict[tuple, GraphedCall | None] = field(default_factory=OrderedDict)  # None: capture refused
 
 
 class BatchPairs:
@@ -66,6 +68,7 @@ class BatchPairs:
         # capacity: GRAPHED_SHAPES once steps may be graphed (see replayed); other shapes stay at ``kept``
         self.kept = self.capacity = kept
         self._shapes: OrderedDict[tuple, _Shape] = OrderedDict()
+        self._graphable_keys: set[tuple] = set()  # shapes about to be made for a step that may be graphed
 
     def __getstate__(self) -> dict[str, Any]:
         return {"kept": self.kept}
@@ -86,7 +89,8 @@ class BatchPairs:
         Eager, except on a CUDA device for a step that reads nothing back from it (:mod:`.graphs`): there the
         batch is padded to a width of the graphs' grid, and once that shape and ``settings`` have come
         :data:`~.graphs.CAPTURE_AFTER` times while the shape is kept, that call also captures ``fn`` in a CUDA
-        graph, and later ones replay it. Such a holder keeps :data:`~.graphs.GRAPHED_SHAPES` shapes."""
+        graph, and later ones replay it. Such a holder keeps :data:`~.graphs.GRAPHED_SHAPES` shapes, and each shape
+        its last :data:`~.graphs.GRAPHS_PER_SHAPE` graphs."""
         if self.kept == 0 or not graphable(scores, labels, mask):
             return fn(scores, labels, mask)
         self.capacity = max(self.kept, GRAPHED_SHAPES)
@@ -97,15 +101,21 @@ class BatchPairs:
         graphed = None if kept is None else kept.graphs.get(key)
         if graphed is not None:
             self._shapes.move_to_end(shape_key)
+            kept.graphs.move_to_end(key)  # type: ignore[union-attr]
             cost, grad = graphed(scores, labels, mask)
             return cost, grad[:, :width]
+        if kept is None:
+            self._graphable_keys.add(shape_key)
         inputs = padded(scores, labels, mask)
         cost, grad = fn(*inputs)
         kept = self._shapes.get(shape_key)  # fn made or took it
         if kept is not None and key not in kept.graphs:
-            kept.calls[key] = kept.calls.get(key, 0) + 1
+            kept.calls[key] = kept.calls.pop(key, 0) + 1
             if kept.calls[key] >= CAPTURE_AFTER:
                 kept.graphs[key] = capture(fn, inputs, (kept.layout, dict(kept.plans), dict(kept.engines)))
+            for cap, kept_keys in ((GRAPHS_PER_SHAPE, kept.graphs), (4 * GRAPHS_PER_SHAPE, kept.calls)):
+                while len(kept_keys) > cap:  # settings that keep changing: the oldest go
+                    kept_keys.popitem(last=False)
         return cost, grad[:, :width]
 
     def _shape(self, ranked: RankedLists, scores: torch.Tensor) -> _Shape:
@@ -115,16 +125,24 @@ class BatchPairs:
         key = self._key(batch, width, scores)
         kept = self._shapes.get(key)
         if kept is None:
-            kept = self._shapes[key] = _Shape(SlotLayout.single(ranked.n_docs, width))
-            # shapes whose steps were never candidates for a graph (on the CPU, say) stay at ``kept``
-            for plain in [other for other, shape in self._shapes.items() if not shape.calls][:-self.kept]:
-                del self._shapes[plain]
-            while len(self._shapes) > self.capacity:
-                self._shapes.popitem(last=False)
+            kept = self._shapes[key] = _Shape(SlotLayout.single(ranked.n_docs, width),
+                                              graphable=key in self._graphable_keys)
+            self._graphable_keys.discard(key)
+            self._evict()
         else:
             kept.layout.resize(ranked.n_docs)
             self._shapes.move_to_end(key)
         return kept
+
+    def _evict(self) -> None:
+        """Keep at most ``kept`` shapes whose steps no graph can take (on the CPU, say) and ``capacity`` in all,
+        the oldest of those first."""
+        plain = [key for key, shape in self._shapes.items() if not shape.graphable]
+        for key in plain[:-self.kept]:
+            del self._shapes[key]
+        while len(self._shapes) > self.capacity:
+            oldest = next((key for key, shape in self._shapes.items() if not shape.graphable), None)
+            del self._shapes[oldest if oldest is not None else next(iter(self._shapes))]
 
     def terms(self, measure: Measure | None, ranked: RankedLists, params: dict[str, Any],
               ranked_scores: torch.Tensor, *, sigma: float, truncation: int | None = None) -> PairwiseTerms:

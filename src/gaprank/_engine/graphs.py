@@ -1,6 +1,6 @@
 """A kept batch shape's lambdas replayed as one CUDA graph (private).
 
-On a GPU, a LambdaRank or RankNet step on a few hundred documents is a few hundred small kernels, and its time
+On a GPU, a LambdaRank or RankNet step on a batch of a few hundred documents is a few hundred small kernels, and its time
 goes to launching them and to the Python that issues them, not to arithmetic. When nothing is read back from the
 device (``validate=False``), which kernels a call issues depends only on the batch's shape and the loss's
 settings. So the batch is padded (as masked documents) to a width of a coarse grid (:func:`graph_width`), which
@@ -27,13 +27,15 @@ from .._inputs import holding_device_copies
 
 CAPTURE_AFTER = 2  # eager calls of one padded shape and settings, the last of which captures them
 GRAPHED_SHAPES = 32  # the shapes a holder keeps once its steps are graphed (a run's batch widths on the grid)
+GRAPHS_PER_SHAPE = 4  # graphs a shape keeps, the last settings used (a setting that changes every step is captured again)
 
 Outputs = tuple[torch.Tensor, ...]
 
 
 def graph_width(width: int) -> int:
     """``width`` rounded up to the grid of graphed batch widths: multiples of 32 up to 256, of 64 up to 1024,
-    then of 128 (at most a quarter more documents, from 256 on an eighth).
+    then of 128 (at most 31, 63 and 127 padding documents: a quarter more from 129 documents on, an eighth more
+    from 513 on).
 
     >>> [graph_width(n) for n in (1, 32, 33, 200, 1000, 1251)]
     [32, 32, 64, 224, 1024, 1280]

@@ -77,13 +77,13 @@ def _attach(scores, mask, ranked, cost: torch.Tensor, grad: torch.Tensor, reduct
     return reduce_loss(values, reduction, ranked.spec.squeeze)
 
 
-def _kept_terms(ranked, terms: PairwiseTerms) -> tuple[torch.Tensor, torch.Tensor]:
+def _document_terms(ranked, terms: PairwiseTerms) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cost [B], grad [B, N])`` in document order, 0 and 0 for queries that cannot be ranked."""
     keep = rankable(ranked).to(terms.cost.dtype)
     return terms.cost * keep, scatter_to_documents(terms.grad, ranked.order) * keep[:, None]
 
 
-def _attach_replayed(scores, labels, mask, engines: BatchPairs, settings: tuple, lambdas, reduction: str, *,
+def _attach_lambdas(scores, labels, mask, engines: BatchPairs, settings: tuple, lambdas, reduction: str, *,
                      replayable: bool):
     """``lambdas(scores, labels, mask)`` (detached scores) attached to the scores and reduced. A step that reads
     nothing back from the device (``replayable``) goes through ``engines``, which on a GPU replay its kernels
@@ -222,10 +222,10 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: s
                                           max_grade=max_grade, validate=validate)
         s, _ = as_batch(detached, mask)
         terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
-        return _kept_terms(ranked, terms)
+        return _document_terms(ranked, terms)
 
     settings = ("lambdarank", parsed.name, parsed.kwargs, sigma, k, max_grade)
-    return _attach_replayed(scores, labels, mask, engines, settings, lambdas, reduction,
+    return _attach_lambdas(scores, labels, mask, engines, settings, lambdas, reduction,
                             replayable=not validate and grade_counts is None)
 
 
@@ -294,9 +294,9 @@ def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float,
         ranked = rank_lists(detached, labels, mask=mask, validate=validate,
                             num_grades=None if validate else MAX_GRADE, scale_source="RankNet")
         s, _ = as_batch(detached, mask)
-        return _kept_terms(ranked, engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma))
+        return _document_terms(ranked, engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma))
 
-    return _attach_replayed(scores, labels, mask, engines, ("ranknet", sigma), lambdas, reduction,
+    return _attach_lambdas(scores, labels, mask, engines, ("ranknet", sigma), lambdas, reduction,
                             replayable=not validate)
 
 
