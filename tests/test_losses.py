@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -523,6 +524,30 @@ def test_cuda_graphs_follow_changed_settings_and_outlive_the_settings_cache():
         expected.backward()
         torch.testing.assert_close(value, expected, rtol=1e-5, atol=1e-6, msg=f"step {step}")
         torch.testing.assert_close(s.grad, t.grad, rtol=1e-5, atol=1e-6, msg=f"step {step}")
+
+
+def test_a_refused_capture_warns_at_the_callers_line_and_stays_eager(monkeypatch):
+    """When CUDA refuses to capture a step (simulated on the CPU), one RuntimeWarning points at the line that
+    called the loss, and the calls go on eagerly with the same numbers."""
+    from gaprank._engine import batches, graphs
+
+    def refused(fn, inputs, buffers=None):
+        raise RuntimeError("operation not permitted when stream is capturing\nmore detail")
+
+    monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: True)
+    monkeypatch.setattr(graphs, "GraphedCall", refused)
+    module, one_off = _unvalidated_pair_losses("ndcg", None, 1.0)
+    module.backend = "torch"
+    scores, labels, mask = _random_batch(70, b=3, n=9, grades=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        values = [module(scores, labels, mask) for _ in range(4)]
+    (warning,) = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert "could not capture" in str(warning.message) and "more detail" not in str(warning.message)
+    assert warning.filename == __file__
+    expected = one_off(scores, labels, mask)
+    for value in values:
+        torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13)
 
 
 def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):

@@ -16,6 +16,8 @@ shape is kept.
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -135,5 +137,15 @@ def capture(fn: Callable[..., Outputs], inputs: tuple[torch.Tensor, torch.Tensor
     except RuntimeError as error:  # an operation CUDA cannot capture
         warnings.warn(f"gaprank could not capture this loss's kernels in a CUDA graph, so it runs them one by one "
                       f"(the same numbers, more launches): {str(error).splitlines()[0]}", RuntimeWarning,
-                      stacklevel=4)
+                      stacklevel=_callers_level())
         return None
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` (for a warning raised in the function that calls this) of the first frame outside
+    gaprank and torch: the user's line that called the loss, through ``nn.Module.__call__``."""
+    inside = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
