@@ -112,7 +112,8 @@ class BatchPairs:
         if kept is not None and key not in kept.graphs:
             kept.calls[key] = kept.calls.pop(key, 0) + 1
             if kept.calls[key] >= CAPTURE_AFTER:
-                kept.graphs[key] = capture(fn, inputs, (kept.layout, dict(kept.plans), dict(kept.engines)))
+                # the settings too: a device tensor among them is keyed by identity, which it keeps while held
+                kept.graphs[key] = capture(fn, inputs, (kept.layout, dict(kept.plans), dict(kept.engines), settings))
             for cap, kept_keys in ((GRAPHS_PER_SHAPE, kept.graphs), (4 * GRAPHS_PER_SHAPE, kept.calls)):
                 while len(kept_keys) > cap:  # settings that keep changing: the oldest go
                     kept_keys.popitem(last=False)

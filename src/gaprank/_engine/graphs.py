@@ -49,7 +49,8 @@ def graph_width(width: int) -> int:
 def exact_key(value: Any) -> Any:
     """A hashable key of a setting that tells any two different values apart (a tensor's or an array's printed
     form rounds): host tensors and arrays by their bytes, a tensor on a device by identity (read in place, as
-    the graph reads it), sequences and mappings item by item."""
+    the graph reads it; a graph keeps the settings it was captured with, so their identities are not reused),
+    sequences and mappings item by item."""
     if isinstance(value, torch.Tensor):
         if value.device.type != "cpu":
             return ("device tensor", id(value), value.device, value.dtype, tuple(value.shape))
