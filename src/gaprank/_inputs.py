@@ -132,18 +132,17 @@ def on_device(value: torch.Tensor, device: torch.device) -> torch.Tensor:
     """``value``, a small tensor of settings, on ``device``. A host tensor's copy to another device is made
     once per value and device and then reused (never modify the result in place)."""
     if value.device == device or value.device.type != "cpu" or device.type == "cpu":
-        moved = value.to(device)
-        for held in _HOLDERS:
-            held.append(moved)
-        return moved
-    key = (device, value.dtype, tuple(value.shape), value.numpy().tobytes())
-    copy = _ON_DEVICE.get(key)
-    if copy is None:
-        copy = _ON_DEVICE[key] = value.to(device)
-        if len(_ON_DEVICE) > ON_DEVICE_KEPT:
-            _ON_DEVICE.popitem(last=False)
+        copy = value.to(device)
     else:
-        _ON_DEVICE.move_to_end(key)
+        key = (device, value.dtype, tuple(value.shape), value.numpy().tobytes())
+        cached = _ON_DEVICE.get(key)
+        if cached is None:
+            copy = _ON_DEVICE[key] = value.to(device)
+            if len(_ON_DEVICE) > ON_DEVICE_KEPT:
+                _ON_DEVICE.popitem(last=False)
+        else:
+            copy = cached
+            _ON_DEVICE.move_to_end(key)
     for held in _HOLDERS:
         held.append(copy)
     return copy

@@ -80,8 +80,8 @@ class BatchPairs:
     def _key(batch: int, width: int, scores: torch.Tensor) -> tuple:
         return (threading.get_ident(), batch, width, scores.device, scores.dtype)
 
-    def replayed(self, settings: tuple, fn: Callable[..., Outputs], scores: torch.Tensor, labels: torch.Tensor,
-                 mask: torch.Tensor | None) -> Outputs:
+    def replayed(self, settings: tuple, fn: Callable[..., Outputs], scores: torch.Tensor, labels: Any,
+                 mask: Any) -> Outputs:
         """``fn(scores, labels, mask)``: a step that computes a batch's lambdas on this holder's engines and returns
         ``(cost [B], grad [B, N])``; ``settings``: everything else that decides which kernels it issues or what
         they read (compared exactly: :func:`~.graphs.exact_key`).

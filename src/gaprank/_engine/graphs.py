@@ -64,15 +64,16 @@ def exact_key(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-def graphable(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor | None) -> bool:
+def graphable(scores: torch.Tensor, labels: Any, mask: Any) -> bool:
     """Whether a step on these inputs may be captured or replayed: a non-empty ``[B, N]`` or ``[N]`` batch
-    whose labels and mask have the scores' shape, every tensor on one CUDA device, no capture of the caller's
-    own under way (the step is then part of it), and no torch.compile trace."""
+    whose labels (and mask, if any) are tensors of the scores' shape, every tensor on one CUDA device, no
+    capture of the caller's own under way (the step is then part of it), and no torch.compile trace."""
     if (scores.device.type != "cuda" or scores.ndim not in (1, 2) or scores.numel() == 0
             or torch.compiler.is_compiling()):
         return False
     for x in (labels, mask):
-        if x is not None and (x.device != scores.device or x.shape != scores.shape):
+        if x is not None and not (isinstance(x, torch.Tensor) and x.device == scores.device
+                                  and x.shape == scores.shape):
             return False
     return not torch.cuda.is_current_stream_capturing()
 

@@ -68,32 +68,32 @@ def scatter_to_documents(rank_space: torch.Tensor, order: torch.Tensor) -> torch
     return torch.zeros_like(rank_space).scatter_(1, order, rank_space)
 
 
-def _attach(scores, mask, ranked, cost: torch.Tensor, grad: torch.Tensor, reduction: str):
-    """The per-query ``cost`` [B] with its gradient ``grad`` [B, N] (document order) attached to the scores;
-    queries that cannot be ranked give 0 and 0."""
-    s, _ = as_batch(scores, mask)
+def _rankable_only(ranked, cost: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The per-query ``cost`` [B] and its gradient ``grad`` [B, N], 0 and 0 for queries that cannot be ranked."""
     keep = rankable(ranked).to(cost.dtype)
-    values = with_gradient(s, cost * keep, grad * keep[:, None])
-    return reduce_loss(values, reduction, ranked.spec.squeeze)
+    return cost * keep, grad * keep[:, None]
 
 
 def _document_terms(ranked, terms: PairwiseTerms) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cost [B], grad [B, N])`` in document order, 0 and 0 for queries that cannot be ranked."""
-    keep = rankable(ranked).to(terms.cost.dtype)
-    return terms.cost * keep, scatter_to_documents(terms.grad, ranked.order) * keep[:, None]
+    return _rankable_only(ranked, terms.cost, scatter_to_documents(terms.grad, ranked.order))
+
+
+def _attach(scores, mask, cost: torch.Tensor, grad: torch.Tensor, reduction: str):
+    """The per-query ``cost`` [B] with its gradient ``grad`` [B, N] (document order) attached to the scores, and
+    reduced."""
+    s, _ = as_batch(scores, mask)
+    return reduce_loss(with_gradient(s, cost, grad), reduction, scores.ndim == 1)
 
 
 def _attach_lambdas(scores, labels, mask, engines: BatchPairs, settings: tuple, lambdas, reduction: str, *,
-                     replayable: bool):
+                    replayable: bool):
     """``lambdas(scores, labels, mask)`` (detached scores) attached to the scores and reduced. A step that reads
     nothing back from the device (``replayable``) goes through ``engines``, which on a GPU replay its kernels
     as one CUDA graph once its shape and ``settings`` come back; any other is computed here."""
-    if replayable and isinstance(labels, torch.Tensor) and (mask is None or isinstance(mask, torch.Tensor)):
-        cost, grad = engines.replayed(settings, lambdas, scores.detach(), labels, mask)
-    else:
-        cost, grad = lambdas(scores.detach(), labels, mask)
-    s, _ = as_batch(scores, mask)
-    return reduce_loss(with_gradient(s, cost, grad), reduction, scores.ndim == 1)
+    step = engines.replayed if replayable else (lambda settings, fn, *inputs: fn(*inputs))
+    cost, grad = step(settings, lambdas, scores.detach(), labels, mask)
+    return _attach(scores, mask, cost, grad, reduction)
 
 
 @renamed_keywords(metric="measure")
@@ -215,7 +215,7 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: s
                                           max_grade=max_grade, by_score=False, validate=validate)
         s, m = as_batch(scores.detach(), mask)
         cost, grad = _compiled_terms(s, m, ranked, parsed, params, sigma, k)
-        return _attach(scores, mask, ranked, cost, grad, reduction)
+        return _attach(scores, mask, *_rankable_only(ranked, cost, grad), reduction)
 
     def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
@@ -226,7 +226,7 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: s
 
     settings = ("lambdarank", parsed.name, parsed.kwargs, sigma, k, max_grade)
     return _attach_lambdas(scores, labels, mask, engines, settings, lambdas, reduction,
-                            replayable=not validate and grade_counts is None)
+                           replayable=not validate and grade_counts is None)
 
 
 def ranknet_loss(
@@ -297,7 +297,7 @@ def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float,
         return _document_terms(ranked, engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma))
 
     return _attach_lambdas(scores, labels, mask, engines, ("ranknet", sigma), lambdas, reduction,
-                            replayable=not validate)
+                           replayable=not validate)
 
 
 class LambdaRankLoss(torch.nn.Module):
