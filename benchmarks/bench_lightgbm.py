@@ -63,7 +63,9 @@ def warm_compiled_kernel(threads: int) -> float:
 
     numba.set_num_threads(threads)
     y = np.array([0.0, 1, 2, 0, 1])
-    lambdarank_objective("gap").gradients(np.zeros(5), y, [5])
+    lambdarank_objective("gap").gradients(np.zeros(5), y, [5])  # on the calling thread
+    y = np.random.default_rng(0).integers(0, 3, 800).astype(float)  # pairs enough for numba's threads
+    lambdarank_objective("gap").gradients(np.zeros(800), y, [400, 400])
     return compiled.COMPILE_SECONDS[0] if compiled.COMPILE_SECONDS else 0.0
 
 

@@ -123,10 +123,11 @@ def worker(name, batch, size, repeat, device):
     fn = make_case(name)
     cuda = device == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    # one call on a tiny batch first, so that loading code (numba's compiled kernels, allRank's modules)
-    # is not counted as the pass's memory
-    tiny = torch.randn(2, 4).to(device).requires_grad_(True)
-    fn(tiny, torch.tensor([[0, 1, 2, 1], [2, 0, 1, 0]]).to(device)).backward()
+    # calls on a tiny batch and on two lists of 400 first, so that loading code (numba's compiled kernels, the one
+    # for the calling thread and the one for its threads; allRank's modules) is not counted as the pass's memory
+    for shape in ((2, 4), (2, 400)):
+        grades = torch.arange(shape[1]).remainder(3).expand(shape)
+        fn(torch.randn(shape).to(device).requires_grad_(True), grades.to(device)).backward()
     baseline = torch.cuda.memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = []
     for _ in range(repeat + 1):

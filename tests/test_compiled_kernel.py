@@ -111,6 +111,34 @@ def test_the_result_does_not_depend_on_the_thread_count(data):
     assert compiled.COMPILE_SECONDS and compiled.COMPILE_SECONDS[0] >= 0  # the first call's compile, reported
 
 
+@pytest.mark.parametrize("metric", ["gap", "GAP(g=[0.2,0.8])@10", "nDCG@10", "eRAP(p=[0,0.4,1])"])
+def test_rows_of_the_most_common_grade_skip_its_pairs_whatever_grade_it_is(data, metric):
+    """An upper rank of a query's most common grade takes only the other grades' ranks: the torch engine's
+    numbers when that grade is 0, 1 or 2, when a query holds it alone, and when it is tied with another."""
+    scores, y, sizes = data
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    for labels in (y, 2 - y, np.where(y == 0, 1, np.where(y == 1, 0, y))):
+        labels = labels.copy()
+        labels[starts[7]:starts[8]] = 2  # one grade alone: no pair
+        labels[starts[8]:starts[9]] = np.arange(sizes[8]) % 2  # two grades, as common as each other
+        labels[starts[9]:starts[10]] = 0
+        labels[starts[9]] = 2  # one document of another grade
+        for settings in ({"truncation_level": 30, "norm": True}, {}):
+            (grad, hess), (grad_ref, hess_ref) = _both(metric, settings, scores, labels, sizes)
+            np.testing.assert_allclose(grad, grad_ref, rtol=0, atol=1e-10 * np.abs(grad_ref).max())
+            np.testing.assert_allclose(hess, hess_ref, rtol=0, atol=1e-10 * np.abs(hess_ref).max())
+
+
+def test_a_small_plan_runs_on_the_calling_thread_and_a_large_one_on_numbas(data):
+    """Below ``THREADED_PAIRS`` pairs the plan has one lane (no thread to wake); above it, one per thread."""
+    scores, y, sizes = data
+    small = LambdaMARTObjective("gap", truncation_level=1, backend="compiled")
+    large = LambdaMARTObjective("gap", backend="compiled")
+    for objective, lanes in ((small, 1), (large, numba.get_num_threads())):
+        objective.gradients(scores, y, sizes)
+        assert objective._prepared.get(y, sizes).kernel_plan.lane_starts.size - 1 == lanes
+
+
 def test_lanes_are_balanced_by_pairs():
     pairs = np.array([100.0, 1, 1, 1, 50, 50, 2])
     queries, starts = compiled.balanced_lanes(pairs, 2)

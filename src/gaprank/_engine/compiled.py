@@ -17,13 +17,17 @@ for x, y the grades at ranks a < b, with ``W`` built per query in O(Nc): two tab
 number of grades (a discounted-gain measure's is :math:`(g_y - g_x)(d_a - d_b)/Z`). Every pair of different grades with its upper
 rank within the truncation level then takes its sigmoid -- :math:`\rho = e_{worse} / (e_a + e_b)` with
 :math:`e_n = e^{\sigma (s_n - s_1)}` computed once per rank -- LightGBM's ``lambdarank_norm`` when asked, and
-its lambda and hessian term (the hessian only when asked for), summed into the query's rows. The PyTorch loss
+its lambda and hessian term (the hessian only when asked for), summed into the query's rows. A pair of equal
+grades weighs exactly 0, so an upper rank of the query's most common grade takes only the ranks of the other
+grades (gathered, in rank order) when they are under half of its lower ranks: the same sums in the same order,
+without their zero terms. The PyTorch loss
 also asks for the cost, :math:`\sum |\Delta M| (\log(e_a + e_b) - \log e_{better})`. A row of pairs (one
 upper rank) runs as passes over its lower ranks that the compiler vectorises -- the weights, then the lambdas
 and hessians added to the lower ranks, then the cost's logarithms and terms -- and one scalar pass that sums the
 upper rank's terms in the pairs' order, so the result is the same on any machine. Queries are dealt to the
-threads in lanes balanced by pair count; a query is one thread's, start to end, so the result does not depend on
-the number of threads.
+threads in lanes balanced by pair count, or run on the calling thread when they hold fewer than
+``THREADED_PAIRS`` pairs; a query is one thread's, start to end, so the result does not depend on the number of
+threads.
 Compiled on first use and cached on disk (numba's cache; :mod:`gaprank._compiled_setup`).
 """
 
@@ -42,6 +46,10 @@ from .factors import GainDiscountInputs, KernelInputs
 from .norm import NORM_OFFSET
 
 KERNEL, GAIN_DISCOUNT = 0, 1
+
+# A plan with fewer pairs runs on the calling thread: waking numba's threads costs more than sharing out so
+# little work (docs/benchmarks.md, "Constants chosen by measurement").
+THREADED_PAIRS = 1 << 16
 
 COMPILE_SECONDS: list[float] = []  # the first call's compile (or cache load) time, once per process
 
@@ -94,8 +102,9 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
     """The kernel's plan for queries of ``sizes`` documents whose rows (into the scores) and labels come
     query after query in ``rows`` and ``labels``, from the same score-independent inputs as the torch
     engine's factor plan (``discounts``: a discounted-gain measure's discount per 0-based rank, as long as
-    the longest query). Queries are dealt to ``thread_count()`` lanes. ``warm_start``: each call's sort starts
-    from the last call's ranking (boosting's rounds move few documents); False for a plan used once."""
+    the longest query). Queries are dealt to ``thread_count()`` lanes, or to one (the calling thread) below
+    ``THREADED_PAIRS`` pairs. ``warm_start``: each call's sort starts from the last call's ranking (boosting's
+    rounds move few documents); False for a plan used once."""
     longest = max(1, int(sizes.max()) if sizes.size else 1)
     inverse_ranks = 1.0 / np.arange(1, longest + 1, dtype=np.float64)
     if inputs.k is not None:
@@ -118,7 +127,8 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
     cut = longest if truncation is None else int(truncation)
     upper = np.minimum(cut, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
     pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
-    lane_queries, lane_starts = balanced_lanes(pairs, thread_count())
+    lanes = thread_count() if pairs.sum() >= THREADED_PAIRS else 1
+    lane_queries, lane_starts = balanced_lanes(pairs, lanes)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return CompiledPlan(
         mode=mode, rows=rows.astype(np.int64), starts=starts, labels=labels.astype(np.int64),
@@ -162,7 +172,7 @@ if numba is not None:
     def _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
               inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q, table_v,
               v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas, hessians,
-              pair_sums, pair_logs, log_scratch, cost):
+              pair_sums, pair_logs, log_scratch, counts, others, cost):
         """One lane's queries, one after another, in the thread's workspace. The loop over them is here, not
         around a call per query: such a call passes some forty arrays, which cost more than a short query."""
         for position in range(lane_starts[lane], lane_starts[lane + 1]):
@@ -214,6 +224,19 @@ if numba is not None:
             for i in range(n):
                 s_rank[i] *= sigma  # sigma s from here on
                 gain_rank[i] = gains[g_rank[i]] if mode == 1 else 0.0
+            # A pair of equal grades weighs exactly 0 and adds exactly 0 to every sum. The query's most common
+            # grade (most pairs of equal grades are of it) then pairs only with the ranks of the other grades,
+            # in rank order (``others``): the same sums in the same order, without the zero terms.
+            counts[:] = 0
+            for i in range(n):
+                counts[g_rank[i]] += 1
+            common = np.argmax(counts)
+            m = 0
+            for i in range(n):
+                if g_rank[i] != common:
+                    others[m] = i
+                    m += 1
+            p = 0  # others[p:] are the ranks of other grades below the upper rank
             s_top = s_rank[0] if n > 0 else 0.0
             offset = NORM_OFFSET * sigma
             z_q = inverse_norm[q] if mode == 1 else 0.0
@@ -226,21 +249,43 @@ if numba is not None:
                 # bounds (no wraparound of negative ones), and the passes over j vectorise
                 lo = np.uint64(a + 1)
                 lower = range(np.uint64(count))
+                while p < m and others[p] <= a:
+                    p += 1
+                # the common grade's row over the other grades' ranks b = others[p + j] (gathered, a scalar loop),
+                # when they are under half the lower ranks; else over every lower rank b = a + 1 + j (contiguous,
+                # vectorised)
+                sparse = x == common and e_a > 1e-290 and 2 * (m - p) < count
+                pairs = m - p if sparse else count
+                gathered = others[p:m]
                 # the row's weights |delta| (normalised) in a pass of their own; equal grades give exactly 0
                 if mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
                     for u in range(c1):
                         u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
                     up = u_a[x]
-                    for j in lower:
-                        weights[j] = abs((u_a[np.uint64(g_rank[lo + j])] - up) + table_w[x, lo + j])
+                    if sparse:
+                        for j in range(pairs):
+                            b = gathered[j]
+                            weights[j] = abs((u_a[g_rank[b]] - up) + table_w[x, b])
+                    else:
+                        for j in lower:
+                            weights[j] = abs((u_a[np.uint64(g_rank[lo + j])] - up) + table_w[x, lo + j])
                 else:
                     gain_x = gain_rank[a]
                     disc_a = discounts[a]
-                    for j in lower:
-                        weights[j] = abs((gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q)
+                    if sparse:
+                        for j in range(pairs):
+                            b = gathered[j]
+                            weights[j] = abs((gain_rank[b] - gain_x) * (disc_a - discounts[b]) * z_q)
+                    else:
+                        for j in lower:
+                            weights[j] = abs((gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q)
                 if norm:
-                    for j in lower:
-                        weights[j] = weights[j] / (abs(s_rank[lo + j] - s_a) + offset)
+                    if sparse:
+                        for j in range(pairs):
+                            weights[j] = weights[j] / (abs(s_rank[gathered[j]] - s_a) + offset)
+                    else:
+                        for j in lower:
+                            weights[j] = weights[j] / (abs(s_rank[lo + j] - s_a) + offset)
                 sum_grad = 0.0
                 sum_hess = 0.0
                 sum_lambda = 0.0
@@ -248,29 +293,52 @@ if numba is not None:
                 if e_a > 1e-290:
                     # the row's lambdas, hessians and costs in vectorised passes (rho = e_worse / (e_a + e_b)), then
                     # the upper rank's sums in a scalar pass, pair after pair: the same result on any machine
-                    for j in lower:
-                        e_b = e_rank[lo + j]
-                        better_up = x > g_rank[lo + j]
-                        sign = 1.0 if better_up else -1.0
-                        total = e_a + e_b
-                        rho = (e_b if better_up else e_a) / total
-                        lam = weights[j] * rho
-                        lambdas[j] = sign * lam
-                        grad_rank[lo + j] += sign * lam
-                        pair_sums[j] = total
-                        if hess is not None:  # (pruned when None: the loss asks for the gradient alone)
-                            h = lam - lam * rho
-                            hessians[j] = h
-                            hess_rank[lo + j] += h
+                    if sparse:
+                        for j in range(pairs):
+                            b = gathered[j]
+                            e_b = e_rank[b]
+                            better_up = x > g_rank[b]
+                            sign = 1.0 if better_up else -1.0
+                            total = e_a + e_b
+                            rho = (e_b if better_up else e_a) / total
+                            lam = weights[j] * rho
+                            lambdas[j] = sign * lam
+                            grad_rank[b] += sign * lam
+                            pair_sums[j] = total
+                            if hess is not None:
+                                h = lam - lam * rho
+                                hessians[j] = h
+                                hess_rank[b] += h
+                    else:
+                        for j in lower:
+                            e_b = e_rank[lo + j]
+                            better_up = x > g_rank[lo + j]
+                            sign = 1.0 if better_up else -1.0
+                            total = e_a + e_b
+                            rho = (e_b if better_up else e_a) / total
+                            lam = weights[j] * rho
+                            lambdas[j] = sign * lam
+                            grad_rank[lo + j] += sign * lam
+                            pair_sums[j] = total
+                            if hess is not None:  # (pruned when None: the loss asks for the gradient alone)
+                                h = lam - lam * rho
+                                hessians[j] = h
+                                hess_rank[lo + j] += h
                     if cost is not None:
                         # log(1 + e^{sigma (s_worse - s_better)}) = log(e_a + e_b) - log(e_better); the logarithms
-                        # over whole blocks of eight (the arrays have room; the entries past count are not read)
-                        log_into(pair_sums, pair_logs, log_scratch, (count + 7) & ~7)
-                        for j in lower:
-                            s_b = s_rank[lo + j]  # (loaded on both arms of the select, which then vectorises)
-                            better = s_a if x > g_rank[lo + j] else s_b
-                            pair_logs[j] = weights[j] * (pair_logs[j] - (better - s_top))
-                    for j in range(count):
+                        # over whole blocks of eight (the arrays have room; the entries past the row are not read)
+                        log_into(pair_sums, pair_logs, log_scratch, (pairs + 7) & ~7)
+                        if sparse:
+                            for j in range(pairs):
+                                b = gathered[j]
+                                better = s_a if x > g_rank[b] else s_rank[b]
+                                pair_logs[j] = weights[j] * (pair_logs[j] - (better - s_top))
+                        else:
+                            for j in lower:
+                                s_b = s_rank[lo + j]  # (loaded on both arms of the select, which then vectorises)
+                                better = s_a if x > g_rank[lo + j] else s_b
+                                pair_logs[j] = weights[j] * (pair_logs[j] - (better - s_top))
+                    for j in range(pairs):
                         sum_grad -= lambdas[j]
                         if hess is not None:
                             sum_hess += hessians[j]
@@ -315,38 +383,55 @@ if numba is not None:
             if cost is not None:
                 cost[q] = query_cost
 
-    @compiled(parallel=True, error_model="numpy")
-    def _lambdamart(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
-                    truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
-        lanes = lane_starts.size - 1
+    @compiled(nogil=True, error_model="numpy")
+    def _run_lane(lane, scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
+                  sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
+        """One lane in a workspace of its own, as long as the longest query."""
         c1 = kernel.shape[1]
         longest = 0
         for q in range(starts.size - 1):
             longest = max(longest, starts[q + 1] - starts[q])
-        for lane in numba.prange(lanes):
-            keys = np.empty(longest)
-            table_a = np.empty((longest, c1))
-            table_q = np.empty((longest, c1))
-            table_v = np.empty((longest, c1))
-            v_own = np.empty(longest)
-            table_w = np.empty((c1, longest))
-            u_a = np.empty(c1)
-            s_rank = np.empty(longest)
-            e_rank = np.empty(longest)
-            g_rank = np.empty(longest, dtype=np.int64)
-            gain_rank = np.empty(longest)
-            grad_rank = np.empty(longest)
-            hess_rank = np.empty(longest)
-            weights = np.empty(longest)
-            lambdas = np.empty(longest)
-            hessians = np.empty(longest)
-            pair_sums = np.ones(longest + 8)  # + 8: the logarithms run over whole blocks of eight
-            pair_logs = np.empty(longest + 8)
-            log_scratch = np.empty(longest + 8, dtype=np.int64)
-            _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
-                  inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q,
-                  table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas,
-                  hessians, pair_sums, pair_logs, log_scratch, cost)
+        keys = np.empty(longest)
+        table_a = np.empty((longest, c1))
+        table_q = np.empty((longest, c1))
+        table_v = np.empty((longest, c1))
+        v_own = np.empty(longest)
+        table_w = np.empty((c1, longest))
+        u_a = np.empty(c1)
+        s_rank = np.empty(longest)
+        e_rank = np.empty(longest)
+        g_rank = np.empty(longest, dtype=np.int64)
+        gain_rank = np.empty(longest)
+        grad_rank = np.empty(longest)
+        hess_rank = np.empty(longest)
+        weights = np.empty(longest)
+        lambdas = np.empty(longest)
+        hessians = np.empty(longest)
+        pair_sums = np.ones(longest + 8)  # + 8: the logarithms run over whole blocks of eight
+        pair_logs = np.empty(longest + 8)
+        log_scratch = np.empty(longest + 8, dtype=np.int64)
+        counts = np.empty(c1 if mode == 0 else gains.size, dtype=np.int64)
+        others = np.empty(longest, dtype=np.int64)
+        _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
+              inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q,
+              table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas,
+              hessians, pair_sums, pair_logs, log_scratch, counts, others, cost)
+
+    @compiled(parallel=True, error_model="numpy")
+    def _lambdamart_threads(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
+                            sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
+        """The lanes on numba's threads, one lane a thread."""
+        for lane in numba.prange(lane_starts.size - 1):
+            _run_lane(lane, scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
+                      sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost)
+
+    @compiled(nogil=True, error_model="numpy")
+    def _lambdamart_here(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
+                         sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
+        """The lanes on the calling thread, one after another."""
+        for lane in range(lane_starts.size - 1):
+            _run_lane(lane, scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
+                      sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost)
 
 
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray | None,
@@ -359,8 +444,9 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
     first = not COMPILE_SECONDS
     start = time.perf_counter()
     # hess or cost None: numba compiles a version without their branches (pruned on the None type)
-    _lambdamart(scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
-                plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
-                plan.lane_queries, plan.lane_starts, plan.orders, plan.warm_start, grad, hess, cost)
+    run = _lambdamart_threads if plan.lane_starts.size > 2 else _lambdamart_here
+    run(scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains, plan.discounts,
+        plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm, plan.lane_queries,
+        plan.lane_starts, plan.orders, plan.warm_start, grad, hess, cost)
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)
