@@ -16,7 +16,8 @@ PACKAGE_ROOT = Path(gaprank.__file__).resolve().parents[1]  # the folder holding
 TIMEOUT = 300  # seconds: compiling the kernels on a loaded machine; a hang fails here instead of blocking CI
 
 # The three users of the kernels: the LightGBM objective (gradients and hessians), LambdaRankLoss on the CPU and
-# SoftNDCGLoss, computed by the parent (with two threads, so that its thread pools start) and again by a child.
+# SoftNDCGLoss, computed by the parent (with two threads, so that its thread pools start: lists long enough for
+# the LambdaMART kernel to run on numba's threads) and again by a child.
 SCENARIO = r'''
 import multiprocessing, os, sys
 import numpy as np
@@ -31,13 +32,13 @@ numba.set_num_threads(2)
 
 def numbers(_=None):
     rng = np.random.default_rng(0)
-    labels, preds = rng.integers(0, 3, 240), rng.normal(size=240)
-    grad, hess = lambdarank_objective("gap", g=[0.5, 0.5]).gradients(preds, labels, np.array([60] * 4), None)
+    labels, preds = rng.integers(0, 3, 800), rng.normal(size=800)
+    grad, hess = lambdarank_objective("gap", g=[0.5, 0.5]).gradients(preds, labels, np.array([200] * 4), None)
     out = [grad.tolist(), hess.tolist()]
     generator = torch.Generator().manual_seed(0)
     for loss in (gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5]), gaprank.SoftNDCGLoss()):
-        scores = torch.randn(4, 60, dtype=torch.float64, generator=generator, requires_grad=True)
-        value = loss(scores, torch.randint(0, 3, (4, 60), generator=generator))
+        scores = torch.randn(4, 200, dtype=torch.float64, generator=generator, requires_grad=True)
+        value = loss(scores, torch.randint(0, 3, (4, 200), generator=generator))
         value.backward()
         out += [value.item(), scores.grad.flatten().tolist()]
     return out
@@ -53,6 +54,7 @@ class Computed(torch.utils.data.Dataset):
 
 if __name__ == "__main__":
     parent = numbers()
+    numba.threading_layer()  # the threads started (raises before)
     how = sys.argv[1]
     if how == "pool":
         with multiprocessing.get_context("fork").Pool(2) as pool:
@@ -114,7 +116,8 @@ import gaprank
 from gaprank.lightgbm import lambdarank_objective
 
 rng = np.random.default_rng(0)
-grad, _ = lambdarank_objective("gap").gradients(rng.normal(size=60), rng.integers(0, 3, 60), np.array([30, 30]), None)
+# two lists of 300: pairs enough for numba's threads
+grad, _ = lambdarank_objective("gap").gradients(rng.normal(size=600), rng.integers(0, 3, 600), np.array([300, 300]), None)
 print(numba.threading_layer(), repr(grad.tolist()))
 '''
 
