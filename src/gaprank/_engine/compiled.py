@@ -20,10 +20,11 @@ rank within the truncation level then takes its sigmoid -- :math:`\rho = e_{wors
 its lambda and hessian term (the hessian only when asked for), summed into the query's rows. A pair of equal
 grades weighs exactly 0, so an upper rank of the query's most common grade takes only the ranks of the other
 grades (gathered, in rank order) when they are under half of its lower ranks: the same sums in the same order,
-without their zero terms. The PyTorch loss
-also asks for the cost, :math:`\sum |\Delta M| (\log(e_a + e_b) - \log e_{better})`. A row of pairs (one
-upper rank) runs as passes over its lower ranks that the compiler vectorises -- the weights, then the lambdas
-and hessians added to the lower ranks, then the cost's logarithms and terms -- and one scalar pass that sums the
+without their zero terms (for finite scores, which validation admits: a zero weight times an infinite score's
+term would be NaN). The PyTorch loss also asks for the cost,
+:math:`\sum |\Delta M| (\log(e_a + e_b) - \log e_{better})`. A row of pairs (one upper rank) runs as passes over
+its lower ranks that the compiler vectorises (a gathered row's stay scalar) -- the weights, then the lambdas and
+hessians added to the lower ranks, then the cost's logarithms and terms -- and one scalar pass that sums the
 upper rank's terms in the pairs' order, so the result is the same on any machine. Queries are dealt to the
 threads in lanes balanced by pair count, or run on the calling thread when they hold fewer than
 ``THREADED_PAIRS`` pairs; a query is one thread's, start to end, so the result does not depend on the number of
@@ -61,8 +62,8 @@ class CompiledPlan:
     ``rows`` holds each query's rows, query after query (``starts``); the query's swap deltas come from
     ``kernel``/``diag`` (``[Q, C, C]``, ``[Q, C]``, kernel measures) or ``gains``/``discounts``/``inverse_norm``
     (``[C]``, per 0-based rank, ``[Q]``, discounted-gain measures); ``inverse_ranks`` is 1/n per rank, 0
-    beyond the cutoff. ``lanes`` deals the queries to threads (``lane_starts`` into ``lane_queries``). Not for
-    two threads at once (``orders`` is rewritten by each call)."""
+    beyond the cutoff. ``lane_queries`` and ``lane_starts`` deal the queries to lanes (one thread each, or one
+    lane on the calling thread). Not for two threads at once (``orders`` is rewritten by each call)."""
 
     mode: int
     rows: np.ndarray
@@ -254,6 +255,7 @@ if numba is not None:
                 # the common grade's row over the other grades' ranks b = others[p + j] (gathered, a scalar loop),
                 # when they are under half the lower ranks; else over every lower rank b = a + 1 + j (contiguous,
                 # vectorised)
+                # (never where e_a underflowed: that branch reads the weights of every lower rank)
                 sparse = x == common and e_a > 1e-290 and 2 * (m - p) < count
                 pairs = m - p if sparse else count
                 gathered = others[p:m]
@@ -425,7 +427,7 @@ if numba is not None:
             _run_lane(lane, scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
                       sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost)
 
-    @compiled(nogil=True, error_model="numpy")
+    @compiled(error_model="numpy")  # holds the GIL, as the threaded kernel does: a plan is not for two threads
     def _lambdamart_here(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
                          sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
         """The lanes on the calling thread, one after another."""
