@@ -4,9 +4,14 @@
 * **Disk cache.** Kernels are compiled once and kept in numba's disk cache. Where numba has no writable place
   for it (a read-only install with no writable home or ``NUMBA_CACHE_DIR``) they are compiled without it, in
   each process on first use, and one :class:`CompileCacheWarning` says so.
+* **Lanes.** The SoftRank kernels (:mod:`gaprank._engine.soft_compiled`, :mod:`gaprank._engine.soft_rank`) are
+  lane kernels (:func:`lane_kernel`): compiled without the GIL, their work cut into lanes that the calling
+  thread and sleeping helper threads take as each finishes one. The calling thread works instead of waiting,
+  and a helper held up by a thread that spins on its core (torch's OpenMP threads spin for milliseconds after
+  a parallel operation) leaves its lanes to the others.
 * **Threading layer.** Unless the user chose one (``NUMBA_THREADING_LAYER`` or its priority, or
-  ``numba.config``) or numba's threads were started before gaprank was imported, numba runs parallel kernels
-  on its ``workqueue`` layer:
+  ``numba.config``) or numba's threads were started before gaprank was imported, numba runs the parallel
+  (``prange``) kernel, the LambdaMART kernel of :mod:`gaprank._engine.compiled`, on its ``workqueue`` layer:
   its idle threads sleep on a condition variable instead of spinning against torch's and XGBoost's OpenMP
   threads, it loads no OpenMP runtime of its own (so the order in which torch and xgboost are imported does
   not matter to it), and it survives ``fork()``. gaprank's parallel kernels hold the GIL, so they never enter
@@ -22,10 +27,13 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import sys
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from queue import SimpleQueue
 from typing import Any
 
 try:
@@ -33,6 +41,7 @@ try:
 except ImportError:  # pragma: no cover - numba is a dependency; without it the torch paths serve
     numba = None  # type: ignore[assignment]
 
+CHUNKS_PER_THREAD = 4  # the lanes a lane kernel's work is cut into, per thread (_Lanes)
 QUIET_LAYER = "workqueue"  # numba's threading layer whose idle threads sleep, and which survives fork()
 
 
@@ -90,7 +99,8 @@ def _before_fork() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _forked_from_gnu_omp
+    global _forked_from_gnu_omp, _lanes
+    _lanes = _Lanes()  # the parent's lane threads are not in the child (and its lock may be held)
     if _layer_at_fork == "omp":
         omppool = sys.modules.get("numba.np.ufunc.omppool")  # loaded: the layer runs on it
         _forked_from_gnu_omp = _forked_from_gnu_omp or getattr(omppool, "openmp_vendor", "GNU") == "GNU"
@@ -99,6 +109,86 @@ def _after_fork_in_child() -> None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() > 1:
         torch.set_num_threads(1)  # the parent's OpenMP threads are gone: a parallel torch operation would hang
+
+
+class _Lanes:
+    """The threads that run a lane kernel: the calling thread and helper threads (daemon Python threads, started
+    on first use, that sleep on their queues between calls, so that they never spin against torch's or
+    XGBoost's threads). The work is cut into ``CHUNKS_PER_THREAD`` lanes per thread, which the threads take in
+    turn as each finishes one: a helper held up (its core taken by another process, or by an OpenMP thread
+    that spins after a parallel torch operation) leaves its share to the others instead of making the caller
+    wait for it. One run at a time (``lock``); an exception is raised in the caller once every thread has
+    stopped, since they all write into the caller's arrays."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.queues: list[SimpleQueue[Any]] = []
+        self.done: SimpleQueue[Any] = SimpleQueue()
+        self.run_number = 0
+
+    @staticmethod
+    def _take_lanes(kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, counter: Iterator[int]) -> None:
+        for lane in counter:  # next() on itertools.count is atomic under the GIL
+            if lane >= lanes:
+                return
+            kernel(*args, lane, lanes)
+
+    @classmethod
+    def _serve(cls, queue: SimpleQueue[Any], done: SimpleQueue[Any]) -> None:
+        while True:
+            run_number, kernel, args, lanes, counter = queue.get()
+            try:
+                cls._take_lanes(kernel, args, lanes, counter)
+            except BaseException as exc:  # handed to the caller, which raises it
+                done.put((run_number, exc))
+            else:
+                done.put((run_number, None))
+
+    def run(self, kernel: Callable[..., Any], args: tuple[Any, ...], threads: int) -> None:
+        if threads <= 1:
+            kernel(*args, 0, 1)
+            return
+        lanes, counter = CHUNKS_PER_THREAD * threads, itertools.count()
+        with self.lock:
+            while len(self.queues) < threads - 1:
+                queue: SimpleQueue[Any] = SimpleQueue()
+                threading.Thread(target=self._serve, args=(queue, self.done), daemon=True,
+                                 name=f"gaprank-lane-{len(self.queues) + 1}").start()
+                self.queues.append(queue)
+            self.run_number += 1
+            for queue in self.queues[:threads - 1]:
+                queue.put((self.run_number, kernel, args, lanes, counter))
+            failure: BaseException | None = None
+            try:
+                self._take_lanes(kernel, args, lanes, counter)
+            except BaseException as exc:
+                failure = exc
+            waiting = threads - 1
+            while waiting:
+                run_number, error = self.done.get()
+                if run_number == self.run_number:  # not a run an interrupt left behind
+                    waiting -= 1
+                    failure = failure or error
+            if failure is not None:
+                raise failure
+
+
+_lanes = _Lanes()
+
+
+def lane_kernel(kernel: Callable[..., Any]) -> Callable[..., None]:
+    """``run(*args, threads)``: the compiled (``nogil``) ``kernel(*args, lane, lanes)`` for every lane
+    0 .. lanes - 1, on ``threads`` threads at once, the calling thread among them (:class:`_Lanes`). A lane
+    kernel does the tasks ``lane, lane + lanes, ...`` and writes only those tasks' outputs, each from the
+    inputs alone, so its result does not depend on ``threads`` nor on which thread took which lane."""
+
+    def run(*args: Any) -> None:
+        *inputs, threads = args
+        _lanes.run(kernel, tuple(inputs), int(threads))
+
+    run.kernel = kernel  # type: ignore[attr-defined]  # the numba dispatcher itself
+    functools.update_wrapper(run, getattr(kernel, "py_func", kernel))
+    return run
 
 
 def _compile_without_cache(function: Callable[..., Any], options: dict[str, Any]) -> Any:

@@ -48,6 +48,9 @@ SAVED_LAW_ELEMENTS = 1 << 25
 # it keeps: above that, the kernels' own work dwarfs what a fresh array costs (its pages' first touch).
 KEPT_ARRAY_ELEMENTS = 1 << 23
 KEPT_ARRAYS = 4
+# Pairs (B N^2) from which a compiled call runs on all of numba's threads; a smaller call runs on the calling
+# thread alone, since waking a helper thread would cost it more than the helper saves
+THREADED_PAIRS = 1 << 15
 
 
 class RankLawBuffers:
@@ -148,7 +151,7 @@ class _RankRecursion(torch.autograd.Function):
         if runs_compiled(pi.device):
             beats = pi.detach().to(torch.float64).transpose(1, 2).contiguous()  # pivot-major, as the kernels read
             laws = beats.new_empty(beats.shape)
-            soft_compiled.rank_laws(beats.numpy(), laws.numpy(), thread_count())
+            soft_compiled.rank_laws(beats.numpy(), laws.numpy(), _threads(beats))
             ctx.save_for_backward(beats)
             return laws.to(pi.dtype)
         laws = _torch_rank_laws(pi)
@@ -162,7 +165,7 @@ class _RankRecursion(torch.autograd.Function):
             beats = ctx.saved_tensors[0]
             grad_beats = torch.empty_like(beats)
             grad64 = grad_laws.to(torch.float64).contiguous()
-            soft_compiled.rank_laws_adjoint(beats.numpy(), grad64.numpy(), grad_beats.numpy(), thread_count())
+            soft_compiled.rank_laws_adjoint(beats.numpy(), grad64.numpy(), grad_beats.numpy(), _threads(beats))
             return grad_beats.transpose(1, 2).to(grad_laws.dtype)
         return _torch_rank_laws_adjoint(ctx.saved_tensors[0], ctx.saved_tensors[1], grad_laws)
 
@@ -190,7 +193,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
         bounds = torch.zeros((batch, size, 2) if keep else (0, 0, 0), dtype=torch.int64)
         out = s64.new_empty(s.shape)
         soft_compiled.expected_values(beats.numpy(), values64.numpy(), out.numpy(), laws.numpy(), bounds.numpy(),
-                                  thread_count())
+                                      _threads(beats))
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(s64, m, values64, bounds)
             ctx.arrays = (beats, laws)
@@ -215,7 +218,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
         column_parts = s64.new_empty(batch, -(-size // soft_compiled.PIVOT_BLOCK), size)
         soft_compiled.expected_values_score_adjoint(beats.numpy(), s64.numpy(), m.numpy(), ctx.c, values.numpy(),
                                                 weights.numpy(), laws.numpy(), bounds.numpy(), row_totals.numpy(),
-                                                column_parts.numpy(), thread_count())
+                                                column_parts.numpy(), _threads(beats))
         grad_s = torch.empty_like(s64)
         soft_compiled.score_gradient(row_totals.numpy(), column_parts.numpy(), ctx.c / math.sqrt(math.pi), grad_s.numpy())
         buffers.give(beats, *([laws] if laws.numel() else []))
@@ -225,8 +228,13 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
 def _pair_probabilities(s64: torch.Tensor, m: torch.Tensor, c: float, buffers: RankLawBuffers) -> torch.Tensor:
     """``beats[b, n, m] = pi_mn`` ([B, N, N] float64, each pivot's row contiguous), compiled."""
     beats = buffers.take((s64.shape[0], s64.shape[1], s64.shape[1]))
-    soft_compiled.pair_probabilities(s64.numpy(), m.numpy(), c, beats.numpy(), thread_count())
+    soft_compiled.pair_probabilities(s64.numpy(), m.numpy(), c, beats.numpy(), _threads(beats))
     return beats
+
+
+def _threads(beats: torch.Tensor) -> int:
+    """The threads a compiled call over the pair array ``beats`` ([B, N, M]) runs on."""
+    return thread_count() if beats.numel() >= THREADED_PAIRS else 1
 
 
 def rank_recursion(pi: torch.Tensor) -> torch.Tensor:

@@ -24,8 +24,9 @@ Both ratios have modulus at most 1, so neither substitution amplifies rounding; 
 law's window too (:math:`q_m[r] \le 2 \max(p_r, p_{r+1})`), so the sums run over it. Per pivot: the law
 again (nothing is kept from the forward pass, O(N W)), the two correlations (O(W^2)), then one Horner
 evaluation of degree W per other document (O(N W)), vectorised over the others. Pivots are independent
-tasks, dealt to the threads in turn (each thread allocates its workspace once per call), so the result does
-not depend on the number of threads. Everything is float64.
+tasks, dealt to the lanes in turn (each lane allocates its workspace once), and the lanes to the threads
+(:func:`gaprank._compiled_setup.lane_kernel`), so the result does not depend on the number of threads.
+Everything is float64.
 
 Layout: the kernels read ``beats[b, n, m]`` = :math:`\pi_{mn}` (pivot-major, [B, N, M], C-contiguous), so that a
 pivot's factors, its ratios and its row of the gradient are contiguous and their loops vectorise.
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._compiled_setup import jit, numba
+from .._compiled_setup import jit, lane_kernel, numba
 from .._elementwise import erfc_into, exp_into
 
 LEAD = 8  # zeros ahead of count 0 in a law's buffer, so that counts r - 8 .. r are read without a check
@@ -78,7 +79,7 @@ def _pivot_law(beats, b, n, factors, prev, nxt):  # pragma: no cover - compiled
     """The law of the count above pivot n of query b: ``(buffer, low, high)``, the law at counts
     ``low..high`` held at ``buffer[LEAD + low: LEAD + high + 1]``, with zeros for eight counts either side
     (the rest of the buffer is scratch). ``factors`` (M + 8), ``prev`` and ``nxt`` (``LEAD + M + 32``) are
-    the thread's workspace; the result is one of the last two.
+    the lane's workspace; the result is one of the last two.
 
     The factors with pi > 0 are multiplied in eight at a time (the nine coefficients of their product, all
     non-negative, so the grouping costs no accuracy): nine multiply-adds per count and eight factors;
@@ -133,13 +134,13 @@ def _correlations(p, h, size, low, high):  # pragma: no cover - compiled
             high[d] += h0 * b0[d] + h1 * b1[d] + h2 * b2[d] + h3 * b3[d]
 
 
-# rows of a thread's float workspace (each ``LEAD + M + 32`` long; M = the others)
+# rows of a lane's float workspace (each ``LEAD + M + 32`` long; M = the others)
 (FACTORS, PREV, NEXT, LAW, INCOMING, STEP, LOW, HIGH, RATIOS, SCALES, LOWER, VALUES, GRADIENT, EXPONENTS, EXPS,
  ROWS) = range(16)
 
 
 def _workspace(others):  # pragma: no cover - compiled
-    """One thread's scratch (``ROWS`` rows), allocated once per thread and call, not per pivot."""
+    """One lane's scratch (``ROWS`` rows), allocated once per lane, not per pivot."""
     return np.empty((ROWS, LEAD + others + 32))
 
 
@@ -202,50 +203,47 @@ def _windowed_adjoint(beats, b, n, law, low, high, incoming, out, work):  # prag
     _pivot_adjoint(beats, b, n, law[LEAD + low - 1:], h, size, out, work)
 
 
-def _rank_laws(beats, out, threads):  # pragma: no cover - compiled
+def _rank_laws(beats, out, lane, lanes):  # pragma: no cover - compiled
     """``beats`` [B, N, M] (pivots x others) -> ``out`` [B, N, M]: the law of the count above each pivot."""
     batch, pivots, others = beats.shape
-    for thread in numba.prange(threads):
-        work = _workspace(others)
-        for task in range(thread, batch * pivots, threads):
-            b, n = task // pivots, task % pivots
-            law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
-            out[b, n, :] = 0.0
-            for r in range(low, min(high + 1, others)):
-                out[b, n, r] = law[LEAD + r]
+    work = _workspace(others)
+    for task in range(lane, batch * pivots, lanes):
+        b, n = task // pivots, task % pivots
+        law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+        out[b, n, :] = 0.0
+        for r in range(low, min(high + 1, others)):
+            out[b, n, r] = law[LEAD + r]
 
 
-def _rank_laws_adjoint(beats, grad_laws, grad_beats, threads):  # pragma: no cover - compiled
+def _rank_laws_adjoint(beats, grad_laws, grad_beats, lane, lanes):  # pragma: no cover - compiled
     """``grad_beats`` [B, N, M]: the gradient of <grad_laws, _rank_laws(beats)>."""
     batch, pivots, others = beats.shape
-    for thread in numba.prange(threads):
-        work = _workspace(others)
-        incoming = work[INCOMING]
-        incoming[:] = 0.0
-        for task in range(thread, batch * pivots, threads):
-            b, n = task // pivots, task % pivots
-            law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
-            incoming[:others] = grad_laws[b, n, :]
-            _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats[b, n], work)
+    work = _workspace(others)
+    incoming = work[INCOMING]
+    incoming[:] = 0.0
+    for task in range(lane, batch * pivots, lanes):
+        b, n = task // pivots, task % pivots
+        law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+        incoming[:others] = grad_laws[b, n, :]
+        _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats[b, n], work)
 
 
-def _expected_values(beats, values, out, laws, bounds, threads):  # pragma: no cover - compiled
+def _expected_values(beats, values, out, laws, bounds, lane, lanes):  # pragma: no cover - compiled
     """``out[b, n] = sum_r p_n(r) values[r]`` ([B, N]; ``values`` [M]). Unless ``laws`` is empty, each law
     is kept there ([B, N, M], its support ``bounds[b, n]``) for the adjoint."""
     batch, pivots, others = beats.shape
     keep = laws.shape[0] > 0
-    for thread in numba.prange(threads):
-        work = _workspace(others)
-        for task in range(thread, batch * pivots, threads):
-            b, n = task // pivots, task % pivots
-            law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
-            total = 0.0
-            for r in range(low, min(high + 1, others)):
-                total += law[LEAD + r] * values[r]
-            out[b, n] = total
-            if keep:
-                bounds[b, n, 0], bounds[b, n, 1] = low, high
-                laws[b, n, low:high + 1] = law[LEAD + low:LEAD + high + 1]
+    work = _workspace(others)
+    for task in range(lane, batch * pivots, lanes):
+        b, n = task // pivots, task % pivots
+        law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+        total = 0.0
+        for r in range(low, min(high + 1, others)):
+            total += law[LEAD + r] * values[r]
+        out[b, n] = total
+        if keep:
+            bounds[b, n, 0], bounds[b, n, 1] = low, high
+            laws[b, n, low:high + 1] = law[LEAD + low:LEAD + high + 1]
 
 
 PIVOT_BLOCK = 16  # pivots per task of the score adjoint; each block sums its own part of the column sums
@@ -271,7 +269,7 @@ def _fixed_order_sum(values, count):  # pragma: no cover - compiled
 
 
 def _expected_values_score_adjoint(beats, scores, mask, c, values, weights, laws, bounds, row_totals, column_parts,
-                                   threads):  # pragma: no cover - compiled
+                                   lane, lanes):  # pragma: no cover - compiled
     r"""The gradient of :math:`\sum_{b, n} w_{bn} E_{bn}` (E = :func:`_expected_values`, w = ``weights``) in the
     scores, in two parts: ``row_totals[b, n]`` :math:`= \sum_m T_{nm}` and ``column_parts[b, k, m]``
     :math:`= \sum_{n \in \text{block } k} T_{nm}` (blocks of ``PIVOT_BLOCK`` pivots), with
@@ -280,49 +278,50 @@ def _expected_values_score_adjoint(beats, scores, mask, c, values, weights, laws
     ``laws`` is empty). Since :math:`\partial \pi_{mn} / \partial s_m = -\partial \pi_{mn} / \partial s_n
     = c\, e^{-((s_m - s_n) c)^2} / \sqrt\pi`, the gradient in :math:`s_k` is
     :math:`(c / \sqrt\pi) (\sum_n T_{nk} - \sum_m T_{km})` (:func:`_score_gradient`). Each pivot's row is
-    used where it is made: no [B, N, N] array of G is written. The tasks are the blocks, dealt to the threads
+    used where it is made: no [B, N, N] array of G is written. The tasks are the blocks, dealt to the lanes
     in turn."""
     batch, pivots, others = beats.shape
     kept = laws.shape[0] > 0
     blocks = column_parts.shape[1]
-    for thread in numba.prange(threads):
-        work = _workspace(others)
-        incoming = work[INCOMING]
-        incoming[:] = 0.0
-        saved, row, exponents, exps = work[LAW], work[GRADIENT], work[EXPONENTS], work[EXPS]
-        bits = np.empty(others, dtype=np.int64)
-        for task in range(thread, batch * blocks, threads):
-            b, block = task // blocks, task % blocks
-            part = column_parts[b, block]
-            part[:] = 0.0
-            real_others = mask[b]
-            for n in range(block * PIVOT_BLOCK, min(pivots, (block + 1) * PIVOT_BLOCK)):
-                if kept:
-                    low, high = bounds[b, n, 0], bounds[b, n, 1]
-                    saved[:] = 0.0
-                    saved[LEAD + low:LEAD + high + 1] = laws[b, n, low:high + 1]
-                    law = saved
-                else:
-                    law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
-                incoming[:others] = weights[b, n] * values
-                _windowed_adjoint(beats, b, n, law, low, high, incoming, row, work)
-                s_n, real = scores[b, n], mask[b, n]
-                for m in range(others):
-                    d = (s_n - scores[b, m]) * c
-                    exponents[m] = -(d * d)
-                exp_into(exponents, exps, bits, others)
-                for m in range(others):
-                    term = row[m] * exps[m] if real and real_others[m] and m != n else 0.0
-                    exps[m] = term
-                    part[m] += term
-                row_totals[b, n] = _fixed_order_sum(exps, others)
+    work = _workspace(others)
+    incoming = work[INCOMING]
+    incoming[:] = 0.0
+    saved, row, exponents, exps = work[LAW], work[GRADIENT], work[EXPONENTS], work[EXPS]
+    bits = np.empty(others, dtype=np.int64)
+    for task in range(lane, batch * blocks, lanes):
+        b, block = task // blocks, task % blocks
+        part = column_parts[b, block]
+        part[:] = 0.0
+        real_others = mask[b]
+        for n in range(block * PIVOT_BLOCK, min(pivots, (block + 1) * PIVOT_BLOCK)):
+            if kept:
+                low, high = bounds[b, n, 0], bounds[b, n, 1]
+                saved[:] = 0.0
+                saved[LEAD + low:LEAD + high + 1] = laws[b, n, low:high + 1]
+                law = saved
+            else:
+                law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+            weight = weights[b, n]
+            for r in range(others):  # a loop, not weights[b, n] * values: no temporary array per pivot
+                incoming[r] = weight * values[r]
+            _windowed_adjoint(beats, b, n, law, low, high, incoming, row, work)
+            s_n, real = scores[b, n], mask[b, n]
+            for m in range(others):
+                d = (s_n - scores[b, m]) * c
+                exponents[m] = -(d * d)
+            exp_into(exponents, exps, bits, others)
+            for m in range(others):
+                term = row[m] * exps[m] if real and real_others[m] and m != n else 0.0
+                exps[m] = term
+                part[m] += term
+            row_totals[b, n] = _fixed_order_sum(exps, others)
 
 
 def _score_gradient(row_totals, column_parts, scale, out):  # pragma: no cover - compiled
     """``out[b, k] = scale * (sum over blocks of column_parts[b, :, k] - row_totals[b, k])``, the blocks in
     order."""
     batch, blocks, size = column_parts.shape
-    for b in numba.prange(batch):
+    for b in range(batch):
         total = out[b]
         total[:] = 0.0
         for block in range(blocks):
@@ -370,40 +369,42 @@ def _pair_tile(scores, mask, c, out, b, i0, j0, work, bits):  # pragma: no cover
             target[i] = transposed[(i - i0) * width + j - j0]
 
 
-def _pair_probabilities(scores, mask, c, out, threads):  # pragma: no cover - compiled
+def _pair_probabilities(scores, mask, c, out, lane, lanes):  # pragma: no cover - compiled
     r"""``out[b, n, m] = pi_mn = P(s_m > s_n) = erfc((s_n - s_m) c) / 2`` for every pair of real documents
     m != n (else 0), with ``c = 1 / (2 sigma)``: one erfc per pair, at the smaller probability (the tail,
     accurate to float64's rounding); the other is 1 minus it, accurate too since it is at least 1/2. In
     square blocks of ``TILE`` x ``TILE`` pairs (:func:`_pair_tile`); the blocks on and above the diagonal
-    are the tasks, dealt to the threads in turn. ``out`` is pivot-major, as the laws read it."""
+    are the tasks, dealt to the lanes in turn. ``out`` is pivot-major, as the laws read it."""
     batch, size = scores.shape
     blocks = (size + TILE - 1) // TILE
     per_query = blocks * (blocks + 1) // 2
-    for thread in numba.prange(threads):
-        work, bits = np.empty((6, TILE * TILE)), np.empty(TILE * TILE, dtype=np.int64)
-        for task in range(thread, batch * per_query, threads):
-            b, rest = task // per_query, task % per_query
-            first = 0  # block row I: the blocks (I, J >= I) are numbered row after row
-            while rest >= blocks - first:
-                rest -= blocks - first
-                first += 1
-            _pair_tile(scores, mask, c, out, b, first * TILE, (first + rest) * TILE, work, bits)
+    work, bits = np.empty((6, TILE * TILE)), np.empty(TILE * TILE, dtype=np.int64)
+    for task in range(lane, batch * per_query, lanes):
+        b, rest = task // per_query, task % per_query
+        first = 0  # block row I: the blocks (I, J >= I) are numbered row after row
+        while rest >= blocks - first:
+            rest -= blocks - first
+            first += 1
+        _pair_tile(scores, mask, c, out, b, first * TILE, (first + rest) * TILE, work, bits)
 
 
-def _compile(function, parallel=False):
+def _compile(function, lanes=False):
     # contract: multiply-adds fused, never reordered; error_model numpy: a division raises nothing, so its
-    # loops vectorise; compiled once, kept in numba's disk cache where it has one (gaprank._compiled_setup)
-    return jit(function, parallel=parallel, fastmath={"contract"}, error_model="numpy")
+    # loops vectorise; compiled once, kept in numba's disk cache where it has one (gaprank._compiled_setup);
+    # a lane kernel runs without the GIL, its lanes taken by the threads in turn (lane_kernel)
+    if not lanes:
+        return jit(function, fastmath={"contract"}, error_model="numpy")
+    return lane_kernel(jit(function, nogil=True, fastmath={"contract"}, error_model="numpy"))
 
 
 if numba is not None:
     _quartic, _multiply, _pivot_law = _compile(_quartic), _compile(_multiply), _compile(_pivot_law)
     _correlations, _workspace, _split_horner = _compile(_correlations), _compile(_workspace), _compile(_split_horner)
     _pivot_adjoint, _windowed_adjoint, _pair_tile = _compile(_pivot_adjoint), _compile(_windowed_adjoint), _compile(_pair_tile)
-    rank_laws = _compile(_rank_laws, parallel=True)
-    rank_laws_adjoint = _compile(_rank_laws_adjoint, parallel=True)
-    expected_values = _compile(_expected_values, parallel=True)
+    rank_laws = _compile(_rank_laws, lanes=True)
+    rank_laws_adjoint = _compile(_rank_laws_adjoint, lanes=True)
+    expected_values = _compile(_expected_values, lanes=True)
     _fixed_order_sum = _compile(_fixed_order_sum)
-    expected_values_score_adjoint = _compile(_expected_values_score_adjoint, parallel=True)
-    score_gradient = _compile(_score_gradient, parallel=True)
-    pair_probabilities = _compile(_pair_probabilities, parallel=True)
+    expected_values_score_adjoint = _compile(_expected_values_score_adjoint, lanes=True)
+    score_gradient = _compile(_score_gradient)
+    pair_probabilities = _compile(_pair_probabilities, lanes=True)

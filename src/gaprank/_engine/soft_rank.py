@@ -32,16 +32,15 @@ import torch
 from .._autograd import opaque_to_compile
 from .._compiled_setup import jit, numba
 
-prange = numba.prange if numba is not None else range  # without numba the same pass runs in Python
-
 
 def _pav_blocks(z: np.ndarray, lengths: np.ndarray, blocks: np.ndarray, counts: np.ndarray,
                 w_means: np.ndarray) -> None:  # pragma: no cover - compiled
     """For each row's first ``lengths[row] = n`` entries, the blocks of the non-increasing isotonic regression of
     ``z[k] - (n - k)`` (k from 0): ``blocks[row, k]`` the first position of k's block, ``counts`` its size and
-    ``w_means`` the mean of ``n - k`` over it; past the length each position is a block of its own (mean 0)."""
+    ``w_means`` the mean of ``n - k`` over it; past the length each position is a block of its own (mean 0).
+    On the calling thread: O(N) per row, less than waking a helper thread costs at any common size."""
     rows, size = z.shape
-    for row in prange(rows):
+    for row in range(rows):
         length = lengths[row]
         starts = np.empty(size + 1, dtype=np.int64)  # the stack of blocks: first position, sum, count
         sums = np.empty(size + 1, dtype=np.float64)
@@ -64,10 +63,9 @@ def _pav_blocks(z: np.ndarray, lengths: np.ndarray, blocks: np.ndarray, counts: 
             blocks[row, k], counts[row, k], w_means[row, k] = k, 1, 0
 
 
-if numba is not None:
-    # contract: multiply-adds fused, never reordered; each row is one thread's, so the result does not depend
-    # on the number of threads; compiled once, kept in numba's disk cache where it has one (gaprank._compiled_setup)
-    _pav_blocks = jit(_pav_blocks, parallel=True, fastmath={"contract"}, error_model="numpy")
+# contract: multiply-adds fused, never reordered; compiled once, kept in numba's disk cache where it has one
+# (gaprank._compiled_setup); without numba the same pass runs in Python
+pav_blocks = jit(_pav_blocks, fastmath={"contract"}, error_model="numpy") if numba is not None else _pav_blocks
 
 
 def isotonic_blocks(z: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -81,7 +79,7 @@ def isotonic_blocks(z: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tenso
     counts = np.empty(values.shape, dtype=values.dtype)
     w_means = np.empty(values.shape, dtype=values.dtype)
     if values.size:
-        _pav_blocks(values, sizes, blocks, counts, w_means)
+        pav_blocks(values, sizes, blocks, counts, w_means)
     return tuple(torch.from_numpy(array).to(z.device) for array in (blocks, counts, w_means))  # type: ignore[return-value]
 
 

@@ -71,8 +71,8 @@ def rankable(ranked: RankedLists) -> torch.Tensor:
     """``[B]`` bool: the query has real documents of at least two different grades. Other queries
     (no document, one document, all labels equal) contribute exactly zero loss and zero gradient."""
     grades = ranked.grades.masked_fill(~ranked.valid, -1)
-    top = grades.max(-1).values
-    low = ranked.grades.masked_fill(~ranked.valid, torch.iinfo(torch.int64).max).min(-1).values
+    top = grades.amax(-1)  # amax, not max(-1): that opens an OpenMP region on the CPU (see _soft.py)
+    low = ranked.grades.masked_fill(~ranked.valid, torch.iinfo(torch.int64).max).amin(-1)
     return top > low
 
 

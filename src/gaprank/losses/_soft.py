@@ -179,6 +179,11 @@ def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts
     return expected_score_rank_values(s, m, sigma, discounts, buffers) * m
 
 
+def _look_up(table: torch.Tensor, grades: torch.Tensor) -> torch.Tensor:
+    """``table[grades]``, by ``index_select``."""
+    return table.index_select(0, grades.reshape(-1)).view(grades.shape)
+
+
 def _soft_values(scores, labels, text, g, sigma, smoothing, mask, grade_counts, max_grade, validate, buffers=None):
     """(soft values [B], best values [B] float64, defined [B] bool, ranked lists)."""
     check_scores_tensor(scores)
@@ -202,9 +207,11 @@ def _soft_values(scores, labels, text, g, sigma, smoothing, mask, grade_counts, 
             soft = soft_positions(s, m, sigma, smoothing, table)
         else:
             soft = expected_discounts(s, m, sigma, discounts, buffers)
-        values = (gains[doc_labels].to(s.dtype) * soft).sum(-1)
+        # index_select, not gains[labels]: on the CPU the latter opens an OpenMP region, whose threads then spin
+        # for milliseconds against the compiled kernels' threads
+        values = (_look_up(gains, doc_labels).to(s.dtype) * soft).sum(-1)
         values = values * inverse.to(s.dtype)
-        best = (gains[ideal_grades] * discounts * ideal_valid).sum(-1) * inverse
+        best = (_look_up(gains, ideal_grades) * discounts * ideal_valid).sum(-1) * inverse
         return values, best, torch.ones_like(inverse, dtype=torch.bool) if defined is None else defined, ranked
     kernel = form.build(ranked, params)
     if kernel is None:  # no grade above 0 on the scale: every query is undefined
