@@ -13,6 +13,7 @@ from gaprank.metrics import GainDiscountForm, KernelForm, measures, objective_na
 
 numba = pytest.importorskip("numba")
 
+from gaprank._compiled_setup import CHUNKS_PER_THREAD  # noqa: E402
 from gaprank._engine import compiled  # noqa: E402
 
 SETTINGS = [{}, {"truncation_level": 5}, {"truncation_level": 30, "norm": True}, {"norm": True, "sigma": 2.0},
@@ -129,12 +130,13 @@ def test_rows_of_the_most_common_grade_skip_its_pairs_whatever_grade_it_is(data,
             np.testing.assert_allclose(hess, hess_ref, rtol=0, atol=1e-10 * np.abs(hess_ref).max())
 
 
-def test_a_small_plan_runs_on_the_calling_thread_and_a_large_one_on_numbas(data):
-    """Below ``THREADED_PAIRS`` pairs the plan has one lane (no thread to wake); above it, one per thread."""
+def test_a_small_plan_runs_on_the_calling_thread_and_a_large_one_on_every_thread(data):
+    """Below ``THREADED_PAIRS`` pairs the plan has one lane (no thread to wake); above it, ``CHUNKS_PER_THREAD``
+    per thread."""
     scores, y, sizes = data
     small = LambdaMARTObjective("gap", truncation_level=1, backend="compiled")
     large = LambdaMARTObjective("gap", backend="compiled")
-    for objective, lanes in ((small, 1), (large, numba.get_num_threads())):
+    for objective, lanes in ((small, 1), (large, CHUNKS_PER_THREAD * numba.get_num_threads())):
         objective.gradients(scores, y, sizes)
         assert objective._prepared.get(y, sizes).kernel_plan.lane_starts.size - 1 == lanes
 

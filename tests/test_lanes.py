@@ -102,3 +102,18 @@ def test_softndcg_gives_the_same_numbers_on_one_thread_as_on_two():
     one, two = results[:2], results[2:]
     for (_, v1, g1), (_, v2, g2) in zip(one, two, strict=True):
         assert torch.equal(v1, v2) and torch.equal(g1, g2)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is Linux's")
+def test_helpers_are_kept_off_the_calling_thread_s_core():
+    """A woken helper is often placed on its waker's core, where the two would share one core for the whole
+    call: each run keeps the helpers to the process's other cores."""
+    from gaprank import _compiled_setup
+
+    cores = os.sched_getaffinity(0)
+    if len(cores) < 2:
+        pytest.skip("one core: nowhere else to keep a helper")
+    lane_kernel(_recording_kernel([]))(2)
+    helper = _compiled_setup._lanes.helpers[0]
+    kept = os.sched_getaffinity(helper)
+    assert kept < cores and len(kept) == len(cores) - 1

@@ -1,27 +1,26 @@
 """How gaprank's compiled (numba) kernels are built and which threads run them: the one setup that
-:mod:`gaprank._elementwise`, :mod:`gaprank._engine.compiled` and :mod:`gaprank._engine.soft_compiled` share.
+:mod:`gaprank._elementwise`, :mod:`gaprank._engine.compiled`, :mod:`gaprank._engine.soft_compiled` and
+:mod:`gaprank._engine.soft_rank` share.
 
 * **Disk cache.** Kernels are compiled once and kept in numba's disk cache. Where numba has no writable place
   for it (a read-only install with no writable home or ``NUMBA_CACHE_DIR``) they are compiled without it, in
   each process on first use, and one :class:`CompileCacheWarning` says so.
-* **Lanes.** The SoftRank kernels (:mod:`gaprank._engine.soft_compiled`, :mod:`gaprank._engine.soft_rank`) are
-  lane kernels (:func:`lane_kernel`): compiled without the GIL, their work cut into lanes that the calling
-  thread and sleeping helper threads take as each finishes one. The calling thread works instead of waiting,
-  and a helper held up by a thread that spins on its core (torch's OpenMP threads spin for milliseconds after
-  a parallel operation) leaves its lanes to the others.
-* **Threading layer.** Unless the user chose one (``NUMBA_THREADING_LAYER`` or its priority, or
-  ``numba.config``) or numba's threads were started before gaprank was imported, numba runs the parallel
-  (``prange``) kernel, the LambdaMART kernel of :mod:`gaprank._engine.compiled`, on its ``workqueue`` layer:
-  its idle threads sleep on a condition variable instead of spinning against torch's and XGBoost's OpenMP
-  threads, it loads no OpenMP runtime of its own (so the order in which torch and xgboost are imported does
-  not matter to it), and it survives ``fork()``. gaprank's parallel kernels hold the GIL, so they never enter
-  the layer from two threads at once (the workqueue layer refuses that).
+* **Lanes.** A kernel that shares its work among threads is a lane kernel (:func:`run_lanes`): compiled
+  without the GIL, its work cut into lanes that the calling thread and helper threads take in turn as each
+  finishes one. The helpers are gaprank's own Python threads, which sleep on a queue between calls, so they
+  never spin against torch's and XGBoost's OpenMP threads; the calling thread works instead of waiting; and
+  a helper held up by a thread that spins on its core (torch's and XGBoost's OpenMP threads spin for
+  milliseconds after a parallel region) leaves its lanes to the others. numba's own threads run none of
+  gaprank's kernels, so neither numba's threading layer nor the order in which torch and xgboost are imported
+  matters to them. The thread count is numba's (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``).
+* **numba's threading layer.** Reading numba's thread count starts numba's thread pool. Unless the user chose a
+  layer (``NUMBA_THREADING_LAYER`` or its priority, or ``numba.config``) or numba's threads were started
+  before gaprank was imported, that pool runs on numba's ``workqueue`` layer, which loads no OpenMP runtime
+  and whose idle threads sleep.
 * **fork.** In a child process forked from one that imported gaprank, torch and numba run on one thread, as
   PyTorch's DataLoader does in its workers: GNU OpenMP's thread pool does not survive ``fork()`` (a
-  parallel torch operation in the child would wait forever for the parent's threads). In a child forked
-  after numba's threads started on its GNU OpenMP layer (the user's choice), where numba would stop the
-  process (``SIGTERM``) at the first parallel kernel, a parallel kernel raises a one-line
-  :class:`ForkedKernelError` asking for the ``spawn`` start method.
+  parallel torch operation in the child would wait forever for the parent's threads). The parent's helper
+  threads are not in the child either: the child starts its own when it asks for more than one thread.
 """
 
 from __future__ import annotations
@@ -42,23 +41,14 @@ except ImportError:  # pragma: no cover - numba is a dependency; without it the 
     numba = None  # type: ignore[assignment]
 
 CHUNKS_PER_THREAD = 4  # the lanes a lane kernel's work is cut into, per thread (_Lanes)
-QUIET_LAYER = "workqueue"  # numba's threading layer whose idle threads sleep, and which survives fork()
+QUIET_LAYER = "workqueue"  # numba's threading layer that loads no OpenMP runtime, whose idle threads sleep
 
 
 class CompileCacheWarning(UserWarning):
     """numba has no writable cache location: the kernels are compiled in each process, on first use."""
 
 
-class ForkedKernelError(RuntimeError):
-    """A parallel kernel was called in a process forked after numba's threads started on GNU OpenMP."""
-
-
-FORK_MESSAGE = ("gaprank's compiled kernels cannot run in a process forked after numba's threads started on its "
-                "GNU OpenMP threading layer: start the process with the 'spawn' method (multiprocessing.get_context('spawn'), "
-                "DataLoader(multiprocessing_context='spawn')) or use NUMBA_THREADING_LAYER=workqueue")
-
 _cache_warned = False
-_forked_from_gnu_omp = False  # this process was forked after numba's threads started on GNU OpenMP
 _layer_at_fork: str | None = None
 
 
@@ -78,8 +68,8 @@ def threading_layer() -> str | None:
 
 
 def choose_threading_layer() -> None:
-    """Run numba's parallel kernels on the ``workqueue`` layer, unless the user chose a layer or numba's
-    threads have started already (the layer is then fixed)."""
+    """Start numba's threads on the ``workqueue`` layer, unless the user chose a layer or numba's threads have
+    started already (the layer is then fixed)."""
     if numba is None or {"NUMBA_THREADING_LAYER", "NUMBA_THREADING_LAYER_PRIORITY"} & set(os.environ):
         return
     if str(getattr(numba.config, "THREADING_LAYER", "default")).lower() != "default" or threading_layer() is not None:
@@ -88,8 +78,8 @@ def choose_threading_layer() -> None:
 
 
 def thread_count() -> int:
-    """The threads numba's parallel kernels run on in this thread (``numba.get_num_threads``); 1 without
-    numba."""
+    """The threads a lane kernel called from this thread runs on: numba's thread count
+    (``numba.get_num_threads``); 1 without numba."""
     return int(numba.get_num_threads()) if numba is not None else 1
 
 
@@ -99,12 +89,9 @@ def _before_fork() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _forked_from_gnu_omp, _lanes
-    _lanes = _Lanes()  # the parent's lane threads are not in the child (and its lock may be held)
-    if _layer_at_fork == "omp":
-        omppool = sys.modules.get("numba.np.ufunc.omppool")  # loaded: the layer runs on it
-        _forked_from_gnu_omp = _forked_from_gnu_omp or getattr(omppool, "openmp_vendor", "GNU") == "GNU"
-    elif _layer_at_fork is not None and numba is not None:
+    global _lanes
+    _lanes = _Lanes()  # the parent's helper threads are not in the child (and its lock may be held)
+    if _layer_at_fork is not None and numba is not None:
         numba.set_num_threads(1)  # as torch below: a pool's children share the parent's cores
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() > 1:
@@ -114,77 +101,138 @@ def _after_fork_in_child() -> None:
 class _Lanes:
     """The threads that run a lane kernel: the calling thread and helper threads (daemon Python threads, started
     on first use, that sleep on their queues between calls, so that they never spin against torch's or
-    XGBoost's threads). The work is cut into ``CHUNKS_PER_THREAD`` lanes per thread, which the threads take in
-    turn as each finishes one: a helper held up (its core taken by another process, or by an OpenMP thread
-    that spins after a parallel torch operation) leaves its share to the others instead of making the caller
-    wait for it. One run at a time (``lock``); an exception is raised in the caller once every thread has
-    stopped, since they all write into the caller's arrays."""
+    XGBoost's threads). The threads take the lanes in turn, each as it finishes one. A helper held up (its
+    core taken by another process, or by an OpenMP thread that spins after a parallel region; or slow to wake)
+    leaves its share to the others, and the caller waits only for the lanes a helper took, never for a helper
+    that took none: one that wakes after the last lane was taken finds nothing to do. One run at a time
+    (``lock``); every lane runs, and a lane's exception is raised in the caller once every lane has finished,
+    since they all write into the caller's arrays."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.queues: list[SimpleQueue[Any]] = []
-        self.done: SimpleQueue[Any] = SimpleQueue()
+        self.helpers: list[int] = []  # the helpers' native thread ids
+        self.helper_cpus: list[frozenset[int] | None] = []  # the cores each helper was last kept to
+        self.done: SimpleQueue[Any] = SimpleQueue()  # (run number, exception or None) per lane a helper ran
         self.run_number = 0
 
     @staticmethod
-    def _take_lanes(kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, counter: Iterator[int]) -> None:
+    def _take_lanes(kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, counter: Iterator[int],
+                    report: Callable[[BaseException | None], None]) -> int:
+        """Run lanes until none is left, reporting each one's outcome; the number of lanes run."""
+        taken = 0
         for lane in counter:  # next() on itertools.count is atomic under the GIL
             if lane >= lanes:
-                return
-            kernel(*args, lane, lanes)
+                break
+            taken += 1
+            try:
+                kernel(*args, lane, lanes)
+            except BaseException as exc:  # raised by the caller once every lane has finished
+                report(exc)
+            else:
+                report(None)
+        return taken
 
     @classmethod
     def _serve(cls, queue: SimpleQueue[Any], done: SimpleQueue[Any]) -> None:
         while True:
             run_number, kernel, args, lanes, counter = queue.get()
-            try:
-                cls._take_lanes(kernel, args, lanes, counter)
-            except BaseException as exc:  # handed to the caller, which raises it
-                done.put((run_number, exc))
-            else:
-                done.put((run_number, None))
+            cls._take_lanes(kernel, args, lanes, counter, functools.partial(cls._report, done, run_number))
 
-    def run(self, kernel: Callable[..., Any], args: tuple[Any, ...], threads: int) -> None:
-        if threads <= 1:
-            kernel(*args, 0, 1)
+    @staticmethod
+    def _report(done: SimpleQueue[Any], run_number: int, error: BaseException | None) -> None:
+        done.put((run_number, error))
+
+    def _keep_helpers_off_this_core(self, helpers: int) -> None:
+        """Keep the helpers to the process's cores other than the calling thread's (Linux): a woken helper is
+        otherwise often placed on the caller's core, and the two share it for the whole call."""
+        core = _current_core()
+        if core is None:
             return
-        lanes, counter = CHUNKS_PER_THREAD * threads, itertools.count()
+        cores = frozenset(os.sched_getaffinity(0)) - {core}
+        if not cores:
+            return
+        for i in range(helpers):
+            if self.helper_cpus[i] != cores:
+                try:
+                    os.sched_setaffinity(self.helpers[i], cores)
+                except OSError:  # the helper's id is not ours to set (it has gone)
+                    continue
+                self.helper_cpus[i] = cores
+
+    def run(self, kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, threads: int) -> None:
         with self.lock:
+            if threads <= 1:
+                for lane in range(lanes):
+                    kernel(*args, lane, lanes)
+                return
+            counter = itertools.count()
             while len(self.queues) < threads - 1:
                 queue: SimpleQueue[Any] = SimpleQueue()
-                threading.Thread(target=self._serve, args=(queue, self.done), daemon=True,
-                                 name=f"gaprank-lane-{len(self.queues) + 1}").start()
+                helper = threading.Thread(target=self._serve, args=(queue, self.done), daemon=True,
+                                          name=f"gaprank-lane-{len(self.queues) + 1}")
+                helper.start()
                 self.queues.append(queue)
+                self.helpers.append(helper.native_id or 0)
+                self.helper_cpus.append(None)
+            self._keep_helpers_off_this_core(threads - 1)
             self.run_number += 1
             for queue in self.queues[:threads - 1]:
                 queue.put((self.run_number, kernel, args, lanes, counter))
-            failure: BaseException | None = None
-            try:
-                self._take_lanes(kernel, args, lanes, counter)
-            except BaseException as exc:
-                failure = exc
-            waiting = threads - 1
-            while waiting:
+            outcomes: list[BaseException | None] = []
+            waiting = lanes - self._take_lanes(kernel, args, lanes, counter, outcomes.append)
+            failure = next((error for error in outcomes if error is not None), None)
+            while waiting:  # the lanes the helpers took
                 run_number, error = self.done.get()
-                if run_number == self.run_number:  # not a run an interrupt left behind
+                if run_number == self.run_number:  # not a lane of a run an interrupt left behind
                     waiting -= 1
                     failure = failure or error
             if failure is not None:
                 raise failure
 
 
+def _load_sched_getcpu() -> Callable[[], int] | None:
+    if not hasattr(os, "sched_setaffinity"):  # Linux only
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).sched_getcpu  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_sched_getcpu = _load_sched_getcpu()
+
+
+def _current_core() -> int | None:
+    """The core the calling thread runs on now, or None where that cannot be read."""
+    if _sched_getcpu is None:
+        return None
+    core = int(_sched_getcpu())
+    return core if core >= 0 else None
+
+
 _lanes = _Lanes()
 
 
+def run_lanes(kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, threads: int) -> None:
+    """The compiled (``nogil``) lane kernel ``kernel(*args, lane, lanes)`` for every lane 0 .. lanes - 1, on
+    ``threads`` threads at once (at most one per lane), the calling thread among them (:class:`_Lanes`).
+    A lane writes only its own share of the outputs, each from the inputs alone, so the result does not depend
+    on ``threads`` nor on which thread took which lane. One run at a time in the process: a call from a second
+    thread waits for the first."""
+    _lanes.run(kernel, args, lanes, max(1, min(int(threads), lanes)))
+
+
 def lane_kernel(kernel: Callable[..., Any]) -> Callable[..., None]:
-    """``run(*args, threads)``: the compiled (``nogil``) ``kernel(*args, lane, lanes)`` for every lane
-    0 .. lanes - 1, on ``threads`` threads at once, the calling thread among them (:class:`_Lanes`). A lane
-    kernel does the tasks ``lane, lane + lanes, ...`` and writes only those tasks' outputs, each from the
-    inputs alone, so its result does not depend on ``threads`` nor on which thread took which lane."""
+    """``run(*args, threads)``: :func:`run_lanes` with ``CHUNKS_PER_THREAD`` lanes per thread (one lane on one
+    thread), for a kernel that deals its tasks to the lanes in turn (``lane, lane + lanes, ...``)."""
 
     def run(*args: Any) -> None:
         *inputs, threads = args
-        _lanes.run(kernel, tuple(inputs), int(threads))
+        threads = int(threads)
+        run_lanes(kernel, tuple(inputs), CHUNKS_PER_THREAD * threads if threads > 1 else 1, threads)
 
     run.kernel = kernel  # type: ignore[attr-defined]  # the numba dispatcher itself
     functools.update_wrapper(run, getattr(kernel, "py_func", kernel))
@@ -203,25 +251,13 @@ def _compile_without_cache(function: Callable[..., Any], options: dict[str, Any]
 
 def jit(function: Callable[..., Any], **options: Any) -> Any:
     """``numba.njit(cache=True, **options)(function)``, without the disk cache where numba has no writable place
-    for it. A parallel kernel (``parallel=True``) refuses, in one line, to run in a process forked after numba's
-    threads started on GNU OpenMP."""
+    for it."""
     try:
-        kernel = numba.njit(cache=True, **options)(function)
+        return numba.njit(cache=True, **options)(function)
     except RuntimeError as exc:  # numba's "cannot cache function ...: no locator available for file ..."
         if "no locator available" not in str(exc):
             raise
-        kernel = _compile_without_cache(function, options)
-    if not options.get("parallel"):
-        return kernel
-
-    @functools.wraps(function)
-    def parallel_kernel(*args: Any) -> Any:
-        if _forked_from_gnu_omp:
-            raise ForkedKernelError(FORK_MESSAGE)
-        return kernel(*args)
-
-    parallel_kernel.kernel = kernel  # type: ignore[attr-defined]  # the numba dispatcher itself
-    return parallel_kernel
+        return _compile_without_cache(function, options)
 
 
 def compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:

@@ -25,9 +25,10 @@ term would be NaN). The PyTorch loss also asks for the cost,
 :math:`\sum |\Delta M| (\log(e_a + e_b) - \log e_{better})`. A row of pairs (one upper rank) runs as passes over
 its lower ranks that the compiler vectorises (a gathered row's stay scalar) -- the weights, then the lambdas and
 hessians added to the lower ranks, then the cost's logarithms and terms -- and one scalar pass that sums the
-upper rank's terms in the pairs' order, so the result is the same on any machine. Queries are dealt to the
-threads in lanes balanced by pair count, or run on the calling thread when they hold fewer than
-``THREADED_PAIRS`` pairs; a query is one thread's, start to end, so the result does not depend on the number of
+upper rank's terms in the pairs' order, so the result is the same on any machine. Queries are dealt to
+lanes balanced by pair count, ``CHUNKS_PER_THREAD`` per thread, which the threads take in turn
+(:func:`gaprank._compiled_setup.run_lanes`), or run on the calling thread when they hold fewer than
+``THREADED_PAIRS`` pairs; a query is one lane's, start to end, so the result does not depend on the number of
 threads.
 Compiled on first use and cached on disk (numba's cache; :mod:`gaprank._compiled_setup`).
 """
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._compiled_setup import compiled, numba, thread_count
+from .._compiled_setup import CHUNKS_PER_THREAD, compiled, numba, run_lanes, thread_count
 from .._elementwise import log_into
 from .._inputs import GaprankInputError
 from .factors import GainDiscountInputs, KernelInputs
@@ -48,7 +49,7 @@ from .norm import NORM_OFFSET
 
 KERNEL, GAIN_DISCOUNT = 0, 1
 
-# A plan with fewer pairs runs on the calling thread: waking numba's threads costs more than sharing out so
+# A plan with fewer pairs runs on the calling thread: waking a helper thread costs more than sharing out so
 # little work (docs/benchmarks.md, "Constants chosen by measurement").
 THREADED_PAIRS = 1 << 16
 
@@ -62,8 +63,9 @@ class CompiledPlan:
     ``rows`` holds each query's rows, query after query (``starts``); the query's swap deltas come from
     ``kernel``/``diag`` (``[Q, C, C]``, ``[Q, C]``, kernel measures) or ``gains``/``discounts``/``inverse_norm``
     (``[C]``, per 0-based rank, ``[Q]``, discounted-gain measures); ``inverse_ranks`` is 1/n per rank, 0
-    beyond the cutoff. ``lane_queries`` and ``lane_starts`` deal the queries to lanes (one thread each, or one
-    lane on the calling thread). Not for two threads at once (``orders`` is rewritten by each call)."""
+    beyond the cutoff. ``lane_queries`` and ``lane_starts`` deal the queries to lanes (``CHUNKS_PER_THREAD`` per
+    thread, or one lane on the calling thread). ``orders`` is rewritten by each call, which
+    :func:`gaprank._compiled_setup.run_lanes` runs one at a time."""
 
     mode: int
     rows: np.ndarray
@@ -103,8 +105,8 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
     """The kernel's plan for queries of ``sizes`` documents whose rows (into the scores) and labels come
     query after query in ``rows`` and ``labels``, from the same score-independent inputs as the torch
     engine's factor plan (``discounts``: a discounted-gain measure's discount per 0-based rank, as long as
-    the longest query). Queries are dealt to ``thread_count()`` lanes, or to one (the calling thread) below
-    ``THREADED_PAIRS`` pairs. ``warm_start``: each call's sort starts from the last call's ranking (boosting's
+    the longest query). Queries are dealt to ``CHUNKS_PER_THREAD`` lanes per thread, or to one (the calling
+    thread) below ``THREADED_PAIRS`` pairs. ``warm_start``: each call's sort starts from the last call's ranking (boosting's
     rounds move few documents); False for a plan used once."""
     longest = max(1, int(sizes.max()) if sizes.size else 1)
     inverse_ranks = 1.0 / np.arange(1, longest + 1, dtype=np.float64)
@@ -128,7 +130,7 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
     cut = longest if truncation is None else int(truncation)
     upper = np.minimum(cut, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
     pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
-    lanes = thread_count() if pairs.sum() >= THREADED_PAIRS else 1
+    lanes = CHUNKS_PER_THREAD * thread_count() if pairs.sum() >= THREADED_PAIRS else 1
     lane_queries, lane_starts = balanced_lanes(pairs, lanes)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return CompiledPlan(
@@ -386,9 +388,10 @@ if numba is not None:
                 cost[q] = query_cost
 
     @compiled(nogil=True, error_model="numpy")
-    def _run_lane(lane, scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-                  sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
-        """One lane in a workspace of its own, as long as the longest query."""
+    def _run_lane(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
+                  truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, lane, lanes):
+        """Lane ``lane`` of the plan's ``lanes`` (a lane kernel), in a workspace of its own, as long as the
+        longest query."""
         c1 = kernel.shape[1]
         longest = 0
         for q in range(starts.size - 1):
@@ -419,22 +422,6 @@ if numba is not None:
               table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas,
               hessians, pair_sums, pair_logs, log_scratch, counts, others, cost)
 
-    @compiled(parallel=True, error_model="numpy")
-    def _lambdamart_threads(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-                            sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
-        """The lanes on numba's threads, one lane a thread."""
-        for lane in numba.prange(lane_starts.size - 1):
-            _run_lane(lane, scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-                      sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost)
-
-    @compiled(error_model="numpy")  # holds the GIL, as the threaded kernel does: a plan is not for two threads
-    def _lambdamart_here(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-                         sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost):
-        """The lanes on the calling thread, one after another."""
-        for lane in range(lane_starts.size - 1):
-            _run_lane(lane, scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-                      sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost)
-
 
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray | None,
                          cost: np.ndarray | None = None) -> None:
@@ -446,9 +433,10 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
     first = not COMPILE_SECONDS
     start = time.perf_counter()
     # hess or cost None: numba compiles a version without their branches (pruned on the None type)
-    run = _lambdamart_threads if plan.lane_starts.size > 2 else _lambdamart_here
-    run(scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains, plan.discounts,
-        plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm, plan.lane_queries,
-        plan.lane_starts, plan.orders, plan.warm_start, grad, hess, cost)
+    lanes = plan.lane_starts.size - 1
+    run_lanes(_run_lane, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
+                          plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
+                          plan.lane_queries, plan.lane_starts, plan.orders, plan.warm_start, grad, hess, cost),
+              lanes, thread_count() if lanes > 1 else 1)
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)

@@ -48,8 +48,8 @@ SAVED_LAW_ELEMENTS = 1 << 25
 # it keeps: above that, the kernels' own work dwarfs what a fresh array costs (its pages' first touch).
 KEPT_ARRAY_ELEMENTS = 1 << 23
 KEPT_ARRAYS = 4
-# Pairs (B N^2) from which a compiled call runs on all of numba's threads; a smaller call runs on the calling
-# thread alone, since waking a helper thread would cost it more than the helper saves
+# Pairs (B N^2) from which a compiled call shares its work among threads (thread_count()); a smaller call runs on
+# the calling thread alone, since waking a helper thread would cost it more than the helper saves
 THREADED_PAIRS = 1 << 15
 
 
