@@ -132,11 +132,11 @@ def test_rows_of_the_most_common_grade_skip_its_pairs_whatever_grade_it_is(data,
 
 def test_a_small_plan_runs_on_the_calling_thread_and_a_large_one_on_every_thread(data):
     """Below ``THREADED_PAIRS`` pairs the plan has one lane (no thread to wake); above it, ``CHUNKS_PER_THREAD``
-    per thread."""
+    per thread (at most one per query)."""
     scores, y, sizes = data
     small = LambdaMARTObjective("gap", truncation_level=1, backend="compiled")
     large = LambdaMARTObjective("gap", backend="compiled")
-    for objective, lanes in ((small, 1), (large, CHUNKS_PER_THREAD * numba.get_num_threads())):
+    for objective, lanes in ((small, 1), (large, min(CHUNKS_PER_THREAD * numba.get_num_threads(), sizes.size))):
         objective.gradients(scores, y, sizes)
         assert objective._prepared.get(y, sizes).kernel_plan.lane_starts.size - 1 == lanes
 

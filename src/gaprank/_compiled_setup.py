@@ -30,6 +30,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from queue import SimpleQueue
@@ -105,88 +106,111 @@ class _Lanes:
     core taken by another process, or by an OpenMP thread that spins after a parallel region; or slow to wake)
     leaves its share to the others, and the caller waits only for the lanes a helper took, never for a helper
     that took none: one that wakes after the last lane was taken finds nothing to do. One run at a time
-    (``lock``); every lane runs, and a lane's exception is raised in the caller once every lane has finished,
-    since they all write into the caller's arrays."""
+    (``lock``; a lane kernel must not call :func:`run_lanes`); every lane runs, and a lane's exception is
+    raised in the caller once every lane has finished, since they all write into the caller's arrays. An
+    interrupt (Ctrl-C) in the caller leaves no lane for anyone to take and waits for the helpers' lanes under
+    way before it is raised, so no helper writes into the arrays once the call has ended."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.queues: list[SimpleQueue[Any]] = []
-        self.helpers: list[int] = []  # the helpers' native thread ids
-        self.helper_cpus: list[frozenset[int] | None] = []  # the cores each helper was last kept to
+        self.helpers: list[int | None] = []  # the helpers' native thread ids
+        self.helper_cores: list[frozenset[int] | None] = []  # the cores each helper was last kept to
+        self.busy: list[int | None] = []  # the run each helper is taking lanes of, if any
         self.done: SimpleQueue[Any] = SimpleQueue()  # (run number, exception or None) per lane a helper ran
         self.run_number = 0
 
-    @staticmethod
-    def _take_lanes(kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, counter: Iterator[int],
-                    report: Callable[[BaseException | None], None]) -> int:
-        """Run lanes until none is left, reporting each one's outcome; the number of lanes run."""
-        taken = 0
+    def _serve(self, index: int, queue: SimpleQueue[Any]) -> None:
+        while True:
+            job = queue.get()
+            self.busy[index] = job[0]
+            try:
+                self._take_lanes(*job)
+            finally:
+                self.busy[index] = None
+            del job  # not to keep the last call's arrays alive while waiting for the next
+
+    def _take_lanes(self, run_number: int, kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int,
+                    counter: Iterator[int]) -> None:
         for lane in counter:  # next() on itertools.count is atomic under the GIL
             if lane >= lanes:
-                break
-            taken += 1
+                return
             try:
                 kernel(*args, lane, lanes)
             except BaseException as exc:  # raised by the caller once every lane has finished
-                report(exc)
+                self.done.put((run_number, exc))
             else:
-                report(None)
-        return taken
-
-    @classmethod
-    def _serve(cls, queue: SimpleQueue[Any], done: SimpleQueue[Any]) -> None:
-        while True:
-            run_number, kernel, args, lanes, counter = queue.get()
-            cls._take_lanes(kernel, args, lanes, counter, functools.partial(cls._report, done, run_number))
-
-    @staticmethod
-    def _report(done: SimpleQueue[Any], run_number: int, error: BaseException | None) -> None:
-        done.put((run_number, error))
+                self.done.put((run_number, None))
 
     def _keep_helpers_off_this_core(self, helpers: int) -> None:
         """Keep the helpers to the process's cores other than the calling thread's (Linux): a woken helper is
         otherwise often placed on the caller's core, and the two share it for the whole call."""
         core = _current_core()
-        if core is None:
+        if core is None or _PROCESS_CORES is None:
             return
-        cores = frozenset(os.sched_getaffinity(0)) - {core}
+        cores = _PROCESS_CORES - {core}
         if not cores:
             return
         for i in range(helpers):
-            if self.helper_cpus[i] != cores:
+            helper = self.helpers[i]
+            if helper is not None and self.helper_cores[i] != cores:
                 try:
-                    os.sched_setaffinity(self.helpers[i], cores)
-                except OSError:  # the helper's id is not ours to set (it has gone)
+                    os.sched_setaffinity(helper, cores)
+                except OSError:  # cores the process may no longer use, or a helper that has gone
                     continue
-                self.helper_cpus[i] = cores
+                self.helper_cores[i] = cores
+
+    def _start_helpers(self, count: int) -> None:
+        while len(self.queues) < count:
+            index, queue = len(self.queues), SimpleQueue[Any]()
+            self.queues.append(queue)
+            self.busy.append(None)
+            helper = threading.Thread(target=self._serve, args=(index, queue), daemon=True,
+                                      name=f"gaprank-lane-{index + 1}")
+            helper.start()
+            self.helpers.append(helper.native_id)
+            self.helper_cores.append(None)
 
     def run(self, kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, threads: int) -> None:
         with self.lock:
+            failure: BaseException | None = None
             if threads <= 1:
                 for lane in range(lanes):
-                    kernel(*args, lane, lanes)
+                    try:
+                        kernel(*args, lane, lanes)
+                    except BaseException as exc:  # every lane runs, as on several threads
+                        failure = failure or exc
+                if failure is not None:
+                    raise failure
                 return
-            counter = itertools.count()
-            while len(self.queues) < threads - 1:
-                queue: SimpleQueue[Any] = SimpleQueue()
-                helper = threading.Thread(target=self._serve, args=(queue, self.done), daemon=True,
-                                          name=f"gaprank-lane-{len(self.queues) + 1}")
-                helper.start()
-                self.queues.append(queue)
-                self.helpers.append(helper.native_id or 0)
-                self.helper_cpus.append(None)
+            self._start_helpers(threads - 1)
             self._keep_helpers_off_this_core(threads - 1)
             self.run_number += 1
+            run_number, counter, ran = self.run_number, itertools.count(), 0
             for queue in self.queues[:threads - 1]:
-                queue.put((self.run_number, kernel, args, lanes, counter))
-            outcomes: list[BaseException | None] = []
-            waiting = lanes - self._take_lanes(kernel, args, lanes, counter, outcomes.append)
-            failure = next((error for error in outcomes if error is not None), None)
-            while waiting:  # the lanes the helpers took
-                run_number, error = self.done.get()
-                if run_number == self.run_number:  # not a lane of a run an interrupt left behind
-                    waiting -= 1
-                    failure = failure or error
+                queue.put((run_number, kernel, args, lanes, counter))
+            try:
+                for lane in counter:
+                    if lane >= lanes:
+                        break
+                    try:
+                        kernel(*args, lane, lanes)
+                    except Exception as exc:  # raised once every lane has finished
+                        failure = failure or exc
+                    ran += 1
+                waiting = lanes - ran
+                while waiting:  # the lanes the helpers took
+                    number, error = self.done.get()
+                    if number == run_number:  # not a lane of a run an interrupt left behind
+                        waiting -= 1
+                        failure = failure or error
+            except BaseException:  # an interrupt: no lane is left to take; the helpers' lanes under way finish
+                for lane in counter:
+                    if lane >= lanes:
+                        break
+                while run_number in self.busy[:threads - 1]:
+                    time.sleep(0.001)
+                raise
             if failure is not None:
                 raise failure
 
@@ -203,6 +227,8 @@ def _load_sched_getcpu() -> Callable[[], int] | None:
 
 
 _sched_getcpu = _load_sched_getcpu()
+# the cores the process may use, read at import (a thread's own mask may be narrower: the caller's, pinned)
+_PROCESS_CORES = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 
 
 def _current_core() -> int | None:
