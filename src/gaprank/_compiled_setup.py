@@ -173,22 +173,15 @@ class _Lanes:
 
     def run(self, kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, threads: int) -> None:
         with self.lock:
-            failure: BaseException | None = None
-            if threads <= 1:
-                for lane in range(lanes):
-                    try:
-                        kernel(*args, lane, lanes)
-                    except BaseException as exc:  # every lane runs, as on several threads
-                        failure = failure or exc
-                if failure is not None:
-                    raise failure
-                return
-            self._start_helpers(threads - 1)
-            self._keep_helpers_off_this_core(threads - 1)
+            helpers = threads - 1
             self.run_number += 1
             run_number, counter, ran = self.run_number, itertools.count(), 0
-            for queue in self.queues[:threads - 1]:
-                queue.put((run_number, kernel, args, lanes, counter))
+            failure: BaseException | None = None
+            if helpers:
+                self._start_helpers(helpers)
+                self._keep_helpers_off_this_core(helpers)
+                for queue in self.queues[:helpers]:
+                    queue.put((run_number, kernel, args, lanes, counter))
             try:
                 for lane in counter:
                     if lane >= lanes:
@@ -208,7 +201,7 @@ class _Lanes:
                 for lane in counter:
                     if lane >= lanes:
                         break
-                while run_number in self.busy[:threads - 1]:
+                while run_number in self.busy[:helpers]:
                     time.sleep(0.001)
                 raise
             if failure is not None:
@@ -260,7 +253,6 @@ def lane_kernel(kernel: Callable[..., Any]) -> Callable[..., None]:
         threads = int(threads)
         run_lanes(kernel, tuple(inputs), CHUNKS_PER_THREAD * threads if threads > 1 else 1, threads)
 
-    run.kernel = kernel  # type: ignore[attr-defined]  # the numba dispatcher itself
     functools.update_wrapper(run, getattr(kernel, "py_func", kernel))
     return run
 

@@ -437,6 +437,6 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
     run_lanes(_run_lane, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
                           plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
                           plan.lane_queries, plan.lane_starts, plan.orders, plan.warm_start, grad, hess, cost),
-              lanes, thread_count() if lanes > 1 else 1)
+              lanes, thread_count())
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)
