@@ -156,3 +156,44 @@ def test_the_peers_standard_measures_in_evaluation_and_as_objectives():
     for name in ["MRR", "R@5", "Rprec", "DCG@10"]:  # Success@k: its deltas vanish once a relevant document is in
         booster = xgb.train(BASE, data, 5, obj=gx.objective(name))
         assert np.isfinite(booster.predict(data)).all() and np.ptp(booster.predict(data)) > 0, name
+
+
+def _read_three(data):
+    from gaprank.xgboost import _dmatrix
+    return _dmatrix.labels(data), _dmatrix.weights(data), _dmatrix.group_pointer(data)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: xgb.DMatrix(np.zeros((5, 1)), label=[2, 0, 1, 0, 1], qid=[3, 3, 3, 7, 7]),
+    lambda: xgb.DMatrix(np.zeros((5, 1)), label=[2, 0, 1, 0, 1], qid=[3, 3, 3, 7, 7], weight=[0.5, 2.0]),
+    lambda: xgb.DMatrix(np.zeros((5, 1)), label=[2, 0, 1, 0, 1]),  # no groups
+    lambda: xgb.DMatrix(np.zeros((0, 1)), label=np.zeros(0)),
+    lambda: xgb.QuantileDMatrix(np.arange(10.0).reshape(5, 2), label=[2, 0, 1, 0, 1], qid=[3, 3, 3, 7, 7]),
+    lambda: xgb.DMatrix(np.zeros((3, 1)), label=np.array([[1, 0], [0, 1], [2, 2]])),  # two targets: get_label's 2-D
+])
+def test_the_objective_reads_a_dmatrix_as_its_public_accessors_do(build):
+    """The C API reads behind the objective and the metric (each round) give what get_label, get_weight and
+    get_uint_info("group_ptr") give, in shape, dtype and value, and follow a set_label/set_group made between
+    rounds."""
+    data = build()
+    for _ in range(2):
+        public = (data.get_label(), data.get_weight(), data.get_uint_info("group_ptr"))
+        for ours, theirs in zip(_read_three(data), public, strict=True):
+            assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+            np.testing.assert_array_equal(ours, theirs)
+        if data.num_row() == 5:
+            data.set_label(np.array([0, 1, 2, 2, 0]))
+            data.set_group([2, 3])
+
+
+def test_the_objective_reads_through_the_accessors_where_the_c_api_is_missing(monkeypatch):
+    from gaprank.xgboost import _dmatrix
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 40).astype(np.float32)
+    data = xgb.DMatrix(np.zeros((40, 1)), label=y, qid=np.repeat(np.arange(4), 10), weight=[1.0, 2.0, 0.5, 1.0])
+    s = rng.normal(size=40)
+    through_c = gx.objective("gap", g=[0.5, 0.5])(s, data)
+    monkeypatch.setattr(_dmatrix, "_library", None)
+    through_accessors = gx.objective("gap", g=[0.5, 0.5])(s, data)
+    for ours, theirs in zip(through_c, through_accessors, strict=True):
+        np.testing.assert_array_equal(ours, theirs)

@@ -121,7 +121,7 @@ class BatchPairs:
 
     def _shape(self, ranked: RankedLists, scores: torch.Tensor) -> _Shape:
         batch, width = ranked.grades.shape
-        if self.kept == 0 or torch.compiler.is_compiling():  # traced code keeps nothing between calls
+        if self.kept == 0:
             return _Shape(SlotLayout.single(ranked.n_docs, width))
         key = self._key(batch, width, scores)
         kept = self._shapes.get(key)

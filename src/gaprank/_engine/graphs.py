@@ -67,9 +67,8 @@ def exact_key(value: Any) -> Any:
 def graphable(scores: torch.Tensor, labels: Any, mask: Any) -> bool:
     """Whether a step on these inputs may be captured or replayed: a non-empty ``[B, N]`` or ``[N]`` batch
     whose labels (and mask, if any) are tensors of the scores' shape, every tensor on one CUDA device, no
-    capture of the caller's own under way (the step is then part of it), and no torch.compile trace."""
-    if (scores.device.type != "cuda" or scores.ndim not in (1, 2) or scores.numel() == 0
-            or torch.compiler.is_compiling()):
+    capture of the caller's own under way (the step is then part of it)."""
+    if scores.device.type != "cuda" or scores.ndim not in (1, 2) or scores.numel() == 0:
         return False
     for x in (labels, mask):
         if x is not None and not (isinstance(x, torch.Tensor) and x.device == scores.device

@@ -42,7 +42,6 @@ from ._common import (
 )
 
 
-@opaque_to_compile  # numpy and numba: under torch.compile an opaque call, not traced
 def _compiled_terms(s: torch.Tensor, m: torch.Tensor, ranked, measure, params, sigma: float, k: int | None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cost [B], grad [B, N])`` from the compiled backend. The kernel sorts each list itself, so ``ranked``
@@ -86,14 +85,17 @@ def _attach(scores, mask, cost: torch.Tensor, grad: torch.Tensor, reduction: str
     return reduce_loss(with_gradient(s, cost, grad), reduction, scores.ndim == 1)
 
 
-def _attach_lambdas(scores, labels, mask, engines: BatchPairs, settings: tuple, lambdas, reduction: str, *,
-                    replayable: bool):
-    """``lambdas(scores, labels, mask)`` (detached scores) attached to the scores and reduced. A step that reads
-    nothing back from the device (``replayable``) goes through ``engines``, which on a GPU replay its kernels
-    as one CUDA graph once its shape and ``settings`` come back; any other is computed here."""
-    step = engines.replayed if replayable else (lambda settings, fn, *inputs: fn(*inputs))
-    cost, grad = step(settings, lambdas, scores.detach(), labels, mask)
-    return _attach(scores, mask, cost, grad, reduction)
+@opaque_to_compile  # under torch.compile one opaque call: the engines keep their buffers and graphs as in eager
+def _lambda_terms(step, engines: BatchPairs, settings: tuple, detached: torch.Tensor, labels, mask,
+                  replayable: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``step(detached, labels, mask)``: a batch's ``(cost [B], grad [B, N])``, no autograd graph. A step that
+    reads nothing back from the device (``replayable``) goes through ``engines``, which on a GPU replay its
+    kernels as one CUDA graph once its shape and ``settings`` come back; any other runs here. Under
+    torch.compile no step is replayable (no CUDA graph of ours inside the caller's compiled code)."""
+    if replayable:
+        cost, grad = engines.replayed(settings, step, detached, labels, mask)
+        return cost, grad
+    return step(detached, labels, mask)
 
 
 @renamed_keywords(metric="measure")
@@ -210,23 +212,26 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: s
     sigma = check_sigma(sigma)
     k = check_positive_int(k)
     parsed = objective_measure(measure).with_params(g=g)
-    if lambda_backend(backend, parsed, scores.device) == "compiled":
-        ranked, params = rank_for_measure(scores.detach(), labels, parsed, mask=mask, grade_counts=grade_counts,
-                                          max_grade=max_grade, by_score=False, validate=validate)
-        s, m = as_batch(scores.detach(), mask)
-        cost, grad = _compiled_terms(s, m, ranked, parsed, params, sigma, k)
-        return _attach(scores, mask, *_rankable_only(ranked, cost, grad), reduction)
-
-    def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
-                                          max_grade=max_grade, validate=validate)
-        s, _ = as_batch(detached, mask)
-        terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
-        return _document_terms(ranked, terms)
+    on_kernel = lambda_backend(backend, parsed, scores.device) == "compiled"
+    if on_kernel:
+        def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+            ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
+                                              max_grade=max_grade, by_score=False, validate=validate)
+            s, m = as_batch(detached, mask)
+            return _rankable_only(ranked, *_compiled_terms(s, m, ranked, parsed, params, sigma, k))
+    else:
+        def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+            ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
+                                              max_grade=max_grade, validate=validate)
+            s, _ = as_batch(detached, mask)
+            terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
+            return _document_terms(ranked, terms)
 
     settings = ("lambdarank", parsed.name, parsed.kwargs, sigma, k, max_grade)
-    return _attach_lambdas(scores, labels, mask, engines, settings, lambdas, reduction,
-                           replayable=not validate and grade_counts is None)
+    replayable = not on_kernel and not validate and grade_counts is None  # the kernel runs on the CPU only
+    replayable = replayable and not torch.compiler.is_compiling()
+    cost, grad = _lambda_terms(lambdas, engines, settings, scores.detach(), labels, mask, replayable)
+    return _attach(scores, mask, cost, grad, reduction)
 
 
 def ranknet_loss(
@@ -296,8 +301,9 @@ def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float,
         s, _ = as_batch(detached, mask)
         return _document_terms(ranked, engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma))
 
-    return _attach_lambdas(scores, labels, mask, engines, ("ranknet", sigma), lambdas, reduction,
-                           replayable=not validate)
+    replayable = not validate and not torch.compiler.is_compiling()
+    cost, grad = _lambda_terms(lambdas, engines, ("ranknet", sigma), scores.detach(), labels, mask, replayable)
+    return _attach(scores, mask, cost, grad, reduction)
 
 
 class LambdaRankLoss(torch.nn.Module):

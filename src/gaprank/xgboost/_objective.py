@@ -18,6 +18,7 @@ from .._inputs import GaprankInputError, renamed_keywords
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings, RankingEval
 from ..metrics import Conventions
+from . import _dmatrix
 
 # XGBoost's lambdarank hessian per pair is 2 rho (1 - rho) |dM| (LightGBM's: rho (1 - rho) |dM|).
 HESSIAN_SCALE = 2.0
@@ -26,7 +27,7 @@ HESSIAN_SCALE = 2.0
 def query_sizes(dmatrix: Any) -> np.ndarray:
     """Documents per query of a DMatrix, from its ``group_ptr``; a DMatrix without groups is an error
     (a ranking objective on one list of all rows would be silently wrong)."""
-    pointer = np.asarray(dmatrix.get_uint_info("group_ptr"), dtype=np.int64)
+    pointer = _dmatrix.group_pointer(dmatrix).astype(np.int64)
     if pointer.size < 2:
         raise GaprankInputError("the DMatrix has no query groups: build it with qid= (one query id per row, rows "
                                 "of a query together) or call set_group(sizes)")
@@ -39,7 +40,7 @@ def query_sizes(dmatrix: Any) -> np.ndarray:
 
 def _query_weights(dmatrix: Any, sizes: np.ndarray) -> np.ndarray | None:
     """Per-row weights from XGBoost's per-query weights, normalised to mean 1 over queries as XGBoost does."""
-    weights = np.asarray(dmatrix.get_weight(), dtype=np.float64)
+    weights = _dmatrix.weights(dmatrix).astype(np.float64)
     if weights.size == 0:
         return None
     if weights.size != sizes.size:
@@ -58,8 +59,9 @@ class XGBoostObjective:
 
     def __call__(self, predt: np.ndarray, dtrain: Any) -> tuple[np.ndarray, np.ndarray]:
         sizes = query_sizes(dtrain)
-        grad, hess = self.objective.gradients(predt, dtrain.get_label(), sizes, _query_weights(dtrain, sizes))
-        return grad, HESSIAN_SCALE * hess
+        grad, hess = self.objective.gradients(predt, _dmatrix.labels(dtrain), sizes, _query_weights(dtrain, sizes))
+        hess *= HESSIAN_SCALE  # a fresh array of gradients'
+        return grad, hess
 
     def __repr__(self) -> str:
         return f"gaprank.xgboost.objective({self.objective!r})"
@@ -72,7 +74,7 @@ class XGBoostMetric:
         self.evaluator = evaluator
 
     def __call__(self, predt: np.ndarray, dmatrix: Any) -> list[tuple[str, float]]:
-        values = self.evaluator.evaluate(predt, dmatrix.get_label(), query_sizes(dmatrix))
+        values = self.evaluator.evaluate(predt, _dmatrix.labels(dmatrix), query_sizes(dmatrix))
         return list(values.items())
 
 
