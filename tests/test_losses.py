@@ -1126,10 +1126,12 @@ def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
     assert float(peak_mb) < 256, peak_mb
 
 
-# GAP: the compiled kernel; ERR: the tensor engine (unvalidated, the step its CUDA graphs take); RankNet
+# GAP: the compiled kernel; ERR: the tensor engine (unvalidated, the step its CUDA graphs take); RankNet; a function
 @pytest.mark.parametrize("make", [lambda: L.LambdaRankLoss("gap", g=[0.5, 0.5]),
                                   lambda: L.LambdaRankLoss("ERR", max_grade=2, validate=False),
-                                  lambda: L.RankNetLoss()], ids=["gap", "ERR-unvalidated", "RankNet"])
+                                  lambda: L.RankNetLoss(),
+                                  lambda: functools.partial(L.lambdarank_loss, measure="nDCG@5")],
+                         ids=["gap", "ERR-unvalidated", "RankNet", "lambdarank_loss"])
 def test_pairwise_losses_compile_across_batch_shapes_as_one_opaque_call(make):
     """torch.compile with AOTAutograd (the aot_eager backend, as inductor traces) at three batch shapes: the
     lambdas are one opaque call, so dynamo makes one graph before it and one after it per shape and no more, and
@@ -1140,13 +1142,14 @@ def test_pairwise_losses_compile_across_batch_shapes_as_one_opaque_call(make):
     loss = make()
     counter = CompileCounterWithBackend("aot_eager")
     compiled = torch.compile(loss, backend=counter)
+    eager = make()  # buffers of its own
     for batch, size in ((4, 10), (6, 17), (3, 25)):
         torch.manual_seed(batch)
         s = torch.randn(batch, size, dtype=torch.float64, requires_grad=True)
         y = torch.randint(0, 3, (batch, size))
         value = compiled(s, y)
         (grad,) = torch.autograd.grad(value, s)
-        expected = loss(s, y)
+        expected = eager(s, y)
         torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(grad, torch.autograd.grad(expected, s)[0], rtol=1e-12, atol=1e-12)
     # the second shape recompiles with symbolic sizes, which the third reuses: two shapes of two graphs at most

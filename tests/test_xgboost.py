@@ -175,7 +175,11 @@ def test_the_objective_reads_a_dmatrix_as_its_public_accessors_do(build):
     """The C API reads behind the objective and the metric (each round) give what get_label, get_weight and
     get_uint_info("group_ptr") give, in shape, dtype and value, and follow a set_label/set_group made between
     rounds."""
+    from gaprank.xgboost import _dmatrix
     data = build()
+    if data.get_label().ndim == 1:  # read through the C API, not the accessors (the speed this is for)
+        assert _dmatrix._read(data, b"label", np.float32) is not None
+        assert _dmatrix._read(data, b"group_ptr", np.uint32) is not None
     for _ in range(2):
         public = (data.get_label(), data.get_weight(), data.get_uint_info("group_ptr"))
         for ours, theirs in zip(_read_three(data), public, strict=True):
@@ -197,3 +201,14 @@ def test_the_objective_reads_through_the_accessors_where_the_c_api_is_missing(mo
     through_accessors = gx.objective("gap", g=[0.5, 0.5])(s, data)
     for ours, theirs in zip(through_c, through_accessors, strict=True):
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("version, with_cuda, fast", [("3.2.0", True, True), ("3.3.0", False, True),
+                                                      ("3.3.0", True, False), ("4.0.1", True, False)])
+def test_the_c_api_serves_only_where_its_arrays_are_host_memory(monkeypatch, version, with_cuda, fast):
+    """Up to XGBoost 3.2 (checked in its source) and in builds without CUDA; a later CUDA build might return
+    device memory, which the accessors know how to read."""
+    from gaprank.xgboost import _dmatrix
+    monkeypatch.setattr(xgb, "__version__", version)
+    monkeypatch.setattr(xgb, "build_info", lambda: {"USE_CUDA": with_cuda})
+    assert (_dmatrix._c_api() is not None) is fast

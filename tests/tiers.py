@@ -22,9 +22,6 @@ TIERS = {
             "test_training_compare", "test_threads_fork", "test_data_import_hardening",
             # the doctests of the sentence-transformers adapter (src/gaprank/sentence_transformers.py), like its tests
             "sentence_transformers",
-            # test_distributed's helper script (collected only for doctests, of which it has none; it imports the
-            # training scripts)
-            "ddp_fit",
             # gaprank data import and gaprank baseline (a least-squares fit on MQ2008 Fold 1) in two processes
             "test_cli_main::test_the_cli_runs_on_the_lean_install",
             # two gloo processes synchronising the metric's state

@@ -69,6 +69,9 @@ class BatchPairs:
         self.kept = self.capacity = kept
         self._shapes: OrderedDict[tuple, _Shape] = OrderedDict()
         self._graphable_keys: set[tuple] = set()  # shapes about to be made for a step that may be graphed
+        # threads share the table of shapes (not a shape): one thread must not evict a key between another's
+        # look-up and its move to the end
+        self._table = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"kept": self.kept}
@@ -97,15 +100,17 @@ class BatchPairs:
         batch, width = (1, scores.shape[0]) if scores.ndim == 1 else scores.shape
         shape_key = self._key(batch, graph_width(width), scores)
         key = (exact_key(settings), labels.dtype, torch.bool if mask is None else mask.dtype)  # padded: a mask
-        kept = self._shapes.get(shape_key)
-        graphed = None if kept is None else kept.graphs.get(key)
+        with self._table:
+            kept = self._shapes.get(shape_key)
+            graphed = None if kept is None else kept.graphs.get(key)
+            if graphed is not None:
+                self._shapes.move_to_end(shape_key)
+            elif kept is None:
+                self._graphable_keys.add(shape_key)
         if graphed is not None:
-            self._shapes.move_to_end(shape_key)
             kept.graphs.move_to_end(key)  # type: ignore[union-attr]
             cost, grad = graphed(scores, labels, mask)
             return cost, grad[:, :width]
-        if kept is None:
-            self._graphable_keys.add(shape_key)
         inputs = padded(scores, labels, mask)
         cost, grad = fn(*inputs)
         kept = self._shapes.get(shape_key)  # fn made or took it
@@ -124,20 +129,21 @@ class BatchPairs:
         if self.kept == 0:
             return _Shape(SlotLayout.single(ranked.n_docs, width))
         key = self._key(batch, width, scores)
-        kept = self._shapes.get(key)
-        if kept is None:
-            kept = self._shapes[key] = _Shape(SlotLayout.single(ranked.n_docs, width),
-                                              graphable=key in self._graphable_keys)
-            self._graphable_keys.discard(key)
-            self._evict()
-        else:
-            kept.layout.resize(ranked.n_docs)
+        with self._table:
+            kept = self._shapes.get(key)
+            if kept is None:
+                kept = self._shapes[key] = _Shape(SlotLayout.single(ranked.n_docs, width),
+                                                  graphable=key in self._graphable_keys)
+                self._graphable_keys.discard(key)
+                self._evict()
+                return kept
             self._shapes.move_to_end(key)
+        kept.layout.resize(ranked.n_docs)  # the thread's own shape: evicted meanwhile, it still serves this call
         return kept
 
     def _evict(self) -> None:
         """Keep at most ``kept`` shapes whose steps no graph can take (on the CPU, say) and ``capacity`` in all,
-        the oldest of those first."""
+        the oldest of those first (with the table's lock held)."""
         plain = [key for key, shape in self._shapes.items() if not shape.graphable]
         for key in plain[:-self.kept]:
             del self._shapes[key]

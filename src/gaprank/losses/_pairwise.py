@@ -85,7 +85,11 @@ def _attach(scores, mask, cost: torch.Tensor, grad: torch.Tensor, reduction: str
     return reduce_loss(with_gradient(s, cost, grad), reduction, scores.ndim == 1)
 
 
-@opaque_to_compile  # under torch.compile one opaque call: the engines keep their buffers and graphs as in eager
+# the functions' holder: keeping nothing, it is never written, so every call and thread can share it
+_BUILDS_ITS_OWN = BatchPairs(kept=0)
+
+
+@opaque_to_compile  # under torch.compile one opaque call: the engines keep their buffers as in eager
 def _lambda_terms(step, engines: BatchPairs, settings: tuple, detached: torch.Tensor, labels, mask,
                   replayable: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """``step(detached, labels, mask)``: a batch's ``(cost [B], grad [B, N])``, no autograd graph. A step that
@@ -198,7 +202,7 @@ def lambdarank_loss(
     >>> bool(scores.grad[0] < 0 < scores.grad[2])   # push the grade-2 document up, the grade-0 down
     True
     """
-    return _lambdarank(scores, labels, BatchPairs(kept=0), measure=measure, g=g, sigma=sigma, k=k, mask=mask,
+    return _lambdarank(scores, labels, _BUILDS_ITS_OWN, measure=measure, g=g, sigma=sigma, k=k, mask=mask,
                        grade_counts=grade_counts, max_grade=max_grade, reduction=reduction, validate=validate,
                        backend=backend)
 
@@ -284,7 +288,7 @@ def ranknet_loss(
     >>> round(ranknet_loss(torch.tensor([0.0, 0.0]), torch.tensor([1, 0])).item(), 4)   # log 2
     0.6931
     """
-    return _ranknet(scores, labels, BatchPairs(kept=0), sigma=sigma, mask=mask, reduction=reduction,
+    return _ranknet(scores, labels, _BUILDS_ITS_OWN, sigma=sigma, mask=mask, reduction=reduction,
                     validate=validate, backend=backend)
 
 

@@ -4,8 +4,10 @@ A DMatrix can change between rounds (``set_label``, ``set_group``, ``set_weight`
 three afresh each time. XGBoost's Python accessors (``get_label``, ``get_weight``, ``get_uint_info``) parse a JSON
 description of the array and define a wrapper class on every call; here each read is one call of XGBoost's C
 API (``XGDMatrixGetFloatInfo``, ``XGDMatrixGetUIntInfo``), through the library XGBoost itself loaded, and one
-copy. Where that library or those functions are missing, or an array is not one value per row or query
-(multi-target labels), the public accessor answers instead, so the values and errors are the accessors' own.
+copy. Those functions return host memory in every XGBoost up to 3.2 (read in its source), and in any build
+without CUDA; elsewhere (a later CUDA build might return device memory), where the library or the functions are
+missing, or where an array is not one value per row or query (multi-target labels), the public accessor answers
+instead, so the values and errors are the accessors' own.
 """
 
 from __future__ import annotations
@@ -15,16 +17,24 @@ from typing import Any
 
 import numpy as np
 
+HOST_MEMORY_UP_TO = (3, 2)  # the last XGBoost whose info arrays were checked to be host memory in any build
+
 
 def _c_api() -> Any:
-    """The C library XGBoost's Python package loaded, or None where it cannot be found."""
+    """The C library XGBoost's Python package loaded, or None where it cannot be found or its info arrays may
+    not be host memory."""
+    import xgboost
     import xgboost.core
 
     lib = getattr(xgboost.core, "_LIB", None)
-    if lib is None or not all(hasattr(lib, name) for name in ("XGDMatrixGetFloatInfo", "XGDMatrixGetUIntInfo",
-                                                               "XGBGetLastError")):
+    if lib is None or not all(hasattr(lib, name) for name in ("XGDMatrixGetFloatInfo", "XGDMatrixGetUIntInfo")):
         return None
-    return lib
+    try:
+        version = tuple(int(part) for part in xgboost.__version__.split(".")[:2])
+        with_cuda = bool(xgboost.build_info().get("USE_CUDA", True))
+    except (ValueError, AttributeError, TypeError):
+        return None
+    return lib if version <= HOST_MEMORY_UP_TO or not with_cuda else None
 
 
 _UNREAD = object()
