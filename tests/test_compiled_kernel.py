@@ -141,11 +141,16 @@ def test_a_small_plan_runs_on_the_calling_thread_and_a_large_one_on_every_thread
         assert objective._prepared.get(y, sizes).kernel_plan.lane_starts.size - 1 == lanes
 
 
-def test_lanes_are_balanced_by_pairs():
-    pairs = np.array([100.0, 1, 1, 1, 50, 50, 2])
-    queries, starts = compiled.balanced_lanes(pairs, 2)
-    loads = [pairs[queries[starts[i]:starts[i + 1]]].sum() for i in range(2)]
-    assert sorted(queries.tolist()) == list(range(7)) and abs(loads[0] - loads[1]) <= 5
+def test_lanes_deal_every_query_once_and_shrink_by_pairs():
+    """Lane i takes about ``lanes - i`` parts of the pairs, so the lanes taken last are the shortest."""
+    pairs = np.random.default_rng(0).integers(1, 400, 471).astype(np.float64)
+    queries, starts = compiled.shrinking_lanes(pairs, 8)
+    assert sorted(queries.tolist()) == list(range(471)) and starts[0] == 0 and starts[-1] == 471
+    shares = np.array([pairs[queries[starts[i]:starts[i + 1]]].sum() for i in range(8)]) / pairs.sum()
+    np.testing.assert_allclose(shares, np.arange(8, 0, -1) / 36, atol=0.01)
+    few = np.array([100.0, 1, 1, 1, 50, 50, 2])  # a query larger than its lane's share: no lane takes it twice
+    queries, starts = compiled.shrinking_lanes(few, 4)
+    assert sorted(queries.tolist()) == list(range(7)) and (np.diff(starts) >= 0).all() and starts[-1] == 7
 
 
 def test_each_call_ranks_afresh_from_the_last_ranking(data):

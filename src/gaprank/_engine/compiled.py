@@ -26,7 +26,8 @@ term would be NaN). The PyTorch loss also asks for the cost,
 its lower ranks that the compiler vectorises (a gathered row's stay scalar) -- the weights, then the lambdas and
 hessians added to the lower ranks, then the cost's logarithms and terms -- and one scalar pass that sums the
 upper rank's terms in the pairs' order, so the result is the same on any machine. Queries are dealt to
-lanes balanced by pair count, ``CHUNKS_PER_THREAD`` per thread, which the threads take in turn
+lanes whose pair counts shrink from the first to the last (:func:`shrinking_lanes`), ``CHUNKS_PER_THREAD`` per
+thread, which the threads take in turn
 (:func:`gaprank._compiled_setup.run_lanes`), or run on the calling thread when they hold fewer than
 ``THREADED_PAIRS`` pairs; a query is one lane's, start to end, so the result does not depend on the number of
 threads.
@@ -86,17 +87,18 @@ class CompiledPlan:
     warm_start: bool = True  # sort from the last call's ranking (boosting); False: sort afresh (a new batch)
 
 
-def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Deal queries to ``lanes`` lanes by pair count, largest first, in snake order (0, 1, .., L-1, L-1, .., 0):
-    ``(queries, starts)`` with lane i's queries ``queries[starts[i]:starts[i+1]]``."""
+def shrinking_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Deal queries to ``lanes`` lanes whose pair counts shrink linearly, lane i taking about ``lanes - i``
+    parts: ``(queries, starts)`` with lane i's queries ``queries[starts[i]:starts[i+1]]``, the largest queries
+    first. The threads take the lanes in order, so the last ones, taken while other threads finish theirs, are
+    the shortest, and the caller waits less for the last lane a helper took."""
     lanes = max(1, min(lanes, pairs.size))
-    largest_first = np.argsort(-pairs, kind="stable")
-    turn = np.arange(pairs.size) % (2 * lanes)
-    owner = np.empty(pairs.size, dtype=np.int64)
-    owner[largest_first] = np.where(turn < lanes, turn, 2 * lanes - 1 - turn)
-    order = np.argsort(owner, kind="stable")
-    starts = np.searchsorted(owner[order], np.arange(lanes + 1))
-    return order.astype(np.int64), starts.astype(np.int64)
+    largest_first = np.argsort(-pairs, kind="stable").astype(np.int64)
+    parts = np.arange(lanes, 0, -1, dtype=np.float64)
+    bounds = np.cumsum(parts)[:-1] / parts.sum() * pairs.sum()  # where each lane's pairs should end
+    done_before = np.cumsum(pairs[largest_first]) - pairs[largest_first]  # pairs dealt before each query
+    starts = np.concatenate([[0], np.searchsorted(done_before, bounds, side="left"), [pairs.size]])
+    return largest_first, np.maximum.accumulate(starts).astype(np.int64)
 
 
 def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, rows: np.ndarray, labels: np.ndarray,
@@ -131,7 +133,7 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
     upper = np.minimum(cut, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
     pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
     lanes = CHUNKS_PER_THREAD * thread_count() if pairs.sum() >= THREADED_PAIRS else 1
-    lane_queries, lane_starts = balanced_lanes(pairs, lanes)
+    lane_queries, lane_starts = shrinking_lanes(pairs, lanes)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return CompiledPlan(
         mode=mode, rows=rows.astype(np.int64), starts=starts, labels=labels.astype(np.int64),
