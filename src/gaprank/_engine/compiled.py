@@ -97,8 +97,9 @@ def shrinking_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarr
     parts = np.arange(lanes, 0, -1, dtype=np.float64)
     bounds = np.cumsum(parts)[:-1] / parts.sum() * pairs.sum()  # where each lane's pairs should end
     done_before = np.cumsum(pairs[largest_first]) - pairs[largest_first]  # pairs dealt before each query
+    # increasing bounds in a sorted array: the starts never decrease (a lane may be empty)
     starts = np.concatenate([[0], np.searchsorted(done_before, bounds, side="left"), [pairs.size]])
-    return largest_first, np.maximum.accumulate(starts).astype(np.int64)
+    return largest_first, starts.astype(np.int64)
 
 
 def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, rows: np.ndarray, labels: np.ndarray,

@@ -94,12 +94,21 @@ def _lambda_terms(step, engines: BatchPairs, settings: tuple, detached: torch.Te
                   replayable: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """``step(detached, labels, mask)``: a batch's ``(cost [B], grad [B, N])``, no autograd graph. A step that
     reads nothing back from the device (``replayable``) goes through ``engines``, which on a GPU replay its
-    kernels as one CUDA graph once its shape and ``settings`` come back; any other runs here. Under
-    torch.compile no step is replayable (no CUDA graph of ours inside the caller's compiled code)."""
+    kernels as one CUDA graph once its shape and ``settings`` come back; any other runs here."""
     if replayable:
         cost, grad = engines.replayed(settings, step, detached, labels, mask)
         return cost, grad
     return step(detached, labels, mask)
+
+
+def _attach_lambdas(scores, labels, mask, engines: BatchPairs, settings: tuple, lambdas, reduction: str, *,
+                    replayable: bool):
+    """``lambdas(scores, labels, mask)`` (detached scores, :func:`_lambda_terms`) attached to the scores and
+    reduced. Under torch.compile no step is replayable: no CUDA graph of ours inside the caller's compiled code
+    (read here, in traced code: inside the opaque call nothing is compiling)."""
+    replayable = replayable and not torch.compiler.is_compiling()
+    cost, grad = _lambda_terms(lambdas, engines, settings, scores.detach(), labels, mask, replayable)
+    return _attach(scores, mask, cost, grad, reduction)
 
 
 @renamed_keywords(metric="measure")
@@ -232,10 +241,9 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: s
             return _document_terms(ranked, terms)
 
     settings = ("lambdarank", parsed.name, parsed.kwargs, sigma, k, max_grade)
-    replayable = not on_kernel and not validate and grade_counts is None  # the kernel runs on the CPU only
-    replayable = replayable and not torch.compiler.is_compiling()
-    cost, grad = _lambda_terms(lambdas, engines, settings, scores.detach(), labels, mask, replayable)
-    return _attach(scores, mask, cost, grad, reduction)
+    # the kernel runs on the CPU only, where nothing is graphed
+    return _attach_lambdas(scores, labels, mask, engines, settings, lambdas, reduction,
+                           replayable=not on_kernel and not validate and grade_counts is None)
 
 
 def ranknet_loss(
@@ -305,9 +313,8 @@ def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float,
         s, _ = as_batch(detached, mask)
         return _document_terms(ranked, engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma))
 
-    replayable = not validate and not torch.compiler.is_compiling()
-    cost, grad = _lambda_terms(lambdas, engines, ("ranknet", sigma), scores.detach(), labels, mask, replayable)
-    return _attach(scores, mask, cost, grad, reduction)
+    return _attach_lambdas(scores, labels, mask, engines, ("ranknet", sigma), lambdas, reduction,
+                           replayable=not validate)
 
 
 class LambdaRankLoss(torch.nn.Module):
