@@ -149,29 +149,33 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
 if numba is not None:
 
     @compiled(nogil=True, error_model="numpy")
-    def _sort(order, keys, n):
-        """Order ``0..n-1`` by ``keys`` descending, ties by index: a stable merge sort."""
+    def _sort(orders, start, keys, n):
+        """Write ``0..n-1`` ordered by ``keys`` descending, ties by index, to ``orders[start:start + n]``: a stable
+        merge sort."""
         negated = np.empty(n)
         for m in range(n):
             negated[m] = -keys[m]
-        order[:] = np.argsort(negated, kind="mergesort")
+        ranked = np.argsort(negated, kind="mergesort")
+        for m in range(n):
+            orders[start + m] = ranked[m]
 
     @compiled(nogil=True, error_model="numpy")
-    def _sort_from(order, keys, n):
-        """:func:`_sort`, starting from last round's ``order``: insertion sort, linear in the few places boosting
-        moved; past ``16 n`` moves, the merge sort."""
+    def _sort_from(orders, start, keys, n):
+        """:func:`_sort`, starting from last round's order in ``orders[start:start + n]``: insertion sort, linear in
+        the few places boosting moved; past ``16 n`` moves, the merge sort."""
         moves = 0
         for i in range(1, n):
-            current = order[i]
+            current = orders[start + i]
             key = keys[current]
             j = i - 1
-            while j >= 0 and (keys[order[j]] < key or (keys[order[j]] == key and order[j] > current)):
-                order[j + 1] = order[j]
+            while j >= 0 and (keys[orders[start + j]] < key or (keys[orders[start + j]] == key
+                                                                 and orders[start + j] > current)):
+                orders[start + j + 1] = orders[start + j]
                 j -= 1
             moves += i - 1 - j
-            order[j + 1] = current
+            orders[start + j + 1] = current
             if moves > 16 * n:
-                _sort(order, keys, n)
+                _sort(orders, start, keys, n)
                 return
 
     @compiled(nogil=True, error_model="numpy")
@@ -180,23 +184,23 @@ if numba is not None:
               v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas, hessians,
               pair_sums, pair_logs, log_scratch, counts, others, cost):
         """One lane's queries, one after another, in the thread's workspace. The loop over them is here, not
-        around a call per query: such a call passes some forty arrays, which cost more than a short query."""
+        around a call per query: such a call passes some forty arrays, which cost more than a short query. Nothing
+        here takes a slice of an array: each view costs two atomic updates of its parent's reference count, on a
+        cache line the threads share."""
         for position in range(lane_starts[lane], lane_starts[lane + 1]):
             q = lane_queries[position]
             start = starts[q]
             n = starts[q + 1] - start
-            rows = plan_rows[start:start + n]
             for i in range(n):
-                keys[i] = scores[rows[i]]
-            order = orders[start:start + n]
+                keys[i] = scores[plan_rows[start + i]]
             if warm_start:  # descending scores, ties in row order
-                _sort_from(order, keys, n)
+                _sort_from(orders, start, keys, n)
             else:
-                _sort(order, keys, n)
+                _sort(orders, start, keys, n)
             c1 = kernel.shape[1]
             for i in range(n):
-                s_rank[i] = scores[rows[order[i]]]
-                g_rank[i] = labels[start + order[i]]
+                s_rank[i] = scores[plan_rows[start + orders[start + i]]]
+                g_rank[i] = labels[start + orders[start + i]]
                 grad_rank[i] = 0.0
                 if hess is not None:
                     hess_rank[i] = 0.0
@@ -233,7 +237,8 @@ if numba is not None:
             # A pair of equal grades weighs exactly 0 and adds exactly 0 to every sum. The query's most common
             # grade (most pairs of equal grades are of it) then pairs only with the ranks of the other grades,
             # in rank order (``others``): the same sums in the same order, without the zero terms.
-            counts[:] = 0
+            for u in range(counts.size):
+                counts[u] = 0
             for i in range(n):
                 counts[g_rank[i]] += 1
             common = np.argmax(counts)
@@ -263,7 +268,6 @@ if numba is not None:
                 # (never where e_a underflowed: that branch reads the weights of every lower rank)
                 sparse = x == common and e_a > 1e-290 and 2 * (m - p) < count
                 pairs = m - p if sparse else count
-                gathered = others[p:m]
                 # the row's weights |delta| (normalised) in a pass of their own; equal grades give exactly 0
                 if mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
                     for u in range(c1):
@@ -271,7 +275,7 @@ if numba is not None:
                     up = u_a[x]
                     if sparse:
                         for j in range(pairs):
-                            b = gathered[j]
+                            b = others[p + j]
                             weights[j] = abs((u_a[g_rank[b]] - up) + table_w[x, b])
                     else:
                         for j in lower:
@@ -281,7 +285,7 @@ if numba is not None:
                     disc_a = discounts[a]
                     if sparse:
                         for j in range(pairs):
-                            b = gathered[j]
+                            b = others[p + j]
                             weights[j] = abs((gain_rank[b] - gain_x) * (disc_a - discounts[b]) * z_q)
                     else:
                         for j in lower:
@@ -289,7 +293,7 @@ if numba is not None:
                 if norm:
                     if sparse:
                         for j in range(pairs):
-                            weights[j] = weights[j] / (abs(s_rank[gathered[j]] - s_a) + offset)
+                            weights[j] = weights[j] / (abs(s_rank[others[p + j]] - s_a) + offset)
                     else:
                         for j in lower:
                             weights[j] = weights[j] / (abs(s_rank[lo + j] - s_a) + offset)
@@ -302,7 +306,7 @@ if numba is not None:
                     # the upper rank's sums in a scalar pass, pair after pair: the same result on any machine
                     if sparse:
                         for j in range(pairs):
-                            b = gathered[j]
+                            b = others[p + j]
                             e_b = e_rank[b]
                             better_up = x > g_rank[b]
                             sign = 1.0 if better_up else -1.0
@@ -337,7 +341,7 @@ if numba is not None:
                         log_into(pair_sums, pair_logs, log_scratch, (pairs + 7) & ~7)
                         if sparse:
                             for j in range(pairs):
-                                b = gathered[j]
+                                b = others[p + j]
                                 better = s_a if x > g_rank[b] else s_rank[b]
                                 pair_logs[j] = weights[j] * (pair_logs[j] - (better - s_top))
                         else:
@@ -383,7 +387,7 @@ if numba is not None:
                 lambda_sum = 2.0 * sigma * weight_sum * unscale
                 factor = (math.log2(1.0 + lambda_sum) / lambda_sum if lambda_sum > 0 else 1.0) * unscale
             for i in range(n):
-                row = rows[order[i]]
+                row = plan_rows[start + orders[start + i]]
                 grad[row] = grad_rank[i] * factor * sigma
                 if hess is not None:
                     hess[row] = hess_rank[i] * factor * (sigma * sigma)

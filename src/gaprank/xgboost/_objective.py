@@ -27,13 +27,17 @@ HESSIAN_SCALE = 2.0
 def query_sizes(dmatrix: Any) -> np.ndarray:
     """Documents per query of a DMatrix, from its ``group_ptr``; a DMatrix without groups is an error
     (a ranking objective on one list of all rows would be silently wrong)."""
-    pointer = _dmatrix.group_pointer(dmatrix).astype(np.int64)
+    return _sizes_from_pointer(_dmatrix.group_pointer(dmatrix), dmatrix.num_row())
+
+
+def _sizes_from_pointer(group_pointer: np.ndarray, num_rows: int) -> np.ndarray:
+    pointer = group_pointer.astype(np.int64)
     if pointer.size < 2:
         raise GaprankInputError("the DMatrix has no query groups: build it with qid= (one query id per row, rows "
                                 "of a query together) or call set_group(sizes)")
     sizes = np.diff(pointer)
-    if pointer[0] != 0 or (sizes < 1).any() or pointer[-1] != dmatrix.num_row():
-        raise GaprankInputError(f"the DMatrix's query groups do not cover its {dmatrix.num_row()} rows "
+    if pointer[0] != 0 or (sizes < 1).any() or pointer[-1] != num_rows:
+        raise GaprankInputError(f"the DMatrix's query groups do not cover its {num_rows} rows "
                                 f"(group_ptr ends at {pointer[-1]})")
     return sizes
 
@@ -56,9 +60,14 @@ class XGBoostObjective:
 
     def __init__(self, objective: LambdaMARTObjective) -> None:
         self.objective = objective
+        # the last group_ptr and number of rows read, and their query sizes: the same every round of a training
+        self._groups: tuple[np.ndarray, int, np.ndarray] | None = None
 
     def __call__(self, predt: np.ndarray, dtrain: Any) -> tuple[np.ndarray, np.ndarray]:
-        sizes = query_sizes(dtrain)
+        pointer, num_rows, groups = _dmatrix.group_pointer(dtrain), dtrain.num_row(), self._groups
+        if groups is None or groups[1] != num_rows or not np.array_equal(groups[0], pointer):
+            groups = self._groups = (pointer, num_rows, _sizes_from_pointer(pointer, num_rows))
+        sizes = groups[2]
         grad, hess = self.objective.gradients(predt, _dmatrix.labels(dtrain), sizes, _query_weights(dtrain, sizes))
         hess *= HESSIAN_SCALE  # a fresh array of gradients'
         return grad, hess
