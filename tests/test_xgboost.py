@@ -190,6 +190,24 @@ def test_the_objective_reads_a_dmatrix_as_its_public_accessors_do(build):
             data.set_group([2, 3])
 
 
+def test_the_objective_follows_a_dmatrix_whose_groups_change_between_rounds():
+    """The objective keeps the last group pointer's query sizes; a set_group between calls, or another DMatrix,
+    is read afresh: each call gives what a fresh objective gives."""
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, 30).astype(np.float32)
+    first = xgb.DMatrix(np.zeros((30, 1)), label=y, qid=np.repeat(np.arange(3), 10))
+    other = xgb.DMatrix(np.zeros((30, 1)), label=y, qid=np.repeat(np.arange(5), 6))
+    s = rng.normal(size=30)
+    kept = gx.objective("gap", g=[0.5, 0.5])
+    for data in (first, other, first):
+        for ours, fresh in zip(kept(s, data), gx.objective("gap", g=[0.5, 0.5])(s, data), strict=True):
+            np.testing.assert_array_equal(ours, fresh)
+    first.set_group([4, 26])
+    for ours, fresh in zip(kept(s, first), gx.objective("gap", g=[0.5, 0.5])(s, first), strict=True):
+        np.testing.assert_array_equal(ours, fresh)
+    assert not np.array_equal(kept(s, first)[0], kept(s, other)[0])
+
+
 def test_the_objective_reads_through_the_accessors_where_the_c_api_is_missing(monkeypatch):
     from gaprank.xgboost import _dmatrix
     rng = np.random.default_rng(3)
