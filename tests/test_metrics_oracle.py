@@ -150,3 +150,27 @@ def test_ties_rules_on_a_tied_list():
     assert M.average_precision(scores, labels, ties="stable") == pytest.approx((1 / 2 + 2 / 4) / 2)
     assert M.average_precision(scores, labels, ties="pessimistic") == pytest.approx((1 / 3 + 2 / 4) / 2)
     assert M.average_precision(scores, labels, ties="optimistic") == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("discount", ["log2p1", "jk"])
+def test_discounts_read_from_the_table_are_the_formula_s_bit_for_bit(discount):
+    """On the CPU, whole ranks read the discount from a table made once (MKL's log2 would start an OpenMP team on
+    every call); its values are those of the formula on the same ranks, in any shape and order, bit for bit.
+    Ranks that are not whole, and ranks past the table, take the formula."""
+    from gaprank.metrics import _formulas as F
+    rng = np.random.default_rng(7)
+    for ranks in (torch.arange(1, 148, dtype=torch.float64), torch.arange(1, 201, dtype=torch.float64)[None].expand(3, -1),
+                  torch.from_numpy(rng.integers(1, 5000, size=(4, 37)).astype(np.float64)),
+                  torch.tensor([F.TABLED_RANKS, 1.0, 2.0]), torch.tensor([F.TABLED_RANKS + 1.0, 3.0]),
+                  torch.tensor([1.5, 2.0]), torch.tensor([0.0, 1.0])):
+        ranks = ranks.to(torch.float64)
+        got = F.rank_discount(ranks, discount)
+        expected = F._discount(ranks, discount)
+        assert got.shape == ranks.shape and got.dtype == torch.float64
+        assert torch.equal(got, expected), ranks
+    single = torch.arange(1, 20, dtype=torch.float32)  # not the table's type: the formula, in float32
+    assert torch.equal(F.rank_discount(single, discount), F._discount(single, discount))
+    # a longer list grows the table; a shorter one after it reads the same values
+    long = torch.arange(1, 3001, dtype=torch.float64)
+    assert torch.equal(F.rank_discount(long, discount), F._discount(long, discount))
+    assert torch.equal(F.rank_discount(long[:10], discount), F._discount(long[:10], discount))
