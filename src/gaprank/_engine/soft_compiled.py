@@ -66,13 +66,13 @@ def _quartic(p0, p1, p2, p3):  # pragma: no cover - compiled
 
 def _multiply(source, target, at, length, c0, c1, c2, c3, c4, c5, c6, c7, c8):  # pragma: no cover - compiled
     """``target[at + r] = sum_i c_i source[at + r - i]`` for r < length: one group of eight factors."""
-    # shifted views indexed from 0: no negative index, so the loop vectorises
-    s0, s1, s2, s3, s4 = source[at:], source[at - 1:], source[at - 2:], source[at - 3:], source[at - 4:]
-    s5, s6, s7, s8 = source[at - 5:], source[at - 6:], source[at - 7:], source[at - 8:]
-    out = target[at:]
+    # views indexed from 0 by r plus a constant: no negative index, so the loop vectorises; two views, not one per
+    # shift (each view costs two atomic updates of the buffer's reference count)
+    window, out = source[at - 8:], target[at:]
     for r in range(length):
-        out[r] = (c0 * s0[r] + c1 * s1[r] + c2 * s2[r] + c3 * s3[r] + c4 * s4[r]
-                  + c5 * s5[r] + c6 * s6[r] + c7 * s7[r] + c8 * s8[r])
+        out[r] = (c0 * window[r + 8] + c1 * window[r + 7] + c2 * window[r + 6] + c3 * window[r + 5]
+                  + c4 * window[r + 4] + c5 * window[r + 3] + c6 * window[r + 2] + c7 * window[r + 1]
+                  + c8 * window[r])
 
 
 def _pivot_law(beats, b, n, factors, prev, nxt):  # pragma: no cover - compiled
@@ -126,12 +126,11 @@ def _correlations(p, h, size, low, high):  # pragma: no cover - compiled
     high[:size] = 0.0
     for j in range(0, size, 4):
         p0, p1, p2, p3, h0, h1, h2, h3 = p[j], p[j + 1], p[j + 2], p[j + 3], h[j], h[j + 1], h[j + 2], h[j + 3]
-        a0, a1, a2, a3 = h[j:], h[j + 1:], h[j + 2:], h[j + 3:]
-        b0, b1, b2, b3 = p[j + 1:], p[j + 2:], p[j + 3:], p[j + 4:]
+        a, b = h[j:], p[j + 1:]
         for d in range(size - j):
-            low[d] += p0 * a0[d] + p1 * a1[d] + p2 * a2[d] + p3 * a3[d]
+            low[d] += p0 * a[d] + p1 * a[d + 1] + p2 * a[d + 2] + p3 * a[d + 3]
         for d in range(size - j):
-            high[d] += h0 * b0[d] + h1 * b1[d] + h2 * b2[d] + h3 * b3[d]
+            high[d] += h0 * b[d] + h1 * b[d + 1] + h2 * b[d + 2] + h3 * b[d + 3]
 
 
 # rows of a lane's float workspace (each ``LEAD + M + 32`` long; M = the others)
