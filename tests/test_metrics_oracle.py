@@ -153,24 +153,33 @@ def test_ties_rules_on_a_tied_list():
 
 
 @pytest.mark.parametrize("discount", ["log2p1", "jk"])
-def test_discounts_read_from_the_table_are_the_formula_s_bit_for_bit(discount):
+def test_discounts_read_from_the_table_are_the_formula_s_bit_for_bit(discount, monkeypatch):
     """On the CPU, whole ranks read the discount from a table made once (MKL's log2 would start an OpenMP team on
     every call); its values are those of the formula on the same ranks, in any shape and order, bit for bit.
-    Ranks that are not whole, and ranks past the table, take the formula."""
+    Ranks that are not whole, ranks past the table, positions that need a gradient and other types take the
+    formula; the table is made on the CPU whatever the default device."""
     from gaprank.metrics import _formulas as F
+    monkeypatch.setattr(F, "_DISCOUNT_TABLES", {})
+    with torch.device("meta"):  # the first call, under another default device, makes the table
+        assert F.rank_discount(torch.arange(1, 3001, dtype=torch.float64, device="cpu"), discount).device.type == "cpu"
+    table = F._DISCOUNT_TABLES[discount]
+    assert table.device.type == "cpu" and 3000 <= table.numel() <= F.TABLED_RANKS
     rng = np.random.default_rng(7)
-    for ranks in (torch.arange(1, 148, dtype=torch.float64), torch.arange(1, 201, dtype=torch.float64)[None].expand(3, -1),
-                  torch.from_numpy(rng.integers(1, 5000, size=(4, 37)).astype(np.float64)),
-                  torch.tensor([F.TABLED_RANKS, 1.0, 2.0]), torch.tensor([F.TABLED_RANKS + 1.0, 3.0]),
-                  torch.tensor([1.5, 2.0]), torch.tensor([0.0, 1.0])):
+    for ranks in (torch.arange(1, 148), torch.arange(1, 201)[None].expand(3, -1), torch.tensor(5.0),
+                  torch.from_numpy(rng.integers(1, 5000, size=(4, 37))), torch.arange(200, 0, -1)[::3],
+                  torch.tensor([F.TABLED_RANKS, 1, 2]), torch.tensor([F.TABLED_RANKS + 1, 3]),
+                  torch.tensor([1.5, 2.0]), torch.tensor([0.0, 1.0]), torch.tensor([float("nan"), 2.0])):
         ranks = ranks.to(torch.float64)
         got = F.rank_discount(ranks, discount)
-        expected = F._discount(ranks, discount)
-        assert got.shape == ranks.shape and got.dtype == torch.float64
-        assert torch.equal(got, expected), ranks
-    single = torch.arange(1, 20, dtype=torch.float32)  # not the table's type: the formula, in float32
-    assert torch.equal(F.rank_discount(single, discount), F._discount(single, discount))
-    # a longer list grows the table; a shorter one after it reads the same values
-    long = torch.arange(1, 3001, dtype=torch.float64)
-    assert torch.equal(F.rank_discount(long, discount), F._discount(long, discount))
-    assert torch.equal(F.rank_discount(long[:10], discount), F._discount(long[:10], discount))
+        assert got.shape == ranks.shape and got.dtype == torch.float64 and got.device.type == "cpu"
+        torch.testing.assert_close(got, F._discount_formula(ranks, discount), rtol=0, atol=0, equal_nan=True)
+    assert F._DISCOUNT_TABLES[discount] is not table  # the ranks up to 5000 grew it
+    assert F._DISCOUNT_TABLES[discount].numel() <= F.TABLED_RANKS
+    # a gradient asked for, and float32: the formula itself
+    needs_grad = torch.arange(1, 20, dtype=torch.float64).requires_grad_(True)
+    assert F.rank_discount(needs_grad, discount).requires_grad
+    single = torch.arange(1, 20, dtype=torch.float32)
+    assert torch.equal(F.rank_discount(single, discount), F._discount_formula(single, discount))
+    # the table is what serves: a table of other values would show in the result
+    monkeypatch.setitem(F._DISCOUNT_TABLES, discount, torch.zeros(F.TABLED_RANKS, dtype=torch.float64))
+    assert not F.rank_discount(torch.arange(1, 10, dtype=torch.float64), discount).any()

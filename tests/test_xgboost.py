@@ -3,6 +3,8 @@ scale), the eval metric against gaprank.metrics, and every bad input a clear err
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -206,6 +208,10 @@ def test_the_objective_follows_a_dmatrix_whose_groups_change_between_rounds():
     for ours, fresh in zip(kept(s, first), gx.objective("gap", g=[0.5, 0.5])(s, first), strict=True):
         np.testing.assert_array_equal(ours, fresh)
     assert not np.array_equal(kept(s, first)[0], kept(s, other)[0])
+    copied = pickle.loads(pickle.dumps(kept))  # a copy starts without the groups it last read
+    assert "_groups" not in copied.__dict__ and "_groups" in kept.__dict__
+    for ours, fresh in zip(copied(s, other), gx.objective("gap", g=[0.5, 0.5])(s, other), strict=True):
+        np.testing.assert_array_equal(ours, fresh)
 
 
 def test_the_objective_reads_through_the_accessors_where_the_c_api_is_missing(monkeypatch):

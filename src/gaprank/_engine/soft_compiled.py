@@ -85,15 +85,17 @@ def _pivot_law(beats, b, n, factors, prev, nxt):  # pragma: no cover - compiled
     non-negative, so the grouping costs no accuracy): nine multiply-adds per count and eight factors;
     after each group the ends below ``NEGLIGIBLE`` are dropped."""
     others = beats.shape[2]
-    prev[:] = 0.0
-    nxt[:] = 0.0
+    for i in range(prev.size):  # loops, not slice assignments: a slice is a view, two reference-count updates
+        prev[i] = 0.0
+        nxt[i] = 0.0
     used = 0
     for m in range(others):
         v = beats[b, n, m]
         if v != 0.0:  # the pivot itself and padding: the factor 1
             factors[used] = v
             used += 1
-    factors[used:used + 8] = 0.0
+    for i in range(used, used + 8):
+        factors[i] = 0.0
     prev[LEAD] = 1.0
     low = high = 0
     for first in range(0, used, 8):
@@ -112,8 +114,9 @@ def _pivot_law(beats, b, n, factors, prev, nxt):  # pragma: no cover - compiled
             nxt[LEAD + high] = 0.0
             high -= 1
         # the next group reads counts low - 8 .. high + 8 of this buffer: zero what an earlier use left there
-        nxt[LEAD + low - 8: LEAD + low] = 0.0
-        nxt[LEAD + high + 1: LEAD + high + 9] = 0.0
+        for i in range(8):
+            nxt[LEAD + low - 8 + i] = 0.0
+            nxt[LEAD + high + 1 + i] = 0.0
         prev, nxt = nxt, prev
     return prev, low, min(high, used)
 
@@ -206,25 +209,29 @@ def _rank_laws(beats, out, lane, lanes):  # pragma: no cover - compiled
     """``beats`` [B, N, M] (pivots x others) -> ``out`` [B, N, M]: the law of the count above each pivot."""
     batch, pivots, others = beats.shape
     work = _workspace(others)
+    factors, prev, nxt = work[FACTORS], work[PREV], work[NEXT]
     for task in range(lane, batch * pivots, lanes):
         b, n = task // pivots, task % pivots
-        law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
-        out[b, n, :] = 0.0
-        for r in range(low, min(high + 1, others)):
-            out[b, n, r] = law[LEAD + r]
+        law, low, high = _pivot_law(beats, b, n, factors, prev, nxt)
+        for r in range(others):
+            out[b, n, r] = law[LEAD + r] if low <= r <= high else 0.0
 
 
 def _rank_laws_adjoint(beats, grad_laws, grad_beats, lane, lanes):  # pragma: no cover - compiled
     """``grad_beats`` [B, N, M]: the gradient of <grad_laws, _rank_laws(beats)>."""
     batch, pivots, others = beats.shape
     work = _workspace(others)
-    incoming = work[INCOMING]
+    incoming, row = work[INCOMING], work[GRADIENT]
     incoming[:] = 0.0
+    factors, prev, nxt = work[FACTORS], work[PREV], work[NEXT]
     for task in range(lane, batch * pivots, lanes):
         b, n = task // pivots, task % pivots
-        law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
-        incoming[:others] = grad_laws[b, n, :]
-        _windowed_adjoint(beats, b, n, law, low, high, incoming, grad_beats[b, n], work)
+        law, low, high = _pivot_law(beats, b, n, factors, prev, nxt)
+        for r in range(others):
+            incoming[r] = grad_laws[b, n, r]
+        _windowed_adjoint(beats, b, n, law, low, high, incoming, row, work)
+        for m in range(others):
+            grad_beats[b, n, m] = row[m]
 
 
 def _expected_values(beats, values, out, laws, bounds, lane, lanes):  # pragma: no cover - compiled
@@ -233,16 +240,18 @@ def _expected_values(beats, values, out, laws, bounds, lane, lanes):  # pragma: 
     batch, pivots, others = beats.shape
     keep = laws.shape[0] > 0
     work = _workspace(others)
+    factors, prev, nxt = work[FACTORS], work[PREV], work[NEXT]
     for task in range(lane, batch * pivots, lanes):
         b, n = task // pivots, task % pivots
-        law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+        law, low, high = _pivot_law(beats, b, n, factors, prev, nxt)
         total = 0.0
         for r in range(low, min(high + 1, others)):
             total += law[LEAD + r] * values[r]
         out[b, n] = total
         if keep:
             bounds[b, n, 0], bounds[b, n, 1] = low, high
-            laws[b, n, low:high + 1] = law[LEAD + low:LEAD + high + 1]
+            for r in range(low, high + 1):  # a loop: a slice of the threads' shared array is a view whose
+                laws[b, n, r] = law[LEAD + r]  # reference count both cores would update
 
 
 PIVOT_BLOCK = 16  # pivots per task of the score adjoint; each block sums its own part of the column sums
@@ -286,6 +295,7 @@ def _expected_values_score_adjoint(beats, scores, mask, c, values, weights, laws
     incoming = work[INCOMING]
     incoming[:] = 0.0
     saved, row, exponents, exps = work[LAW], work[GRADIENT], work[EXPONENTS], work[EXPS]
+    factors, prev, nxt = work[FACTORS], work[PREV], work[NEXT]
     bits = np.empty(others, dtype=np.int64)
     for task in range(lane, batch * blocks, lanes):
         b, block = task // blocks, task % blocks
@@ -296,10 +306,11 @@ def _expected_values_score_adjoint(beats, scores, mask, c, values, weights, laws
             if kept:
                 low, high = bounds[b, n, 0], bounds[b, n, 1]
                 saved[:] = 0.0
-                saved[LEAD + low:LEAD + high + 1] = laws[b, n, low:high + 1]
+                for r in range(low, high + 1):
+                    saved[LEAD + r] = laws[b, n, r]
                 law = saved
             else:
-                law, low, high = _pivot_law(beats, b, n, work[FACTORS], work[PREV], work[NEXT])
+                law, low, high = _pivot_law(beats, b, n, factors, prev, nxt)
             weight = weights[b, n]
             for r in range(others):  # a loop, not weights[b, n] * values: no temporary array per pivot
                 incoming[r] = weight * values[r]

@@ -136,7 +136,7 @@ class LambdaMARTObjective:
         params = self.measure.info.fill(self._values, num_grades, torch.device("cpu"))
         dtype = getattr(torch, self.settings.precision)
         if layout.slots.num_slots:
-            # no scores to rank by: each list keeps its input order, as a stable sort of zeros would, unsorted
+            # no scores to rank by: each list keeps its input order, padding last (what a stable sort of zeros gave)
             lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
                                 num_grades=num_grades, by_score=False) for b in layout.buckets]
             settings = self.settings

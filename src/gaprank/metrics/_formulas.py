@@ -81,19 +81,20 @@ def choice(name: str, choices: tuple[str, ...]):
 
 def rank_discount(positions: torch.Tensor, discount: str) -> torch.Tensor:
     """``1/log2(n+1)`` ("log2p1") or ``1/max(1, log2 n)`` ("jk") at 1-based ranks n."""
-    if positions.device.type == "cpu" and positions.dtype == torch.float64 and positions.numel():
-        # On the CPU, torch's log2 (MKL's) starts an OpenMP team even for a few ranks, whose threads then spin
-        # for milliseconds on the cores the compiled kernels are about to use: whole ranks read a table of the
-        # same values instead, made once per length
+    if (positions.device.type == "cpu" and positions.dtype == torch.float64 and positions.numel()
+            and not positions.requires_grad and not torch.compiler.is_compiling()):
+        # On the CPU, torch's log2 (MKL's) starts an OpenMP team even for a few ranks, whose threads then keep
+        # spinning on the cores the compiled kernels are about to use: whole ranks read a table of the same values
+        # instead, made once per length
         ranks = positions.to(torch.int64)
         if bool((ranks >= 1).all()) and torch.equal(ranks.to(torch.float64), positions):
             longest = int(ranks.max())
             if longest <= TABLED_RANKS:
                 return _discount_table(discount, longest)[ranks - 1]
-    return _discount(positions, discount)
+    return _discount_formula(positions, discount)
 
 
-def _discount(positions: torch.Tensor, discount: str) -> torch.Tensor:
+def _discount_formula(positions: torch.Tensor, discount: str) -> torch.Tensor:
     if discount == "log2p1":
         return 1.0 / torch.log2(positions + 1.0)
     return 1.0 / torch.clamp(torch.log2(positions), min=1.0)
@@ -108,7 +109,8 @@ def _discount_table(discount: str, longest: int) -> torch.Tensor:
     table = _DISCOUNT_TABLES.get(discount)
     if table is None or table.numel() < longest:
         length = min(TABLED_RANKS, max(64, longest, 2 * (0 if table is None else table.numel())))
-        table = _DISCOUNT_TABLES[discount] = _discount(torch.arange(1, length + 1, dtype=torch.float64), discount)
+        ranks = torch.arange(1, length + 1, dtype=torch.float64, device="cpu")  # not the default device's
+        table = _DISCOUNT_TABLES[discount] = _discount_formula(ranks, discount)
     return table
 
 

@@ -31,6 +31,7 @@ def query_sizes(dmatrix: Any) -> np.ndarray:
 
 
 def _sizes_from_pointer(group_pointer: np.ndarray, num_rows: int) -> np.ndarray:
+    """The query sizes a ``group_ptr`` gives, checked to cover ``num_rows`` rows."""
     pointer = group_pointer.astype(np.int64)
     if pointer.size < 2:
         raise GaprankInputError("the DMatrix has no query groups: build it with qid= (one query id per row, rows "
@@ -58,10 +59,16 @@ def _query_weights(dmatrix: Any, sizes: np.ndarray) -> np.ndarray | None:
 class XGBoostObjective:
     """``obj`` for ``xgboost.train``: ``(predt, dtrain) -> (grad, hess)``; see :func:`objective`."""
 
+    # the last group_ptr and number of rows read, and their query sizes: the same every round of a training
+    # (a class default, so that an objective pickled before it existed still runs)
+    _groups: tuple[np.ndarray, int, np.ndarray] | None = None
+
     def __init__(self, objective: LambdaMARTObjective) -> None:
         self.objective = objective
-        # the last group_ptr and number of rows read, and their query sizes: the same every round of a training
-        self._groups: tuple[np.ndarray, int, np.ndarray] | None = None
+
+    def __getstate__(self) -> dict:
+        # copies and pickles start without the last data set's groups, as the objective's layout cache does
+        return {key: value for key, value in self.__dict__.items() if key != "_groups"}
 
     def __call__(self, predt: np.ndarray, dtrain: Any) -> tuple[np.ndarray, np.ndarray]:
         pointer, num_rows, groups = _dmatrix.group_pointer(dtrain), dtrain.num_row(), self._groups
