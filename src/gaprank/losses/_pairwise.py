@@ -226,19 +226,16 @@ def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: s
     k = check_positive_int(k)
     parsed = objective_measure(measure).with_params(g=g)
     on_kernel = lambda_backend(backend, parsed, scores.device) == "compiled"
-    if on_kernel:
-        def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-            ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
-                                              max_grade=max_grade, by_score=False, validate=validate)
-            s, m = as_batch(detached, mask)
+
+    def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        # the kernel sorts each list itself: its lists are left unsorted
+        ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
+                                          max_grade=max_grade, by_score=not on_kernel, validate=validate)
+        s, m = as_batch(detached, mask)
+        if on_kernel:
             return _rankable_only(ranked, *_compiled_terms(s, m, ranked, parsed, params, sigma, k))
-    else:
-        def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-            ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
-                                              max_grade=max_grade, validate=validate)
-            s, _ = as_batch(detached, mask)
-            terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
-            return _document_terms(ranked, terms)
+        terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
+        return _document_terms(ranked, terms)
 
     settings = ("lambdarank", parsed.name, parsed.kwargs, sigma, k, max_grade)
     # the kernel runs on the CPU only, where nothing is graphed
