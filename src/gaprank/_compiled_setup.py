@@ -7,12 +7,13 @@
   each process on first use, and one :class:`CompileCacheWarning` says so.
 * **Lanes.** A kernel that shares its work among threads is a lane kernel (:func:`run_lanes`): compiled
   without the GIL, its work cut into lanes that the calling thread and helper threads take in turn as each
-  finishes one. The helpers are gaprank's own Python threads, which sleep on a queue between calls, so they
-  never spin against torch's and XGBoost's OpenMP threads; the calling thread works instead of waiting; and
-  a helper held up by a thread that spins on its core (torch's and XGBoost's OpenMP threads spin for
-  milliseconds after a parallel region) leaves its lanes to the others. numba's own threads run none of
-  gaprank's kernels, so neither numba's threading layer nor the order in which torch and xgboost are imported
-  matters to them. The thread count is numba's (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``).
+  finishes one. The helpers are gaprank's own threads, which wait between calls inside compiled code, asleep on
+  a futex word (:class:`_Lanes`): they never spin against torch's and XGBoost's OpenMP threads, and they wake,
+  take lanes and finish without the GIL. The calling thread works instead of waiting, and a helper held up by
+  a thread that spins on its core (torch's and XGBoost's OpenMP threads spin for milliseconds after a parallel
+  region) leaves its lanes to the others. numba's own threads run none of gaprank's kernels, so neither
+  numba's threading layer nor the order in which torch and xgboost are imported matters to them. The thread
+  count is numba's (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``).
 * **numba's threading layer.** Reading numba's thread count starts numba's thread pool. Unless the user chose a
   layer (``NUMBA_THREADING_LAYER`` or its priority, or ``numba.config``) or numba's threads were started
   before gaprank was imported, that pool runs on numba's ``workqueue`` layer, which loads no OpenMP runtime
@@ -26,15 +27,21 @@
 from __future__ import annotations
 
 import functools
-import itertools
+import hashlib
+import importlib.util
+import inspect
 import os
 import sys
+import tempfile
 import threading
-import time
 import warnings
-from collections.abc import Callable, Iterator
-from queue import SimpleQueue
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+import platformdirs
+
+from . import _native_sync
 
 try:
     import numba
@@ -100,112 +107,420 @@ def _after_fork_in_child() -> None:
 
 
 class _Lanes:
-    """The threads that run a lane kernel: the calling thread and helper threads (daemon Python threads, started
-    on first use, that sleep on their queues between calls, so that they never spin against torch's or
-    XGBoost's threads). The threads take the lanes in turn, each as it finishes one. A helper held up (its
-    core taken by another process, or by an OpenMP thread that spins after a parallel region; or slow to wake)
-    leaves its share to the others, and the caller waits only for the lanes a helper took, never for a helper
-    that took none: one that wakes after the last lane was taken finds nothing to do. One run at a time
-    (``lock``; a lane kernel must not call :func:`run_lanes`); every lane runs, and a lane's exception is
-    raised in the caller once every lane has finished, since they all write into the caller's arrays. An
-    interrupt (Ctrl-C) in the caller leaves no lane for anyone to take and waits for the helpers' lanes under
-    way before it is raised, so no helper writes into the arrays once the call has ended."""
+    """The threads that run a lane kernel: the calling thread and helper threads (daemon threads, started on first
+    use). Between runs a helper waits inside compiled code (:func:`_helper_loop`), asleep on a futex word, so it
+    never spins against torch's or XGBoost's threads and needs no GIL to wake, take lanes or finish: a run is
+    posted through a control block and a run block (:func:`_post`), and every thread claims lanes by
+    compare-exchange on a counter tagged with the run (a helper late for one run never takes a lane of it once
+    every lane is taken, nor of a later run). The threads take the lanes in turn, each as it finishes one, so a
+    helper held up (its core taken by another process or by a spinning OpenMP thread) leaves its share to the
+    others, and the caller waits only for lanes a helper took. One run at a time (``lock``; a lane kernel must
+    not call :func:`run_lanes`). Every lane runs; a lane's error is caught where it is raised, and the caller runs
+    that lane again once every lane has finished, so that the error is raised in the caller. An interrupt in the
+    caller leaves no lane for anyone to take and waits for the lanes under way before it is raised, so nothing
+    writes into the arrays once the call has ended.
+
+    The kernel's arguments go through the run block: C-contiguous arrays (their address and shape), integers,
+    floats, booleans and None. For each kernel and kinds of arguments, a driver (read by the helpers) and a
+    launcher (the caller's) are written once to a module in the cache folder and compiled with numba's disk cache
+    (:func:`_lane_module`). Arguments of other kinds, one thread, or a system without futexes: every lane runs
+    on the calling thread."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.queues: list[SimpleQueue[Any]] = []
-        self.helpers: list[int | None] = []  # the helpers' native thread ids
-        self.helper_cores: list[frozenset[int] | None] = []  # the cores each helper was last kept to
-        self.busy: list[int | None] = []  # the run each helper is taking lanes of, if any
-        self.done: SimpleQueue[Any] = SimpleQueue()  # (run number, exception or None) per lane a helper ran
-        self.run_number = 0
+        self.control = np.zeros(CONTROL_SIZE, dtype=np.int64)
+        self.block = np.zeros(BLOCK_SIZE, dtype=np.int64)
+        self.helpers: list[threading.Thread] = []
+        self.caller_core: int | None = None  # the core the helpers were last kept off
+        self.generation = 0
 
-    def _serve(self, index: int, queue: SimpleQueue[Any]) -> None:
-        while True:
-            job = queue.get()
-            self.busy[index] = job[0]
-            try:
-                self._take_lanes(*job)
-            finally:
-                self.busy[index] = None
-            del job  # not to keep the last call's arrays alive while waiting for the next
+    def _start_helpers(self, count: int) -> None:
+        while len(self.helpers) < count:
+            # the runs posted so far: a helper slow to reach its loop still takes part in the next one
+            posted = int(self.control[POSTED])
+            helper = threading.Thread(target=_helper_loop,
+                                      args=(self.control, self.block, len(self.helpers), posted),
+                                      daemon=True, name=f"gaprank-lane-{len(self.helpers) + 1}")
+            helper.start()
+            self.helpers.append(helper)
+            self.caller_core = None  # the new helper is kept to the other cores on this run
 
-    def _take_lanes(self, run_number: int, kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int,
-                    counter: Iterator[int]) -> None:
-        for lane in counter:  # next() on itertools.count is atomic under the GIL
-            if lane >= lanes:
-                return
-            try:
-                kernel(*args, lane, lanes)
-            except BaseException as exc:  # raised by the caller once every lane has finished
-                self.done.put((run_number, exc))
-            else:
-                self.done.put((run_number, None))
-
-    def _keep_helpers_off_this_core(self, helpers: int) -> None:
+    def _keep_helpers_off_this_core(self) -> None:
         """Keep the helpers to the process's cores other than the calling thread's (Linux): a woken helper is
         otherwise often placed on the caller's core, and the two share it for the whole call."""
         core = _current_core()
-        if core is None or _PROCESS_CORES is None:
+        if core is None or _PROCESS_CORES is None or core == self.caller_core:
             return
+        self.caller_core = core
         cores = _PROCESS_CORES - {core}
         if not cores:
             return
-        for i in range(helpers):
-            helper = self.helpers[i]
-            if helper is not None and self.helper_cores[i] != cores:
-                try:
-                    os.sched_setaffinity(helper, cores)
-                except OSError:  # cores the process may no longer use, or a helper that has gone
-                    continue
-                self.helper_cores[i] = cores
+        for helper in self.helpers:
+            if helper.native_id is None:  # (never 0: that would be the calling thread)
+                continue
+            try:
+                os.sched_setaffinity(helper.native_id, cores)
+            except OSError:  # cores the process may no longer use, or a helper that has gone
+                continue
 
-    def _start_helpers(self, count: int) -> None:
-        while len(self.queues) < count:
-            index, queue = len(self.queues), SimpleQueue[Any]()
-            self.queues.append(queue)
-            self.busy.append(None)
-            helper = threading.Thread(target=self._serve, args=(index, queue), daemon=True,
-                                      name=f"gaprank-lane-{index + 1}")
-            helper.start()
-            self.helpers.append(helper.native_id)
-            self.helper_cores.append(None)
+    def wake(self, helpers: int) -> None:
+        """Wake up to ``helpers`` helpers, to wait for the next run awake (for a while) rather than asleep."""
+        if helpers > 0 and self.helpers:
+            _wake(self.control)
 
     def run(self, kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int, threads: int) -> None:
         with self.lock:
-            helpers = threads - 1
-            self.run_number += 1
-            run_number, counter, ran = self.run_number, itertools.count(), 0
-            failure: BaseException | None = None
-            if helpers:
-                self._start_helpers(helpers)
-                self._keep_helpers_off_this_core(helpers)
-                for queue in self.queues[:helpers]:
-                    queue.put((run_number, kernel, args, lanes, counter))
+            launcher = _launcher(kernel, args) if threads > 1 and lanes <= LANE_MASK else None
+            if launcher is None:
+                self._run_here(kernel, args, lanes)
+                return
+            self._start_helpers(threads - 1)
+            self._keep_helpers_off_this_core()
+            self.generation += 1
+            self.control[HELPERS] = threads - 1
+            launch, driver = launcher
+            posted = int(self.control[POSTED])
             try:
-                for lane in counter:
-                    if lane >= lanes:
-                        break
-                    try:
-                        kernel(*args, lane, lanes)
-                    except Exception as exc:  # raised once every lane has finished
-                        failure = failure or exc
-                    ran += 1
-                waiting = lanes - ran
-                while waiting:  # the lanes the helpers took
-                    number, error = self.done.get()
-                    if number == run_number:  # not a lane of a run an interrupt left behind
-                        waiting -= 1
-                        failure = failure or error
-            except BaseException:  # an interrupt: no lane is left to take; the helpers' lanes under way finish
-                for lane in counter:
-                    if lane >= lanes:
-                        break
-                while run_number in self.busy[:helpers]:
-                    time.sleep(0.001)
-                raise
-            if failure is not None:
-                raise failure
+                launch(self.control, self.block, self.generation, lanes, driver, *args)
+                # one lane at a time, and the wait in chunks: back in Python between them, where an interrupt
+                # is raised; the run is closed for good by the call that sees its last lane finish
+                while _take_lane(self.control, self.block):
+                    pass
+                while not _finish(self.control, self.generation, lanes, WAIT_CHUNK_NS):
+                    pass
+            except BaseException as exc:
+                if int(self.control[POSTED]) != posted:
+                    # one compiled call: no lane left to take, and back only once the lanes taken have finished
+                    _close_and_wait(self.control, self.generation, lanes)
+                    raise
+                if not isinstance(exc, Exception):
+                    raise
+                _cannot_build(kernel, args, exc)  # the launcher did not compile: this thread alone, from now on
+                self._run_here(kernel, args, lanes)
+                return
+            failed = int(self.control[ERROR])
+        if failed:
+            kernel(*args, failed - 1, lanes)  # the lane's own error, raised here
+            raise RuntimeError(f"lane {failed - 1} of {getattr(kernel, '__name__', kernel)} failed on a helper "
+                               "thread and not again on the calling thread")
+
+    @staticmethod
+    def _run_here(kernel: Callable[..., Any], args: tuple[Any, ...], lanes: int) -> None:
+        """Every lane on the calling thread; the first error raised once every lane has run."""
+        failure: BaseException | None = None
+        for lane in range(lanes):
+            try:
+                kernel(*args, lane, lanes)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+
+# The control block (int64, one per process): runs posted, the helpers' futex word, the tagged lane counter
+# (run << LANE_BITS | next lane), lanes finished (the caller's futex word), the first failed lane + 1, and the
+# helpers a run may use. The run block: the run's number (written last), the driver's
+# address and number, the lanes, then the kernel's arguments.
+POSTED, WAKES, CLAIM, DONE, ERROR, HELPERS, CONTROL_SIZE = 0, 1, 2, 3, 4, 5, 16
+GENERATION, DRIVER, DRIVER_NUMBER, LANES, ARGS, BLOCK_SIZE = 0, 1, 2, 3, 4, 512
+LANE_BITS = 24
+LANE_MASK = (1 << LANE_BITS) - 1
+CALLER_SPIN_NS = 200_000  # how long the caller polls for the helpers' last lanes before it sleeps
+HELPER_AWAKE_NS = 500_000  # how long a helper woken ahead of a run waits for it awake before it sleeps again
+WAIT_CHUNK_NS = 20_000_000  # the caller's waits between returns to Python (where an interrupt is raised)
+SLEEP_NS = 1_000_000_000
+
+
+if _native_sync.AVAILABLE:
+    from ._native_sync import (
+        atomic_add,
+        atomic_load,
+        atomic_store,
+        call_driver,
+        compare_exchange,
+        futex_wait,
+        futex_wake,
+        monotonic_ns,
+    )
+
+    def _helper_loop(control, block, index, seen):  # pragma: no cover - compiled
+        """A helper's life: asleep on ``control[WAKES]`` until a run is posted after the ``seen`` th (or awake
+        for a while after a wake-up), then the run's driver, which takes lanes while any is left."""
+        while True:
+            posted = atomic_load(control, POSTED)
+            if posted != seen:
+                seen = posted
+                if index < atomic_load(control, HELPERS):
+                    call_driver(atomic_load(block, DRIVER), control, block, LANE_MASK)
+                continue
+            wakes = atomic_load(control, WAKES)
+            if atomic_load(control, POSTED) != seen:
+                continue
+            futex_wait(control, WAKES, wakes, SLEEP_NS)
+            if atomic_load(control, WAKES) != wakes:
+                start = monotonic_ns()
+                while atomic_load(control, POSTED) == seen and monotonic_ns() - start < HELPER_AWAKE_NS:
+                    pass
+
+    def _wait(control, lanes, budget):  # pragma: no cover - compiled
+        """Until ``lanes`` lanes have finished (True) or ``budget`` ns have passed (False): polling first, then
+        asleep on ``control[DONE]``, which the last lane wakes."""
+        start = monotonic_ns()
+        while True:
+            done = atomic_load(control, DONE)
+            if done >= lanes:
+                return True
+            elapsed = monotonic_ns() - start
+            if elapsed >= budget:
+                return False
+            if elapsed >= CALLER_SPIN_NS:
+                futex_wait(control, DONE, done, budget - elapsed)
+
+    def _post(control, block, generation):  # pragma: no cover - compiled
+        """Post the run written in ``block`` (its number written last) and wake the helpers."""
+        atomic_store(control, DONE, 0)
+        atomic_store(control, ERROR, 0)
+        atomic_store(block, GENERATION, generation)
+        atomic_store(control, CLAIM, generation << LANE_BITS)
+        atomic_add(control, POSTED, 1)
+        atomic_add(control, WAKES, 1)
+        futex_wake(control, WAKES, 1 << 30)
+
+    def _take_lane(control, block):  # pragma: no cover - compiled
+        """Take one lane of the posted run on this thread and run it: False when none was left."""
+        return call_driver(block[DRIVER], control, block, 1) > 0
+
+    def _close(control, generation, lanes):  # pragma: no cover - compiled
+        """Leave no lane of the run to take (its counter parked past any run's lanes, so that a helper late for
+        it finds none, even while the next run's block is written); the lanes taken."""
+        while True:
+            claim = atomic_load(control, CLAIM)
+            taken = min(claim & LANE_MASK, lanes) if (claim >> LANE_BITS) == generation else 0
+            if compare_exchange(control, CLAIM, claim, (generation << LANE_BITS) | LANE_MASK):
+                return taken
+
+    def _finish(control, generation, lanes, budget):  # pragma: no cover - compiled
+        """:func:`_wait` for every lane, then close the run (True), or False when ``budget`` ns have passed."""
+        if not _wait(control, lanes, budget):
+            return False
+        _close(control, generation, lanes)
+        return True
+
+    def _close_and_wait(control, generation, lanes):  # pragma: no cover - compiled
+        """Close the run and wait for the lanes already taken (an interrupt's way out: no return to Python in
+        between, where a second interrupt could end the call with lanes still writing)."""
+        taken = _close(control, generation, lanes)
+        while atomic_load(control, DONE) < taken:
+            futex_wait(control, DONE, atomic_load(control, DONE), 1_000_000)
+
+    def _wake(control):  # pragma: no cover - compiled
+        atomic_add(control, WAKES, 1)
+        futex_wake(control, WAKES, 1 << 30)
+
+
+_LANE_MODULE = '''"""Written by gaprank._compiled_setup: the lanes of {key} for one set of argument kinds."""
+import numba
+
+from gaprank._compiled_setup import (ARGS, BLOCK_SIZE, CLAIM, CONTROL_SIZE, DONE, DRIVER, DRIVER_NUMBER, ERROR,
+                                     GENERATION, LANE_BITS, LANE_MASK, LANES, _post, registered_kernel)
+from gaprank._native_sync import (address_as_pointer, atomic_add, atomic_load, bits_as_float, compare_exchange,
+                                  float_bits, futex_wake)
+
+kernel = registered_kernel("{key}")
+NUMBER = {number}
+
+
+@numba.cfunc("int64(CPointer(int64), CPointer(int64), int64)", cache=True)
+def driver(control_pointer, block_pointer, limit):
+    control = numba.carray(control_pointer, (CONTROL_SIZE,))
+    block = numba.carray(block_pointer, (BLOCK_SIZE,))
+    generation = atomic_load(block, GENERATION)
+    if block[DRIVER_NUMBER] != NUMBER:
+        return 0
+{unpack}
+    lanes = block[LANES]
+    ran = 0
+    while ran < limit:
+        claim = atomic_load(control, CLAIM)
+        if (claim >> LANE_BITS) != generation:
+            return ran
+        lane = claim & LANE_MASK
+        if lane >= lanes:
+            return ran
+        if not compare_exchange(control, CLAIM, claim, claim + 1):
+            continue
+        ran += 1
+        failed = False
+        try:
+            kernel({names}lane, lanes)
+        except Exception:
+            failed = True
+        if failed:
+            compare_exchange(control, ERROR, 0, lane + 1)
+        if atomic_add(control, DONE, 1) + 1 == lanes:
+            futex_wake(control, DONE, 1 << 30)
+    return ran
+
+
+@numba.njit(nogil=True, cache=True)
+def launch(control, block, generation, lanes, driver_address, {params}):
+{marshal}
+    block[DRIVER] = driver_address
+    block[DRIVER_NUMBER] = NUMBER
+    block[LANES] = lanes
+    _post(control, block, generation)
+'''
+# the lane modules' format; a change to it, to numba or to gaprank's compiled code writes new modules
+_LANE_MODULE_VERSION = 1
+# the scalars the run block carries as the kernel's own types (numba types a Python int as int64)
+_SCALAR_KINDS = {type(None): "n", bool: "b", np.bool_: "b", int: "i", np.int64: "i", float: "f", np.float64: "f"}
+_ARRAY_TYPES = {"d": "numba.float64", "f": "numba.float32", "q": "numba.int64", "l": "numba.int64",
+                "i": "numba.int32", "?": "numba.boolean", "B": "numba.uint8"}
+_KERNELS: dict[str, Any] = {}
+_launchers: dict[tuple[Any, ...], Any] = {}
+_UNBUILT = object()
+_lane_folder: str | None = None
+
+
+def registered_kernel(key: str) -> Any:
+    """The lane kernel a lane module was written for (:func:`_lane_module`)."""
+    return _KERNELS[key]
+
+
+def _kinds(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    kinds: list[Any] = []
+    for value in args:
+        kind: Any = _SCALAR_KINDS.get(type(value))
+        if kind == "i" and not -(1 << 63) <= value < 1 << 63:
+            return None
+        if kind is None:
+            if not (type(value) is np.ndarray and value.dtype.char in _ARRAY_TYPES and value.dtype.isnative
+                    and value.ndim and value.flags.c_contiguous and value.flags.aligned and value.flags.writeable):
+                return None  # another kind of argument: every lane on the calling thread
+            kind = (value.dtype.char, value.ndim)
+        kinds.append(kind)
+    return tuple(kinds)
+
+
+def _launcher(kernel: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """The compiled launcher for ``kernel`` with these arguments' kinds, or None where the compiled lanes do not
+    serve them (a kernel numba did not compile, other kinds of arguments, no futexes)."""
+    if not _native_sync.AVAILABLE or not hasattr(kernel, "py_func") or not hasattr(kernel, "overloads"):
+        return None
+    kinds = _kinds(args)
+    if kinds is None:
+        return None
+    launcher = _launchers.get((kernel, kinds), _UNBUILT)
+    if launcher is _UNBUILT:
+        try:
+            launcher = _launchers[(kernel, kinds)] = _lane_module(kernel, kinds)
+        except Exception as exc:  # the helpers' code could not be written or compiled: the calling thread alone
+            _cannot_build(kernel, args, exc)
+            launcher = None
+    return launcher
+
+
+def _cannot_build(kernel: Any, args: tuple[Any, ...], exc: Exception) -> None:
+    """From now on ``kernel`` with these kinds of arguments runs on the calling thread alone; one warning."""
+    _launchers[(kernel, _kinds(args))] = None  # before the warning, which may be raised as an error
+    warnings.warn(f"gaprank: {getattr(kernel, '__name__', kernel)} runs on the calling thread alone: the code for "
+                  f"its helper threads could not be built ({type(exc).__name__}: {exc})", RuntimeWarning,
+                  stacklevel=4)
+
+
+@functools.lru_cache(maxsize=1)
+def _compiled_sources_digest() -> bytes:
+    """What the lane modules' compiled code depends on in gaprank (its compiled modules), with numba's version."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256(f"{_LANE_MODULE_VERSION} {numba.__version__}".encode())
+    for name in sorted(os.listdir(os.path.join(root, "_engine"))):
+        if name.endswith(".py"):
+            with open(os.path.join(root, "_engine", name), "rb") as source:
+                digest.update(source.read())
+    for name in ("_compiled_setup.py", "_native_sync.py", "_elementwise.py"):
+        with open(os.path.join(root, name), "rb") as source:
+            digest.update(source.read())
+    return digest.digest()
+
+
+def _lane_module(kernel: Any, kinds: tuple[Any, ...]) -> Any:
+    """Write (once) and import the module of ``kernel``'s driver and launcher for ``kinds``; its launcher."""
+    function = kernel.py_func
+    name = f"{function.__module__}.{function.__qualname__}"
+    source_file = inspect.getsourcefile(function)
+    if source_file is None or function.__closure__:
+        return None  # no source to key the cached code on, or a closure's values: the calling thread alone
+    with open(source_file, "rb") as source:
+        kernel_source = source.read()
+    options = sorted((option, sorted(value) if isinstance(value, (set, frozenset)) else value)
+                     for option, value in kernel.targetoptions.items())
+    # what the cached driver compiles in: gaprank's compiled code, the kernel's source and options, and the
+    # arguments' kinds
+    fingerprint = hashlib.sha256(_compiled_sources_digest() + kernel_source + repr(
+        (name, options, kinds)).encode()).hexdigest()
+    key = f"{name}:{fingerprint[:16]}"
+    _KERNELS[key] = kernel
+    unpack, marshal, names, at = [], [], [], ARGS
+    for i, kind in enumerate(kinds):
+        argument = f"a{i}"
+        names.append(argument)
+        if kind == "n":
+            unpack.append(f"    {argument} = None")
+        elif kind in ("b", "i", "f"):
+            read = {"b": f"block[{at}] != 0", "i": f"block[{at}]", "f": f"bits_as_float(block[{at}])"}[kind]
+            write = {"b": f"1 if {argument} else 0", "i": argument, "f": f"float_bits({argument})"}[kind]
+            unpack.append(f"    {argument} = {read}")
+            marshal.append(f"    block[{at}] = {write}")
+            at += 1
+        else:
+            char, ndim = kind
+            shape = ", ".join(f"block[{at + 1 + d}]" for d in range(ndim))
+            unpack.append(f"    {argument} = numba.carray(address_as_pointer(block[{at}], {_ARRAY_TYPES[char]}), ({shape},))")
+            marshal.append(f"    block[{at}] = {argument}.ctypes.data")
+            marshal.extend(f"    block[{at + 1 + d}] = {argument}.shape[{d}]" for d in range(ndim))
+            at += 1 + ndim
+    if at > BLOCK_SIZE:
+        return None
+    number = int(fingerprint[:12], 16)
+    text = _LANE_MODULE.format(key=key, number=number, unpack="\n".join(unpack) or "    pass",
+                               names="".join(n + ", " for n in names), params=", ".join(names) or "_unused=None",
+                               marshal="\n".join(marshal) or "    pass")
+    module_name = f"gaprank_lanes_{fingerprint[:24]}"
+    path = os.path.join(_lane_modules_folder(), module_name + ".py")
+    if not os.path.exists(path):
+        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w") as out:
+                out.write(text)
+            os.chmod(temporary, 0o644)  # readable as the cache folder's other files are
+            os.replace(temporary, path)  # atomic: a concurrent process reads a whole module or none
+        finally:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[module_name] = module  # where numba's disk cache looks the module up when it loads from it
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    # the driver's address is this process's: passed to launch on each run, never compiled into it
+    return module.launch, module.driver.address
+
+
+def _lane_modules_folder() -> str:
+    """Where lane modules are written: under ``NUMBA_CACHE_DIR`` where it is set, else under the user's cache
+    folder; a temporary folder (compiled in each process, one warning) where neither can be written."""
+    global _lane_folder
+    if _lane_folder is None:
+        base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(platformdirs.user_cache_dir("gaprank"), "lanes")
+        folder = os.path.join(base, "gaprank-lanes") if os.environ.get("NUMBA_CACHE_DIR") else base
+        try:
+            os.makedirs(folder, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=folder, delete=True)
+            probe.close()
+        except OSError:
+            folder = tempfile.mkdtemp(prefix="gaprank-lanes-")
+            _warn_compiled_in_each_process()
+        _lane_folder = folder
+    return _lane_folder
 
 
 def _load_sched_getcpu() -> Callable[[], int] | None:
@@ -257,13 +572,17 @@ def lane_kernel(kernel: Callable[..., Any]) -> Callable[..., None]:
     return run
 
 
-def _compile_without_cache(function: Callable[..., Any], options: dict[str, Any]) -> Any:
+def _warn_compiled_in_each_process() -> None:
     global _cache_warned
     if not _cache_warned:
         _cache_warned = True
         warnings.warn("gaprank: numba has no writable cache folder here (a read-only install and no writable home); "
                       "the compiled kernels are compiled in each process on first use (set NUMBA_CACHE_DIR to a "
-                      "writable folder to keep them)", CompileCacheWarning, stacklevel=4)
+                      "writable folder to keep them)", CompileCacheWarning, stacklevel=5)
+
+
+def _compile_without_cache(function: Callable[..., Any], options: dict[str, Any]) -> Any:
+    _warn_compiled_in_each_process()
     return numba.njit(cache=False, **options)(function)
 
 
@@ -287,3 +606,20 @@ if numba is not None:
     choose_threading_layer()
     if hasattr(os, "register_at_fork"):  # POSIX
         os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+if _native_sync.AVAILABLE:
+    _helper_loop = jit(_helper_loop, nogil=True)
+    _wait = jit(_wait, nogil=True)
+    _post = jit(_post, nogil=True)
+    _take_lane = jit(_take_lane, nogil=True)
+    _close = jit(_close, nogil=True)
+    _finish = jit(_finish, nogil=True)
+    _close_and_wait = jit(_close_and_wait, nogil=True)
+    _wake = jit(_wake, nogil=True)
+
+
+def wake_helpers() -> None:
+    """Wake the lane kernels' helpers ahead of a run, so that their wake-up overlaps the caller's own work
+    (a helper asleep on an idle core takes tens of microseconds to wake)."""
+    _lanes.wake(thread_count() - 1)

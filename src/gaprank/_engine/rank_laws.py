@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .._autograd import first_derivatives_only, opaque_to_compile
-from .._compiled_setup import thread_count
+from .._compiled_setup import thread_count, wake_helpers
 from . import soft_compiled
 from .backends import runs_compiled
 
@@ -183,6 +183,8 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
     @staticmethod
     def forward(ctx, s, m, sigma, values, buffers):  # noqa: D102 - [B, N], [B, N], float, [N], holder -> [B, N]
         batch, size = s.shape
+        if batch * size * size >= THREADED_PAIRS:
+            wake_helpers()  # their wake-up overlaps the conversions below
         s64 = s.detach().to(torch.float64).contiguous()
         m = m.contiguous()
         c = 1.0 / (2.0 * sigma)
@@ -206,6 +208,8 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
     @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
     def backward(ctx, grad_out):  # noqa: D102
         s64, m, values, bounds = ctx.saved_tensors
+        if s64.numel() * s64.shape[-1] >= THREADED_PAIRS:
+            wake_helpers()
         buffers = ctx.buffers
         if ctx.arrays is None:  # an earlier backward pass consumed them: the pair probabilities again, no laws
             beats, laws = _pair_probabilities(s64, m, ctx.c, buffers), s64.new_empty((0, 0, 0))
