@@ -111,8 +111,8 @@ class _Lanes:
     use). Between runs a helper waits inside compiled code (:func:`_helper_loop`), asleep on a futex word, so it
     never spins against torch's or XGBoost's threads and needs no GIL to wake, take lanes or finish: a run is
     posted through a control block and a run block (:func:`_post`), and every thread claims lanes by
-    compare-exchange on a counter tagged with the run (a helper late for one run never takes a lane of it once
-    every lane is taken, nor of a later run). The threads take the lanes in turn, each as it finishes one, so a
+    compare-exchange on a counter tagged with the run (a helper late for a run never runs a lane with another
+    run's arguments). The threads take the lanes in turn, each as it finishes one, so a
     helper held up (its core taken by another process or by a spinning OpenMP thread) leaves its share to the
     others, and the caller waits only for lanes a helper took. One run at a time (``lock``; a lane kernel must
     not call :func:`run_lanes`). Every lane runs; a lane's error is caught where it is raised, and the caller runs
@@ -133,8 +133,19 @@ class _Lanes:
         self.helpers: list[threading.Thread] = []
         self.caller_core: int | None = None  # the core the helpers were last kept off
         self.generation = 0
+        self.compiled = False  # the compiled functions of a run, made ready before the first
 
     def _start_helpers(self, count: int) -> None:
+        if len(self.helpers) < count and not self.compiled:
+            # compiled (or loaded from the disk cache) here, before any helper starts or any run is posted: not
+            # in a helper while the caller goes on (a fork then would leave numba's compiler lock held), nor on
+            # an interrupt's way out
+            signature = (numba.typeof(self.control), numba.typeof(self.block))
+            _helper_loop.compile((*signature, numba.types.int64, numba.types.int64))  # type: ignore[attr-defined]
+            _take_lane.compile(signature)  # type: ignore[attr-defined]
+            _finish(self.control, self.generation, 0, 0)  # no lanes: returns at once
+            _close_and_wait(self.control, self.generation, 0)
+            self.compiled = True
         while len(self.helpers) < count:
             # the runs posted so far: a helper slow to reach its loop still takes part in the next one
             posted = int(self.control[POSTED])
@@ -164,7 +175,8 @@ class _Lanes:
                 continue
 
     def wake(self, helpers: int) -> None:
-        """Wake up to ``helpers`` helpers, to wait for the next run awake (for a while) rather than asleep."""
+        """Wake the helpers (when a run may use ``helpers`` of them) to wait for the next run awake, for a while,
+        rather than asleep."""
         if helpers > 0 and self.helpers:
             _wake(self.control)
 
@@ -174,7 +186,11 @@ class _Lanes:
             if launcher is None:
                 self._run_here(kernel, args, lanes)
                 return
-            self._start_helpers(threads - 1)
+            try:
+                self._start_helpers(threads - 1)
+            except RuntimeError:  # no thread can start (a process limit, or the interpreter shutting down)
+                self._run_here(kernel, args, lanes)
+                return
             self._keep_helpers_off_this_core()
             self.generation += 1
             self.control[HELPERS] = threads - 1
@@ -190,8 +206,14 @@ class _Lanes:
                     pass
             except BaseException as exc:
                 if int(self.control[POSTED]) != posted:
-                    # one compiled call: no lane left to take, and back only once the lanes taken have finished
-                    _close_and_wait(self.control, self.generation, lanes)
+                    # one compiled call: no lane left to take, and back only once the lanes taken have finished;
+                    # a second interrupt meanwhile does not end the call before them
+                    for _ in range(1000):  # (compiled beforehand: only an interrupt's handler raises here)
+                        try:
+                            _close_and_wait(self.control, self.generation, lanes)
+                            break
+                        except BaseException:  # noqa: S112 - the lanes under way must finish first
+                            continue
                     raise
                 if not isinstance(exc, Exception):
                     raise

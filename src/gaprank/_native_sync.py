@@ -128,8 +128,8 @@ if numba is not None:
 
     @intrinsic
     def futex_wait(typingctx, array, index, expected, timeout_ns):
-        """Sleep while ``array[index] == expected``, until woken or ``timeout_ns`` has passed (spurious returns
-        happen: callers check their condition again)."""
+        """Sleep while the low 32 bits of ``array[index]`` equal those of ``expected`` (Linux's futex word),
+        until woken or ``timeout_ns`` has passed (spurious returns happen: callers check their condition again)."""
         def codegen(context, builder, signature, args):
             i64 = ir.IntType(64)
             timespec = ir.LiteralStructType([i64, i64])
