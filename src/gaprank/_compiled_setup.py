@@ -305,8 +305,7 @@ if _native_sync.AVAILABLE:
         atomic_store(block, GENERATION, generation)
         atomic_store(control, CLAIM, generation << LANE_BITS)
         atomic_add(control, POSTED, 1)
-        atomic_add(control, WAKES, 1)
-        futex_wake(control, WAKES, 1 << 30)
+        _wake(control)
 
     def _take_lane(control, block):  # pragma: no cover - compiled
         """Take one lane of the posted run on this thread and run it: False when none was left."""
@@ -532,8 +531,9 @@ def _lane_modules_folder() -> str:
     folder; a temporary folder (compiled in each process, one warning) where neither can be written."""
     global _lane_folder
     if _lane_folder is None:
-        base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(platformdirs.user_cache_dir("gaprank"), "lanes")
-        folder = os.path.join(base, "gaprank-lanes") if os.environ.get("NUMBA_CACHE_DIR") else base
+        numba_cache = os.environ.get("NUMBA_CACHE_DIR")
+        folder = (os.path.join(numba_cache, "gaprank-lanes") if numba_cache
+                  else os.path.join(platformdirs.user_cache_dir("gaprank"), "lanes"))
         try:
             os.makedirs(folder, exist_ok=True)
             probe = tempfile.NamedTemporaryFile(dir=folder, delete=True)

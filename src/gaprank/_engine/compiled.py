@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._compiled_setup import CHUNKS_PER_THREAD, compiled, numba, run_lanes, thread_count, wake_helpers
+from .._compiled_setup import CHUNKS_PER_THREAD, compiled, numba, run_lanes, thread_count
 from .._elementwise import log_into
 from .._inputs import GaprankInputError
 from .factors import GainDiscountInputs, KernelInputs
@@ -428,12 +428,6 @@ if numba is not None:
               inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q,
               table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas,
               hessians, pair_sums, pair_logs, log_scratch, counts, others, cost)
-
-
-def wake_lanes() -> None:
-    """Wake the kernel's helper threads ahead of :func:`lambdamart_gradients`: a booster's adapter calls it
-    first, so that a helper's wake-up overlaps the adapter's own reads of the booster's data."""
-    wake_helpers()
 
 
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray | None,

@@ -183,7 +183,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
     @staticmethod
     def forward(ctx, s, m, sigma, values, buffers):  # noqa: D102 - [B, N], [B, N], float, [N], holder -> [B, N]
         batch, size = s.shape
-        if batch * size * size >= THREADED_PAIRS:
+        if _threads_for(batch * size * size) > 1:
             wake_helpers()  # their wake-up overlaps the conversions below
         s64 = s.detach().to(torch.float64).contiguous()
         m = m.contiguous()
@@ -208,7 +208,7 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
     @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
     def backward(ctx, grad_out):  # noqa: D102
         s64, m, values, bounds = ctx.saved_tensors
-        if s64.numel() * s64.shape[-1] >= THREADED_PAIRS:
+        if _threads_for(s64.numel() * s64.shape[-1]) > 1:
             wake_helpers()
         buffers = ctx.buffers
         if ctx.arrays is None:  # an earlier backward pass consumed them: the pair probabilities again, no laws
@@ -238,7 +238,12 @@ def _pair_probabilities(s64: torch.Tensor, m: torch.Tensor, c: float, buffers: R
 
 def _threads(beats: torch.Tensor) -> int:
     """The threads a compiled call over the pair array ``beats`` ([B, N, M]) runs on."""
-    return thread_count() if beats.numel() >= THREADED_PAIRS else 1
+    return _threads_for(beats.numel())
+
+
+def _threads_for(pairs: int) -> int:
+    """The threads a compiled call over ``pairs`` pairs runs on."""
+    return thread_count() if pairs >= THREADED_PAIRS else 1
 
 
 def rank_recursion(pi: torch.Tensor) -> torch.Tensor:

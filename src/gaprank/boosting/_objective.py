@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._compiled_setup import wake_helpers
 from .._engine import compiled
 from .._engine.backends import compiled_plan, lambda_backend
 from .._engine.factors import FactorPlan, plan_pair_factors
@@ -164,7 +165,7 @@ class LambdaMARTObjective:
         """Wake the compiled kernel's helper threads ahead of :meth:`gradients`: an adapter's first step, so that
         their wake-up overlaps its reads of the booster's data."""
         if self._threaded:  # the last call's kernel ran on several threads
-            compiled.wake_lanes()
+            wake_helpers()
 
     def gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
                   weight: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
