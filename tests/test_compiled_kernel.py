@@ -13,7 +13,6 @@ from gaprank.metrics import GainDiscountForm, KernelForm, measures, objective_na
 
 numba = pytest.importorskip("numba")
 
-from gaprank._compiled_setup import CHUNKS_PER_THREAD  # noqa: E402
 from gaprank._engine import compiled  # noqa: E402
 
 SETTINGS = [{}, {"truncation_level": 5}, {"truncation_level": 30, "norm": True}, {"norm": True, "sigma": 2.0},
@@ -131,25 +130,25 @@ def test_rows_of_the_most_common_grade_skip_its_pairs_whatever_grade_it_is(data,
 
 
 def test_a_small_plan_runs_on_the_calling_thread_and_a_large_one_on_every_thread(data):
-    """Below ``THREADED_PAIRS`` pairs the plan has one lane (no thread to wake); above it, ``CHUNKS_PER_THREAD``
-    per thread (at most one per query)."""
+    """Below ``THREADED_PAIRS`` pairs the plan has one lane (no thread to wake); above it, one per thread (at
+    most one per query)."""
     scores, y, sizes = data
     small = LambdaMARTObjective("gap", truncation_level=1, backend="compiled")
     large = LambdaMARTObjective("gap", backend="compiled")
-    for objective, lanes in ((small, 1), (large, min(CHUNKS_PER_THREAD * numba.get_num_threads(), sizes.size))):
+    for objective, lanes in ((small, 1), (large, min(numba.get_num_threads(), sizes.size))):
         objective.gradients(scores, y, sizes)
         assert objective._prepared.get(y, sizes).kernel_plan.lane_starts.size - 1 == lanes
 
 
-def test_lanes_deal_every_query_once_and_shrink_by_pairs():
-    """Lane i takes about ``lanes - i`` parts of the pairs, so the lanes taken last are the shortest."""
+def test_lanes_deal_every_query_once_in_equal_shares_of_the_pairs():
+    """numba gives each thread an equal run of lanes: each lane holds about an equal share of the pairs."""
     pairs = np.random.default_rng(0).integers(1, 400, 471).astype(np.float64)
-    queries, starts = compiled.shrinking_lanes(pairs, 8)
+    queries, starts = compiled.balanced_lanes(pairs, 8)
     assert sorted(queries.tolist()) == list(range(471)) and starts[0] == 0 and starts[-1] == 471
     shares = np.array([pairs[queries[starts[i]:starts[i + 1]]].sum() for i in range(8)]) / pairs.sum()
-    np.testing.assert_allclose(shares, np.arange(8, 0, -1) / 36, atol=0.01)
+    np.testing.assert_allclose(shares, np.full(8, 1 / 8), atol=0.01)
     few = np.array([100.0, 1, 1, 1, 50, 50, 2])  # a query larger than its lane's share: no lane takes it twice
-    queries, starts = compiled.shrinking_lanes(few, 4)
+    queries, starts = compiled.balanced_lanes(few, 4)
     assert sorted(queries.tolist()) == list(range(7)) and (np.diff(starts) >= 0).all() and starts[-1] == 7
 
 

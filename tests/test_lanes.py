@@ -1,126 +1,343 @@
-"""The threads that run the compiled kernels' lanes (``gaprank._compiled_setup.run_lanes``): every lane once,
-the caller taking the lanes of a helper that is held up, a lane's error raised by the caller, an interrupt that
-waits for the lanes under way, a forked child starting threads of its own, helpers kept off the caller's core,
-and the same numbers on one thread as on two."""
+"""The compiled kernels' lanes and the threads that run them (numba's own, through a ``numba.prange`` driver):
+every lane once, a lane's error raised by the caller, the same numbers on 1, 2 and 8 threads and from 8 Python
+threads at once, interrupts (one, two, three Ctrl-C) that end a call promptly, a loss called from a signal handler
+in the middle of a call, a threading layer that cannot load, and nothing changed in the user's process at import.
 
-import gc
-import multiprocessing
+``run_lanes`` is a private unit tested on purpose here with a toy kernel (the lanes' own contract); everything
+else goes through the public losses and objectives, most in a fresh interpreter with a timeout so that a hang
+fails instead of blocking the run."""
+
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
-import weakref
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 import gaprank
-from gaprank._compiled_setup import CHUNKS_PER_THREAD, lane_kernel, run_lanes
+from gaprank._compiled_setup import run_lanes
 
 numba = pytest.importorskip("numba")
-native_sync = pytest.importorskip("gaprank._native_sync")
-if not native_sync.AVAILABLE:  # pragma: no cover - a system without futexes runs every lane on the caller
-    pytest.skip("no futexes here: every lane runs on the calling thread", allow_module_level=True)
-from gaprank._native_sync import monotonic_ns, thread_id  # noqa: E402
+PACKAGE_ROOT = Path(gaprank.__file__).resolve().parents[1]
+TIMEOUT = 300  # seconds: a fresh interpreter compiles or loads the kernels; a hang fails here
 
 
 @numba.njit(nogil=True)
-def _recording_kernel(counts, threads, finished, caller, hold_helper_ns, hold_all_ns, fail_lane, lane, lanes):
-    """A toy lane kernel: counts its lanes, notes which thread ran each and when it finished; a helper (a thread
-    other than ``caller``) first spins ``hold_helper_ns``, as one whose core is taken starts late."""
-    me = thread_id()
-    hold = hold_all_ns + (hold_helper_ns if me != caller else 0)
-    if hold > 0:
-        start = monotonic_ns()
-        while monotonic_ns() - start < hold:
-            pass
+def _recording_kernel(counts, threads, fail_lane, lane, lanes):
+    """A toy lane kernel: counts its lanes and notes which of numba's threads ran each."""
     if lane == fail_lane:
         raise ValueError("a lane failed")
     counts[lane] += 1
-    threads[lane] = me
-    finished[lane] = monotonic_ns()
+    threads[lane] = numba.get_thread_id()
 
 
-def _run(threads, lanes=None, hold_helper=0.0, hold_all=0.0, fail_lane=-1):
-    """The toy kernel's arrays, and a call that runs it: ``lanes`` lanes (default: ``lane_kernel``'s count)."""
-    count = lanes or (CHUNKS_PER_THREAD * threads if threads > 1 else 1)
-    counts, ran_on, finished = np.zeros(count, np.int64), np.zeros(count, np.int64), np.zeros(count, np.int64)
-    args = (counts, ran_on, finished, threading.get_native_id(), int(hold_helper * 1e9), int(hold_all * 1e9),
-            fail_lane)
-    if lanes is None:
-        return args, lambda: lane_kernel(_recording_kernel)(*args, threads)
-    return args, lambda: run_lanes(_recording_kernel, args, lanes, threads)
+@numba.njit(parallel=True, nogil=True)
+def _recording_driver(counts, threads, fail_lane, done, lanes):
+    for lane in numba.prange(lanes):
+        _recording_kernel(counts, threads, fail_lane, lane, lanes)
+        done[lane] = 1
 
 
-def test_every_lane_runs_once_whatever_the_threads():
-    for threads in (1, 2, 3, 5):
-        (counts, ran_on, *_), run = _run(threads)
-        run()
-        assert counts.tolist() == [1] * counts.size
+def _run_toy(lanes, fail_lane=-1):
+    counts, ran_on = np.zeros(lanes, np.int64), np.full(lanes, -1, np.int64)
+    run_lanes(_recording_kernel, _recording_driver, (counts, ran_on, fail_lane), lanes)
+    return counts, ran_on
 
 
-def _both_threads_take_lanes(attempts=20):
-    """Run until the helper takes a lane (a helper's first start may load its code from numba's cache while the
-    caller takes every lane): whether both threads took lanes, and every run's lanes ran once."""
-    for _ in range(attempts):
-        (counts, ran_on, *_), run = _run(2, hold_all=0.03)
-        run()
-        if counts.tolist() != [1] * counts.size:
-            return False
-        if len(set(ran_on.tolist())) == 2:
-            return True
-    return False
+def test_every_lane_runs_once_whatever_the_lanes():
+    for lanes in (1, 2, 3, 5, 16):
+        counts, _ = _run_toy(lanes)
+        assert counts.tolist() == [1] * lanes
 
 
-def test_the_threads_share_the_lanes():
-    assert _both_threads_take_lanes()
+TOY = r'''
+import numba, numpy as np
+from gaprank._compiled_setup import run_lanes
+
+@numba.njit(nogil=True)
+def kernel(counts, threads, fail_lane, lane, lanes):
+    if lane == fail_lane:
+        raise ValueError("a lane failed")
+    counts[lane] += 1
+    threads[lane] = numba.get_thread_id()
+
+@numba.njit(parallel=True, nogil=True)
+def driver(counts, threads, fail_lane, done, lanes):
+    for lane in numba.prange(lanes):
+        kernel(counts, threads, fail_lane, lane, lanes)
+        done[lane] = 1
+
+def toy(lanes, fail_lane=-1):
+    counts, ran_on = np.zeros(lanes, np.int64), np.full(lanes, -1, np.int64)
+    try:
+        run_lanes(kernel, driver, (counts, ran_on, fail_lane), lanes)
+    finally:
+        print(counts.tolist(), len(set(ran_on.tolist())))
+'''
 
 
-def test_the_caller_takes_the_lanes_of_a_helper_that_is_held_up():
-    (counts, ran_on, *_), run = _run(2, hold_helper=1.0)
-    started = time.perf_counter()
-    run()
-    assert counts.tolist() == [1] * counts.size
-    by_helper = int((ran_on != threading.get_native_id()).sum())
-    assert by_helper <= 1  # the helper took at most the one lane it held
-    if by_helper:
-        assert time.perf_counter() - started >= 1.0  # ... and the caller waited for it before returning
+@pytest.mark.parametrize("layer", ["workqueue", None])
+def test_the_lanes_run_on_numba_s_threads(layer):
+    done = _python(TOY + "toy(8)\n", _env(NUMBA_NUM_THREADS="2", **({"NUMBA_THREADING_LAYER": layer} if layer else {})))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["[1,", "1,", "1,", "1,", "1,", "1,", "1,", "1]", "2"]  # every lane once, on 2 threads
 
 
-def test_a_lane_s_error_is_raised_by_the_caller_and_the_next_run_is_whole():
-    (counts, *_), run = _run(2, fail_lane=3)
-    with pytest.raises(ValueError, match="a lane failed"):
-        run()
-    assert counts[3] == 0 and counts.sum() == counts.size - 1  # every other lane ran
-    (counts, *_), run = _run(2)
-    run()
-    assert counts.tolist() == [1] * counts.size
+@pytest.mark.parametrize("layer", ["workqueue", None])
+def test_a_lane_s_error_is_raised_by_the_caller_and_every_other_lane_ran_once(layer):
+    """numba's threading layers lose (workqueue) or garble (omp: a SystemError) an error raised on their
+    threads: the lane that raised runs again on the calling thread, where its own error is raised."""
+    script = TOY + """
+try:
+    toy(8, fail_lane=3)
+except ValueError as exc:
+    print("raised", exc)
+toy(8)
+"""
+    done = _python(script, _env(NUMBA_NUM_THREADS="2", **({"NUMBA_THREADING_LAYER": layer} if layer else {})))
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("[1, 1, 1, 0, 1, 1, 1, 1]")  # every other lane ran, once
+    assert lines[1] == "raised a lane failed"
+    assert lines[2].startswith("[1, 1, 1, 1, 1, 1, 1, 1]")  # the next call is whole
 
 
-def _child_runs_lanes(done):
-    done.put(_both_threads_take_lanes())
+def test_a_call_made_while_another_thread_runs_lanes_runs_alone_on_its_own_thread():
+    """numba's workqueue layer must not be entered by two threads at once: the second caller runs its lanes
+    itself instead of waiting (or of aborting the process)."""
+    from gaprank import _compiled_setup
+
+    with _compiled_setup._threads_in_use:  # as while another thread's lanes run
+        counts, ran_on = _run_toy(4)
+    assert counts.tolist() == [1] * 4
+    assert set(ran_on.tolist()) == {0}  # numba's thread id of a thread outside its pool
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX")
-def test_a_forked_child_starts_helper_threads_of_its_own():
-    """The parent's helpers are not in a forked child: without its own, the child would wait forever."""
-    _run(2)[1]()  # the parent's helper has started
-    context = multiprocessing.get_context("fork")
-    done = context.Queue()
-    child = context.Process(target=_child_runs_lanes, args=(done,))
-    child.start()
-    child.join(timeout=60)
-    if child.is_alive():
+NUMBERS = r'''
+import sys
+import numpy as np
+import torch
+import numba
+import gaprank
+from gaprank.lightgbm import lambdarank_objective
+
+torch.set_num_threads(1)
+
+
+def numbers():
+    rng = np.random.default_rng(0)
+    sizes = np.array([300, 250, 40, 410, 7, 120])
+    labels, preds = rng.integers(0, 3, sizes.sum()), rng.normal(size=sizes.sum())
+    out = list(lambdarank_objective("gap", truncation_level=30, norm=True).gradients(preds, labels, sizes, None))
+    generator = torch.Generator().manual_seed(0)
+    for loss in (gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5]), gaprank.SoftNDCGLoss(),
+                 gaprank.SoftGAPLoss(g=[0.5, 0.5])):
+        scores = torch.randn(6, 150, dtype=torch.float64, generator=generator, requires_grad=True)
+        value = loss(scores, torch.randint(0, 3, (6, 150), generator=generator))
+        value.backward()
+        out += [value.detach().numpy(), scores.grad.numpy()]
+    return np.concatenate([np.ravel(part) for part in out])
+'''
+
+
+def _env(**changes: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**env, **changes}
+
+
+def _python(script: str, env: dict[str, str], timeout: float = TIMEOUT, **popen: object) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                              timeout=timeout, **popen)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"no result in {timeout} s (a hang)")
+
+
+def test_the_same_numbers_on_one_two_and_eight_threads():
+    script = NUMBERS + r'''
+results = []
+for threads in (1, 2, 8):
+    numba.set_num_threads(threads)
+    results.append(numbers())
+assert all(np.array_equal(results[0], other) for other in results[1:]), "the thread count changed a number"
+print("same", results[0].size)
+'''
+    done = _python(script, _env(NUMBA_NUM_THREADS="8"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("same")
+
+
+def test_eight_python_threads_calling_at_once_get_the_numbers_of_one():
+    script = NUMBERS + r'''
+import threading
+alone = numbers()
+got = [None] * 8
+def work(i):
+    for _ in range(3):
+        got[i] = numbers()
+        assert np.array_equal(got[i], alone), f"thread {i} computed other numbers"
+threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert all(g is not None and np.array_equal(g, alone) for g in got)
+print("same 8")
+'''
+    for layer in ("workqueue", None):  # workqueue aborts a process whose threads enter it at once
+        env = _env(NUMBA_NUM_THREADS="2", **({"NUMBA_THREADING_LAYER": layer} if layer else {}))
+        done = _python(script, env)
+        assert done.returncode == 0, (layer, done.stderr[-3000:])
+        assert "same 8" in done.stdout
+
+
+def test_a_loss_called_from_a_signal_handler_in_the_middle_of_a_call_returns():
+    """A "print the current loss" hook on a signal, fired every 5 ms while objectives and losses run:
+    no wait on anything the interrupted call holds, and the numbers of a quiet run."""
+    script = NUMBERS + r'''
+import signal
+alone = numbers()
+inner = []
+small = torch.linspace(-1.0, 1.0, 10, dtype=torch.float64).reshape(2, 5)
+busy = []
+def hook(*_):
+    if busy:  # a signal during the hook's own losses: skipped, not nested ever deeper
+        return
+    busy.append(1)
+    inner.append(float(gaprank.LambdaRankLoss(measure="gap")(small, torch.tensor([[0, 1, 2, 0, 1], [2, 0, 1, 0, 0]]))))
+    inner.append(float(gaprank.SoftNDCGLoss()(torch.randn(2, 200, dtype=torch.float64), torch.randint(0, 3, (2, 200)))))
+    busy.clear()
+hook()  # compiled before the signals (numba's compiler is not to be entered again from a handler)
+inner.clear()
+signal.signal(signal.SIGUSR1, hook)
+signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)
+signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGUSR1))
+for _ in range(5):
+    assert np.array_equal(numbers(), alone)
+signal.setitimer(signal.ITIMER_REAL, 0)
+assert len(inner) > 10, len(inner)
+print("handled", len(inner))
+'''
+    if not hasattr(signal, "setitimer"):
+        pytest.skip("interval timers are POSIX")
+    done = _python(script, _env(NUMBA_NUM_THREADS="2"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "handled" in done.stdout
+
+
+LONG_CALL = r'''
+import sys, time
+import numpy as np
+import gaprank
+from gaprank.lightgbm import lambdarank_objective
+
+rng = np.random.default_rng(0)
+sizes = np.array([4000] * 8)
+labels, preds = rng.integers(0, 5, sizes.sum()), rng.normal(size=sizes.sum())
+objective = lambdarank_objective("gap")
+objective.gradients(preds, labels, sizes, None)  # compiled, and the plan made
+started = time.perf_counter()
+objective.gradients(preds, labels, sizes, None)
+print(f"call {time.perf_counter() - started:.3f}", flush=True)
+try:
+    while True:
+        objective.gradients(preds, labels, sizes, None)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+'''
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="Ctrl-C as a POSIX signal")
+@pytest.mark.parametrize("presses", [1, 2, 3])
+def test_ctrl_c_ends_a_call_promptly_however_often_it_is_pressed(presses):
+    """One, two or three Ctrl-C in a row during objective calls: the process ends with KeyboardInterrupt within
+    about one call's time of the first press (a compiled call is not interrupted in its middle; nothing of it
+    is left running or waiting afterwards)."""
+    child = subprocess.Popen([sys.executable, "-c", LONG_CALL], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=_env(NUMBA_NUM_THREADS="2"))
+    try:
+        first = child.stdout.readline()
+        assert first.startswith("call "), child.stderr.read()[-3000:]
+        call = float(first.split()[1])
+        time.sleep(min(0.2, call / 2))
+        pressed = time.perf_counter()
+        for _ in range(presses):
+            child.send_signal(signal.SIGINT)
+            time.sleep(min(0.05, call / 4))
+        out, err = child.communicate(timeout=10 + 3 * call)
+    except subprocess.TimeoutExpired:
         child.kill()
-        pytest.fail("the forked child hung on its first lane kernel")
-    assert child.exitcode == 0
-    assert done.get(timeout=5)  # the child's own helper took lanes
+        pytest.fail(f"still running {10 + 3 * call:.0f} s after {presses} Ctrl-C")
+    ended = time.perf_counter() - pressed
+    assert child.returncode in (130, 1), err[-3000:]  # 1: a second press landed in the except clause
+    assert ended < 5 + 3 * call, ended
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="numba's TBB layer needs its package; tested where it is absent")
+def test_a_threading_layer_that_cannot_load_warns_once_and_the_kernels_run_on_one_thread():
+    try:
+        import tbb  # noqa: F401
+        pytest.skip("tbb is installed: the layer loads")
+    except ImportError:
+        pass
+    script = NUMBERS + r'''
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    first, second = numbers(), numbers()
+told = [str(w.message) for w in caught if "one thread" in str(w.message)]
+assert len(told) == 1, told
+assert np.array_equal(first, second)
+print(repr(first.tolist()))
+'''
+    broken = _python(script, _env(NUMBA_THREADING_LAYER="tbb", NUMBA_NUM_THREADS="2"))
+    assert broken.returncode == 0, broken.stderr[-3000:]
+    normal = _python(script.replace("assert len(told) == 1, told", "assert not told, told"),
+                     _env(NUMBA_NUM_THREADS="2"))
+    assert normal.returncode == 0, normal.stderr[-3000:]
+    assert broken.stdout == normal.stdout
+
+
+def test_importing_gaprank_changes_nothing_in_the_user_s_process():
+    """No threading layer chosen for the user, numba's threads not started, torch's thread count kept, in the
+    process and in a child it forks."""
+    script = r'''
+import os
+import numba, torch
+torch.set_num_threads(2)
+import gaprank
+assert str(numba.config.THREADING_LAYER) == "default", numba.config.THREADING_LAYER
+try:
+    numba.threading_layer()
+    raise SystemExit("numba's threads were started by the import")
+except ValueError:
+    pass
+assert torch.get_num_threads() == 2
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(write, str(torch.get_num_threads()).encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+assert os.read(read, 16) == b"2", "a forked child's torch threads changed"
+print("untouched")
+'''
+    if not hasattr(os, "fork"):
+        pytest.skip("fork() is POSIX")
+    done = _python(script, _env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "untouched" in done.stdout
 
 
 def test_softndcg_gives_the_same_numbers_on_one_thread_as_on_two():
-    """Through the public knob (numba's thread count): the kernels' lanes deal the pivots differently, and
-    each pivot's result is made from the inputs alone."""
+    """In this process, through the public knob (numba's thread count)."""
     rng = np.random.default_rng(7)
     scores = torch.tensor(rng.normal(size=(5, 90)))
     labels = torch.tensor(rng.integers(0, 4, (5, 90)))
@@ -134,107 +351,17 @@ def test_softndcg_gives_the_same_numbers_on_one_thread_as_on_two():
                 s = scores.clone().requires_grad_(True)
                 value = loss(s, labels, mask)
                 value.backward()
-                results.append((threads, value.detach(), s.grad))
+                results.append((value.detach(), s.grad))
     finally:
         numba.set_num_threads(before)
-    one, two = results[:2], results[2:]
-    for (_, v1, g1), (_, v2, g2) in zip(one, two, strict=True):
+    for (v1, g1), (v2, g2) in zip(results[:2], results[2:], strict=True):
         assert torch.equal(v1, v2) and torch.equal(g1, g2)
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is Linux's")
-def test_helpers_are_kept_off_the_calling_thread_s_core():
-    """A woken helper is often placed on its waker's core, where the two would share one core for the whole
-    call: each run keeps the helpers to the process's other cores."""
-    from gaprank import _compiled_setup
-
-    cores = os.sched_getaffinity(0)
-    if len(cores) < 2:
-        pytest.skip("one core: nowhere else to keep a helper")
-    if _compiled_setup._current_core() is None:
-        pytest.skip("this system does not say which core a thread runs on")
-    _compiled_setup._lanes.caller_core = None  # as on a first run
-    _run(2)[1]()
-    helper = _compiled_setup._lanes.helpers[0].native_id
-    kept = os.sched_getaffinity(helper)
-    assert kept < cores and len(kept) == len(cores) - 1
-
-
-@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="signals to a thread are POSIX")
-def test_an_interrupt_leaves_no_lane_and_waits_for_the_lanes_under_way():
-    """A signal handler that raises (as Ctrl-C's does) while the lanes run: the lanes not yet taken are never
-    run, and the call ends only once the lanes under way have finished writing."""
-
-    class Interrupted(Exception):
-        pass
-
-    def interrupt(*_):
-        raise Interrupted
-
-    (counts, _, finished, *_), run = _run(2, lanes=16, hold_all=0.1)
-    previous = signal.signal(signal.SIGUSR1, interrupt)
-    try:
-        threading.Timer(0.15, signal.pthread_kill, (threading.main_thread().ident, signal.SIGUSR1)).start()
-        with pytest.raises(Interrupted):
-            run()
-        ended = time.monotonic_ns()  # the clock the kernel reads (CLOCK_MONOTONIC)
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
-    time.sleep(0.5)  # a helper that went on taking lanes would finish more in this time
-    ran = int(counts.sum())
-    assert 2 <= ran < 16  # the interrupt came after the first lanes (0.1 s each) and left the rest
-    assert finished.max() <= ended  # nothing finished after the call ended
-    assert int(counts.sum()) == ran
-
-
-def test_helpers_do_not_keep_the_last_call_s_arrays_alive():
-    """The run block holds the arrays' addresses only: nothing keeps them alive once the call has returned."""
-    args, run = _run(2)
-    kept = weakref.ref(args[0])
-    run()
-    del args, run
-    gc.collect()
-    assert kept() is None
-
-
-def test_a_python_function_runs_its_lanes_on_the_calling_thread():
-    """What the compiled lanes do not take (a kernel numba did not compile) runs every lane on the caller."""
-    record = []
-    lane_kernel(lambda lane, lanes: record.append((lane, threading.current_thread() is threading.main_thread())))(2)
-    assert sorted(lane for lane, _ in record) == list(range(2 * CHUNKS_PER_THREAD))
-    assert all(on_caller for _, on_caller in record)
-
-
-LANE_MODULE_RUN = r'''
-import threading
-import numba, numpy as np
-from gaprank._compiled_setup import lane_kernel
-
-@numba.njit(nogil=True)
-def kernel(counts, lane, lanes):
-    counts[lane] += 1
-
-counts = np.zeros(8, np.int64)
-lane_kernel(kernel)(counts, 2)
-print(counts.tolist())
-'''
-
-
-def test_a_kernel_s_lane_module_is_written_once_and_cached(tmp_path):
-    """The helpers' code for a kernel is written to the cache folder once and compiled into numba's disk cache;
-    a second process reuses both."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "lane_module_run.py"
-    script.write_text(LANE_MODULE_RUN)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-            for _ in range(2)]
-    for run in runs:
-        assert run.returncode == 0, run.stderr[-2000:]
-        assert run.stdout.strip().splitlines()[-1] == str([1] * 8)
-    folder = tmp_path / "cache" / "gaprank-lanes"
-    assert len(list(folder.glob("gaprank_lanes_*.py"))) == 1
-    indexes = {path.name.split(".")[1].split("-")[0] for path in (tmp_path / "cache").rglob("gaprank_lanes_*.nbi")}
-    assert indexes == {"driver", "launch"}  # numba's disk cache holds both
+def test_threads_outside_the_calling_thread_are_joined_by_none_of_gaprank():
+    """gaprank starts no thread of its own: a call leaves the process with the threads it had (numba's pool
+    aside, which numba owns)."""
+    before = {t.ident for t in threading.enumerate()}
+    _run_toy(4)
+    gaprank.SoftNDCGLoss()(torch.randn(4, 200, dtype=torch.float64), torch.randint(0, 3, (4, 200)))
+    assert {t.ident for t in threading.enumerate()} == before

@@ -10,7 +10,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "gaprank"
 SHARED_PRIVATE_MODULES = {"_engine", "_inputs", "_typing", "_padding", "_grouped", "_compiled_setup", "_docstrings", "_autograd",
-                          "_elementwise", "_native_sync"}
+                          "_elementwise"}
 
 
 def module_path(path: Path, source: Path) -> list[str]:

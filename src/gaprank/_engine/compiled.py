@@ -26,11 +26,10 @@ term would be NaN). The PyTorch loss also asks for the cost,
 its lower ranks that the compiler vectorises (a gathered row's stay scalar) -- the weights, then the lambdas and
 hessians added to the lower ranks, then the cost's logarithms and terms -- and one scalar pass that sums the
 upper rank's terms in the pairs' order, so the result is the same on any machine. Queries are dealt to
-lanes whose pair counts shrink from the first to the last (:func:`shrinking_lanes`), ``CHUNKS_PER_THREAD`` per
-thread, which the threads take in turn
-(:func:`gaprank._compiled_setup.run_lanes`), or run on the calling thread when they hold fewer than
-``THREADED_PAIRS`` pairs; a query is one lane's, start to end, so the result does not depend on the number of
-threads.
+lanes of about equal pair counts (:func:`balanced_lanes`), one per thread, run on numba's threads by a
+``numba.prange`` driver (:func:`gaprank._compiled_setup.run_lanes`), or to one lane on the calling thread when
+they hold fewer than ``THREADED_PAIRS`` pairs; a query is one lane's, start to end, so the result does not
+depend on the number of threads.
 Compiled on first use and cached on disk (numba's cache; :mod:`gaprank._compiled_setup`).
 """
 
@@ -42,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._compiled_setup import CHUNKS_PER_THREAD, compiled, numba, run_lanes, thread_count
+from .._compiled_setup import compiled, numba, run_lanes, thread_count
 from .._elementwise import log_into
 from .._inputs import GaprankInputError
 from .factors import GainDiscountInputs, KernelInputs
@@ -50,7 +49,7 @@ from .norm import NORM_OFFSET
 
 KERNEL, GAIN_DISCOUNT = 0, 1
 
-# A plan with fewer pairs runs on the calling thread: waking a helper thread costs more than sharing out so
+# A plan with fewer pairs runs on the calling thread: waking numba's threads costs more than sharing out so
 # little work (docs/benchmarks.md, "Constants chosen by measurement").
 THREADED_PAIRS = 1 << 16
 
@@ -64,9 +63,8 @@ class CompiledPlan:
     ``rows`` holds each query's rows, query after query (``starts``); the query's swap deltas come from
     ``kernel``/``diag`` (``[Q, C, C]``, ``[Q, C]``, kernel measures) or ``gains``/``discounts``/``inverse_norm``
     (``[C]``, per 0-based rank, ``[Q]``, discounted-gain measures); ``inverse_ranks`` is 1/n per rank, 0
-    beyond the cutoff. ``lane_queries`` and ``lane_starts`` deal the queries to lanes (``CHUNKS_PER_THREAD`` per
-    thread, or one lane on the calling thread). ``orders`` is rewritten by each call, which
-    :func:`gaprank._compiled_setup.run_lanes` runs one at a time."""
+    beyond the cutoff. ``lane_queries`` and ``lane_starts`` deal the queries to lanes (one per thread, or one
+    lane on the calling thread). ``orders`` is rewritten by each call: a plan serves one call at a time."""
 
     mode: int
     rows: np.ndarray
@@ -87,15 +85,13 @@ class CompiledPlan:
     warm_start: bool = True  # sort from the last call's ranking (boosting); False: sort afresh (a new batch)
 
 
-def shrinking_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Deal queries to ``lanes`` lanes whose pair counts shrink linearly, lane i taking about ``lanes - i``
-    parts: ``(queries, starts)`` with lane i's queries ``queries[starts[i]:starts[i+1]]``, the largest queries
-    first. The threads take the lanes in order, so the last ones, taken while other threads finish theirs, are
-    the shortest, and the caller waits less for the last lane a helper took."""
+def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Deal queries to ``lanes`` lanes of about equal pair counts: ``(queries, starts)`` with lane i's queries
+    ``queries[starts[i]:starts[i+1]]``, the largest queries first. numba gives each thread an equal run of
+    lanes, so with one lane per thread each thread's share of the pairs is about equal."""
     lanes = max(1, min(lanes, pairs.size))
     largest_first = np.argsort(-pairs, kind="stable").astype(np.int64)
-    parts = np.arange(lanes, 0, -1, dtype=np.float64)
-    bounds = np.cumsum(parts)[:-1] / parts.sum() * pairs.sum()  # where each lane's pairs should end
+    bounds = np.arange(1, lanes) / lanes * pairs.sum()  # where each lane's pairs should end
     done_before = np.cumsum(pairs[largest_first]) - pairs[largest_first]  # pairs dealt before each query
     # increasing bounds in a sorted array: the starts never decrease (a lane may be empty)
     starts = np.concatenate([[0], np.searchsorted(done_before, bounds, side="left"), [pairs.size]])
@@ -108,8 +104,8 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
     """The kernel's plan for queries of ``sizes`` documents whose rows (into the scores) and labels come
     query after query in ``rows`` and ``labels``, from the same score-independent inputs as the torch
     engine's factor plan (``discounts``: a discounted-gain measure's discount per 0-based rank, as long as
-    the longest query). Queries are dealt to ``CHUNKS_PER_THREAD`` lanes per thread, or to one (the calling
-    thread) below ``THREADED_PAIRS`` pairs. ``warm_start``: each call's sort starts from the last call's ranking (boosting's
+    the longest query). Queries are dealt to one lane per thread, or to one (the calling thread) below
+    ``THREADED_PAIRS`` pairs. ``warm_start``: each call's sort starts from the last call's ranking (boosting's
     rounds move few documents); False for a plan used once."""
     longest = max(1, int(sizes.max()) if sizes.size else 1)
     inverse_ranks = 1.0 / np.arange(1, longest + 1, dtype=np.float64)
@@ -133,8 +129,8 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
     cut = longest if truncation is None else int(truncation)
     upper = np.minimum(cut, sizes)  # upper ranks that take part: sum_{a < t} (n - 1 - a) pairs
     pairs = (upper * (sizes - 1) - upper * (upper - 1) // 2).astype(np.float64)
-    lanes = CHUNKS_PER_THREAD * thread_count() if pairs.sum() >= THREADED_PAIRS else 1
-    lane_queries, lane_starts = shrinking_lanes(pairs, lanes)
+    lanes = thread_count() if pairs.sum() >= THREADED_PAIRS else 1
+    lane_queries, lane_starts = balanced_lanes(pairs, lanes)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return CompiledPlan(
         mode=mode, rows=rows.astype(np.int64), starts=starts, labels=labels.astype(np.int64),
@@ -430,6 +426,18 @@ if numba is not None:
               hessians, pair_sums, pair_logs, log_scratch, counts, others, cost)
 
 
+    @compiled(parallel=True, nogil=True)
+    def _run_lanes(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
+                   truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, done, lanes):
+        """Every lane of the plan on numba's threads, each marked done once it returned (the driver of
+        :func:`_run_lane`)."""
+        for lane in numba.prange(lanes):
+            _run_lane(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
+                      sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, lane,
+                      lanes)
+            done[lane] = 1
+
+
 def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray | None,
                          cost: np.ndarray | None = None) -> None:
     r"""Write every planned query's gradients and hessians into ``grad`` and ``hess`` (float64, one per row;
@@ -441,9 +449,9 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
     start = time.perf_counter()
     # hess or cost None: numba compiles a version without their branches (pruned on the None type)
     lanes = plan.lane_starts.size - 1
-    run_lanes(_run_lane, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag, plan.gains,
-                          plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma, plan.truncation, plan.norm,
-                          plan.lane_queries, plan.lane_starts, plan.orders, plan.warm_start, grad, hess, cost),
-              lanes, thread_count())
+    run_lanes(_run_lane, _run_lanes, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag,
+                                      plan.gains, plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma,
+                                      plan.truncation, plan.norm, plan.lane_queries, plan.lane_starts, plan.orders,
+                                      plan.warm_start, grad, hess, cost), lanes)
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)

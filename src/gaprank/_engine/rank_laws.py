@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .._autograd import first_derivatives_only, opaque_to_compile
-from .._compiled_setup import thread_count, wake_helpers
+from .._compiled_setup import thread_count
 from . import soft_compiled
 from .backends import runs_compiled
 
@@ -49,7 +49,7 @@ SAVED_LAW_ELEMENTS = 1 << 25
 KEPT_ARRAY_ELEMENTS = 1 << 23
 KEPT_ARRAYS = 4
 # Pairs (B N^2) from which a compiled call shares its work among threads (thread_count()); a smaller call runs on
-# the calling thread alone, since waking a helper thread would cost it more than the helper saves
+# the calling thread alone, since waking numba's threads would cost it more than they save
 THREADED_PAIRS = 1 << 15
 
 
@@ -183,8 +183,6 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
     @staticmethod
     def forward(ctx, s, m, sigma, values, buffers):  # noqa: D102 - [B, N], [B, N], float, [N], holder -> [B, N]
         batch, size = s.shape
-        if _threads_for(batch * size * size) > 1:
-            wake_helpers()  # their wake-up overlaps the conversions below
         s64 = s.detach().to(torch.float64).contiguous()
         m = m.contiguous()
         c = 1.0 / (2.0 * sigma)
@@ -208,8 +206,6 @@ class _ExpectedScoreRankValues(torch.autograd.Function):
     @first_derivatives_only("SoftNDCG (SoftRank's rank distributions)")
     def backward(ctx, grad_out):  # noqa: D102
         s64, m, values, bounds = ctx.saved_tensors
-        if _threads_for(s64.numel() * s64.shape[-1]) > 1:
-            wake_helpers()
         buffers = ctx.buffers
         if ctx.arrays is None:  # an earlier backward pass consumed them: the pair probabilities again, no laws
             beats, laws = _pair_probabilities(s64, m, ctx.c, buffers), s64.new_empty((0, 0, 0))

@@ -24,8 +24,9 @@ Both ratios have modulus at most 1, so neither substitution amplifies rounding; 
 law's window too (:math:`q_m[r] \le 2 \max(p_r, p_{r+1})`), so the sums run over it. Per pivot: the law
 again (nothing is kept from the forward pass, O(N W)), the two correlations (O(W^2)), then one Horner
 evaluation of degree W per other document (O(N W)), vectorised over the others. Pivots are independent
-tasks, dealt to the lanes in turn (each lane allocates its workspace once), and the lanes to the threads
-(:func:`gaprank._compiled_setup.lane_kernel`), so the result does not depend on the number of threads.
+tasks, dealt to the lanes in turn (each lane allocates its workspace once), one lane per thread, run by a
+``numba.prange`` driver (:func:`gaprank._compiled_setup.lane_kernel`), so the result does not depend on the
+number of threads.
 Everything is float64.
 
 Layout: the kernels read ``beats[b, n, m]`` = :math:`\pi_{mn}` (pivot-major, [B, N, M], C-contiguous), so that a
@@ -398,23 +399,61 @@ def _pair_probabilities(scores, mask, c, out, lane, lanes):  # pragma: no cover 
         _pair_tile(scores, mask, c, out, b, first * TILE, (first + rest) * TILE, work, bits)
 
 
-def _compile(function, lanes=False):
+# The lane kernels' drivers: their lanes on numba's threads, each lane marked done once it returned
+# (gaprank._compiled_setup.run_lanes). A driver's body is the call alone, so the kernel keeps its own compiled
+# code (and its numbers) whatever runs its lanes.
+def _rank_laws_lanes(beats, out, done, lanes):  # pragma: no cover - compiled
+    for lane in numba.prange(lanes):
+        _rank_laws(beats, out, lane, lanes)
+        done[lane] = 1
+
+
+def _rank_laws_adjoint_lanes(beats, grad_laws, grad_beats, done, lanes):  # pragma: no cover - compiled
+    for lane in numba.prange(lanes):
+        _rank_laws_adjoint(beats, grad_laws, grad_beats, lane, lanes)
+        done[lane] = 1
+
+
+def _expected_values_lanes(beats, values, out, laws, bounds, done, lanes):  # pragma: no cover - compiled
+    for lane in numba.prange(lanes):
+        _expected_values(beats, values, out, laws, bounds, lane, lanes)
+        done[lane] = 1
+
+
+def _expected_values_score_adjoint_lanes(beats, scores, mask, c, values, weights, laws, bounds, row_totals,
+                                         column_parts, done, lanes):  # pragma: no cover - compiled
+    for lane in numba.prange(lanes):
+        _expected_values_score_adjoint(beats, scores, mask, c, values, weights, laws, bounds, row_totals,
+                                       column_parts, lane, lanes)
+        done[lane] = 1
+
+
+def _pair_probabilities_lanes(scores, mask, c, out, done, lanes):  # pragma: no cover - compiled
+    for lane in numba.prange(lanes):
+        _pair_probabilities(scores, mask, c, out, lane, lanes)
+        done[lane] = 1
+
+
+def _compile(function, nogil=False):
     # contract: multiply-adds fused, never reordered; error_model numpy: a division raises nothing, so its
     # loops vectorise; compiled once, kept in numba's disk cache where it has one (gaprank._compiled_setup);
-    # a lane kernel runs without the GIL, its lanes taken by the threads in turn (lane_kernel)
-    if not lanes:
-        return jit(function, fastmath={"contract"}, error_model="numpy")
-    return lane_kernel(jit(function, nogil=True, fastmath={"contract"}, error_model="numpy"))
+    # a lane kernel runs without the GIL
+    return jit(function, nogil=nogil, fastmath={"contract"}, error_model="numpy")
 
 
 if numba is not None:
     _quartic, _multiply, _pivot_law = _compile(_quartic), _compile(_multiply), _compile(_pivot_law)
     _correlations, _workspace, _split_horner = _compile(_correlations), _compile(_workspace), _compile(_split_horner)
     _pivot_adjoint, _windowed_adjoint, _pair_tile = _compile(_pivot_adjoint), _compile(_windowed_adjoint), _compile(_pair_tile)
-    rank_laws = _compile(_rank_laws, lanes=True)
-    rank_laws_adjoint = _compile(_rank_laws_adjoint, lanes=True)
-    expected_values = _compile(_expected_values, lanes=True)
     _fixed_order_sum = _compile(_fixed_order_sum)
-    expected_values_score_adjoint = _compile(_expected_values_score_adjoint, lanes=True)
     score_gradient = _compile(_score_gradient)
-    pair_probabilities = _compile(_pair_probabilities, lanes=True)
+    # the lane kernels under the names their drivers call, then the entry points: run(*args, threads)
+    _rank_laws, _rank_laws_adjoint = _compile(_rank_laws, nogil=True), _compile(_rank_laws_adjoint, nogil=True)
+    _expected_values = _compile(_expected_values, nogil=True)
+    _expected_values_score_adjoint = _compile(_expected_values_score_adjoint, nogil=True)
+    _pair_probabilities = _compile(_pair_probabilities, nogil=True)
+    rank_laws = lane_kernel(_rank_laws, _rank_laws_lanes)
+    rank_laws_adjoint = lane_kernel(_rank_laws_adjoint, _rank_laws_adjoint_lanes)
+    expected_values = lane_kernel(_expected_values, _expected_values_lanes)
+    expected_values_score_adjoint = lane_kernel(_expected_values_score_adjoint, _expected_values_score_adjoint_lanes)
+    pair_probabilities = lane_kernel(_pair_probabilities, _pair_probabilities_lanes)

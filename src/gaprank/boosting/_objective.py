@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._compiled_setup import wake_helpers
 from .._engine import compiled
 from .._engine.backends import compiled_plan, lambda_backend
 from .._engine.factors import FactorPlan, plan_pair_factors
@@ -105,8 +104,6 @@ class LambdaMARTObjective:
     one sort per length bucket and the pair arithmetic.
     """
 
-    _threaded = False  # whether the last call's compiled kernel ran on several threads (a class default: old pickles)
-
     def __init__(self, settings: LambdaMARTSettings | str = "gap", *, block_elements: int = CACHE_BLOCK_ELEMENTS,
                  **fields: Any) -> None:
         if fields and isinstance(settings, LambdaMARTSettings):
@@ -161,12 +158,6 @@ class LambdaMARTObjective:
                 return _PreparedData(layout, torch_rounds=_TorchRounds.build(layout, plan, engine, dtype))
         return _PreparedData(layout)
 
-    def wake_threads(self) -> None:
-        """Wake the compiled kernel's helper threads ahead of :meth:`gradients`: an adapter's first step, so that
-        their wake-up overlaps its reads of the booster's data."""
-        if self._threaded:  # the last call's kernel ran on several threads
-            wake_helpers()
-
     def gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
                   weight: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
@@ -180,7 +171,6 @@ class LambdaMARTObjective:
         if data.kernel_plan is not None:
             grad_np, hess_np = np.zeros(scores.size), np.zeros(scores.size)
             compiled.lambdamart_gradients(data.kernel_plan, scores, grad_np, hess_np)
-            self._threaded = data.kernel_plan.lane_starts.size > 2
             return _weighted(grad_np, hess_np, weight)
         rounds = data.torch_rounds
         if rounds is None:  # no pair changes the measure

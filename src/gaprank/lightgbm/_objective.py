@@ -27,7 +27,6 @@ class LambdaRankObjective(LambdaMARTObjective):
 
     def __call__(self, preds: np.ndarray, train_data: Any) -> tuple[np.ndarray, np.ndarray]:
         """``lgb.train`` form: ``(preds, train_data) -> (grad, hess)``."""
-        self.wake_threads()
         check_whole_queries(train_data)
         return self.gradients(preds, train_data.get_label(), train_data.get_group(), train_data.get_weight())
 
@@ -44,7 +43,6 @@ class SklearnObjective:
 
     def __call__(self, y_true: np.ndarray, y_pred: np.ndarray, weight: ArrayLike | None,
                  group: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
-        self.objective.wake_threads()
         return self.objective.gradients(y_pred, y_true, group, weight)
 
     def __repr__(self) -> str:

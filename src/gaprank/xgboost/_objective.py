@@ -71,7 +71,6 @@ class XGBoostObjective:
         return {key: value for key, value in self.__dict__.items() if key != "_groups"}
 
     def __call__(self, predt: np.ndarray, dtrain: Any) -> tuple[np.ndarray, np.ndarray]:
-        self.objective.wake_threads()
         pointer, num_rows, groups = _dmatrix.group_pointer(dtrain), dtrain.num_row(), self._groups
         if groups is None or groups[1] != num_rows or not np.array_equal(groups[0], pointer):
             groups = self._groups = (pointer, num_rows, _sizes_from_pointer(pointer, num_rows))
