@@ -94,6 +94,13 @@ def test_build_gives_the_directly_constructed_module_and_its_numbers(kind, measu
         ("soft", "ndcg", {"validate": "yes"}, "kind 'soft': validate must be True or False"),
         ("lambdarank", "ERR", {"backend": "compiled"}, "kind 'lambdarank': backend='compiled' cannot serve"),
         ("ranknet", None, {"backend": "gpu"}, "kind 'ranknet': backend must be one of"),
+        # one validation for every setting: max_grade within gaprank's scale, sigma a number like k an integer
+        ("soft", "gap", {"max_grade": 31}, "kind 'soft': max_grade must be an integer from 1 to 30; got 31"),
+        ("soft", "gap", {"max_grade": -1}, "kind 'soft': max_grade must be an integer from 1 to 30; got -1"),
+        ("lambdarank", "gap", {"max_grade": True}, "kind 'lambdarank': max_grade must be an integer from 1 to 30"),
+        ("soft", "gap", {"sigma": "0.5"}, "kind 'soft': sigma must be a positive number; got '0.5'"),
+        ("lambdarank", "gap", {"sigma": True}, "kind 'lambdarank': sigma must be a positive number; got True"),
+        ("lambdarank", "gap", {"k": True}, "kind 'lambdarank': k must be a positive integer"),
     ],
 )
 def test_a_bad_kind_measure_or_setting_is_refused_in_one_line(kind, measure, settings, message):

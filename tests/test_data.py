@@ -261,9 +261,8 @@ def test_find_dataset_and_dataset_file_with_garbage(tmp_path):
 
 
 def test_one_conventions_a_data_set_s_own_is_its_entry_s():
-    """gaprank.metrics.CONVENTIONS is the one CONVENTIONS; a data set's conventions are its entry's, the old
-    per-data-set dict of gaprank.data served with a DeprecationWarning for one release."""
-    import pytest
+    """gaprank.metrics.CONVENTIONS is the one CONVENTIONS; a data set's conventions are its entry's (the old
+    per-data-set dict of gaprank.data is gone)."""
 
     import gaprank.data as D
     from gaprank.metrics import CONVENTIONS
@@ -271,8 +270,7 @@ def test_one_conventions_a_data_set_s_own_is_its_entry_s():
     assert D.dataset_info("MQ2008").conventions == "letor4" and D.dataset_info("ohsumed").conventions == "letor3"
     assert all(info.conventions in CONVENTIONS for info in D.DATASETS.values())
     assert "CONVENTIONS" not in D.__all__
-    with pytest.warns(DeprecationWarning, match="dataset_info"):
-        assert D.CONVENTIONS["MQ2008"] == "letor4"
+    assert not hasattr(D, "CONVENTIONS")
 
 
 def test_to_flat_and_conventions_refuse_garbage_in_one_line():

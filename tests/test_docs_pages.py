@@ -89,3 +89,15 @@ def test_the_sentence_transformers_page_runs_as_written(tmp_path, monkeypatch):
     results = namespace["results"]
     assert namespace["evaluator"].primary_metric == "toy_gap" and 0 < results["toy_gap"] <= 1
     assert set(results) == {"toy_gap", "toy_xgap", "toy_egap", "toy_ndcg@10", "toy_map", "toy_p@10", "toy_err"}
+
+
+def test_the_benchmarks_page_is_a_reference_not_a_diary():
+    """Current figures per area, each with its command, commit and machine; no dated sections (the diary of
+    what was tried stays in git history)."""
+    text = (DOCS / "benchmarks.md").read_text()
+    assert len(text.splitlines()) <= 400
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    months = "January|February|March|April|May|June|July|August|September|October|November|December"
+    dated = [h for h in headings if re.search(r"\d{4}-\d{2}-\d{2}|Morning|Evening|Night of|Later that|" + months, h)]
+    assert not dated, dated
+    assert "{{" not in text  # no figure left to fill

@@ -276,7 +276,8 @@ def test_ctrl_c_ends_a_call_promptly_however_often_it_is_pressed(presses):
         child.kill()
         pytest.fail(f"still running {10 + 3 * call:.0f} s after {presses} Ctrl-C")
     ended = time.perf_counter() - pressed
-    assert child.returncode in (130, 1), err[-3000:]  # 1: a second press landed in the except clause
+    # 130: the script's own exit; -SIGINT: a later press landed in its except clause, and Python ended on it
+    assert child.returncode in (130, -signal.SIGINT), err[-3000:]
     assert ended < 5 + 3 * call, ended
 
 

@@ -545,14 +545,30 @@ def test_an_empty_query_group_is_skipped_as_native_lambdarank_does():
 
 
 def test_one_ranking_eval_lightgbm_s_callable_form_is_lightgbm_eval():
-    """gaprank.boosting.RankingEval is the one RankingEval; LightGBM's callable form is LightGBMEval, the old
-    name served with a DeprecationWarning."""
-    import pytest
+    """gaprank.boosting.RankingEval is the one RankingEval; LightGBM's callable form is LightGBMEval (its old
+    name is gone)."""
 
     import gaprank.lightgbm as glgb
     from gaprank.boosting import RankingEval
 
     assert isinstance(glgb.ranking_feval(["GAP"]), glgb.LightGBMEval)
     assert issubclass(glgb.LightGBMEval, RankingEval) and "RankingEval" not in glgb.__all__
-    with pytest.warns(DeprecationWarning, match="now gaprank.lightgbm.LightGBMEval"):
-        assert glgb.RankingEval is glgb.LightGBMEval
+    assert not hasattr(glgb, "RankingEval")
+
+
+def test_the_sklearn_objective_class_takes_a_measure_string_as_lambdarank_objective_does():
+    """One rule for every objective class: a measure string (with settings) or an objective; before, a string
+    made an objective that printed fine and failed at its first call."""
+    from gaprank.boosting import LambdaMARTObjective
+    from gaprank.lightgbm import LambdaRankObjective, SklearnObjective
+
+    rng = np.random.default_rng(0)
+    labels, preds, group = rng.integers(0, 3, 40), rng.normal(size=40), np.array([10, 10, 20])
+    by_string = SklearnObjective("gap", truncation_level=5)
+    by_objective = SklearnObjective(LambdaRankObjective("gap", truncation_level=5))
+    for got, want in zip(by_string(labels, preds, None, group), by_objective(labels, preds, None, group), strict=True):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(GaprankInputError, match="not both"):
+        SklearnObjective(LambdaMARTObjective("gap"), norm=True)
+    with pytest.raises(GaprankInputError, match="got list"):
+        SklearnObjective(["gap"])

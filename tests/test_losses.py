@@ -977,7 +977,6 @@ def test_loss_is_regret_against_the_ideal_list():
     (lambda: L.soft_gap_loss(torch.zeros(3, dtype=torch.int64), [0, 1, 0]), "floating-point torch tensor"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], sigma=0.0), "sigma"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], sigma=float("nan")), "sigma"),
-    (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], mode="approx"), "mode"),
     (lambda: L.soft_gap_loss(torch.zeros(3), [0, 1, 0], smoothing="sinkhorn"), "smoothing must be one of"),
     (lambda: L.soft_metric(torch.zeros(3), [0, 1, 0], measure="err", sigma=1.0, smoothing="approx"), "not such a sum"),
     (lambda: L.soft_ndcg_loss(torch.zeros(3), [0, 1, 0], reduction="avg"), "reduction"),

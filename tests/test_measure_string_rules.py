@@ -81,6 +81,16 @@ def test_unregister_of_an_unknown_name_is_one_line():
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("name", ["GAP", "nDCG", "AP", "DCG"])
+def test_unregister_refuses_a_built_in_measure_and_leaves_it_registered(name):
+    """unregister is for measures added with register: gaprank's own stay (before, GAP could be removed)."""
+    with pytest.raises(GaprankInputError, match="gaprank's own measures") as caught:
+        M.unregister(name)
+    assert "\n" not in str(caught.value)
+    assert M.find_measure(name) is not None
+    M.parse_measure(name)
+
+
 @pytest.mark.parametrize("name", ["Té", "ÄP", "gap2é", "_x", "1x"])
 def test_register_refuses_a_name_no_measure_string_can_parse(name):
     form = M.GainDiscountForm(lambda c, params: torch.arange(c + 1, dtype=torch.float64),

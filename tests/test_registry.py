@@ -383,12 +383,10 @@ def test_the_public_surface_is_what_a_user_calls():
     assert all(getattr(E, name) is getattr(M, name) for name in E.__all__)  # the same objects, as before
 
 
-def test_names_moved_off_the_top_level_still_work_with_a_deprecation_warning():
+def test_names_moved_off_the_top_level_are_served_where_they_live_now():
     import gaprank.extend as E
 
-    with pytest.warns(DeprecationWarning, match="gaprank.pivot_sum moved to gaprank.extend.pivot_sum"):
-        assert gaprank.pivot_sum is E.pivot_sum
-    with pytest.warns(DeprecationWarning, match="gaprank.CONVENTIONS moved to gaprank.metrics"):
-        assert gaprank.CONVENTIONS is M.CONVENTIONS
+    assert E.pivot_sum is M.pivot_sum and not hasattr(gaprank, "pivot_sum")
+    assert not hasattr(gaprank, "CONVENTIONS") and M.CONVENTIONS
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         gaprank.nope  # noqa: B018

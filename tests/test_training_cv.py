@@ -181,8 +181,7 @@ def test_models_and_length_batches(ohsumed_fold1):
         (lambda d: d["loss"].update(kind="soft", smoothing="paper"), "loss.smoothing must be one of"),
         (lambda d: d["loss"].update(kind="lambdarank", smoothing="approx"), "loss.smoothing is only for loss.kind 'soft'"),
         (lambda d: d["loss"].update(kind="exact", smoothing="approx"), "loss.kind 'exact' is smoothing 'expected'"),
-        (lambda d: d["loss"].update(kind="soft", mode="paper", smoothing="approx"), "give only smoothing"),
-        (lambda d: d["loss"].update(kind="soft", mode="fast"), "loss.mode must be one of"),
+        (lambda d: d["loss"].update(kind="soft", mode="paper"), "loss: unknown key 'mode'"),
         (lambda d: d["loss"].update(kind="soft", measure="vG", g=None, smoothing="approx"), "threshold identity"),
         (lambda d: d["loss"].update(sigma=0), "sigma"),
         (lambda d: d["model"].update(kind="mlp", hidden=[]), "model.hidden"),
@@ -269,8 +268,8 @@ SMOOTHING_RECORDS = sorted((ROOT / "results").glob("*-untuned/*/folds/Fold1.json
 @pytest.mark.parametrize("record", [p for p in SMOOTHING_RECORDS if p.parents[1].name.startswith(("soft_", "exact_"))],
                          ids=lambda p: f"{p.parents[2].name}/{p.parents[1].name}")
 def test_committed_records_stand_for_every_spelling_of_their_smoothing(record, tmp_path, monkeypatch):
-    """A SoftRank or E[M] config written with ``smoothing:`` (or the deprecated ``mode:``) is the same run as the
-    shipped one, so the committed fold records are reused; another smoothing is another run."""
+    """A SoftRank or E[M] config written with ``smoothing:`` is the same run as the shipped one, so the committed
+    fold records are reused; another smoothing is another run."""
     import training.config
     from training._runner import same_run_config
 
@@ -281,13 +280,13 @@ def test_committed_records_stand_for_every_spelling_of_their_smoothing(record, t
     assert same_run_config(held, load_config(shipped, CVConfig))
     data = yaml.safe_load(shipped.read_text())
     exact = data["loss"]["kind"] == "exact"
-    spellings = [{"smoothing": "expected" if exact else "softrank"}, {"mode": "exact" if exact else "paper"}]
+    spellings = [{"smoothing": "expected" if exact else "softrank"}]
     if exact:
         spellings.append({"kind": "soft", "smoothing": "expected"})
     for spelling in spellings:
         config = load_config(_write(tmp_path, {**data, "loss": {**data["loss"], **spelling}}), CVConfig)
         assert same_run_config(held, config), spelling
-        assert config.loss.smoothing is None and config.loss.mode is None
+        assert config.loss.smoothing is None
     if not exact:
         other = load_config(_write(tmp_path, {**data, "loss": {**data["loss"], "smoothing": "approx"}}), CVConfig)
         assert not same_run_config(held, other)

@@ -1,6 +1,8 @@
-"""One vocabulary (issue 39, item 3): ``measure=`` is the one word for a measure-string argument (``metric=`` a
-deprecated alias for one release), the training configs' ``loss.measure`` / ``objective.measure`` (the old key
-accepted, and held records with it still stand), and GAP's ``g`` as an ordinary parameter of the measure."""
+"""One vocabulary: ``measure=`` is the one word for a measure-string argument, the training configs'
+``loss.measure`` / ``objective.measure``, ``objective_kind=`` and ``smoothing=``, and GAP's ``g`` as an ordinary
+parameter of the measure. No deprecated aliases before 1.0: the old words (``metric=``, ``mode=``, ``.metric``,
+the config keys ``metric:`` and ``mode:``) are refused like any unknown name, and nothing in gaprank raises a
+DeprecationWarning."""
 
 from __future__ import annotations
 
@@ -61,21 +63,10 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("name", list(TAKERS))
-def test_metric_is_a_deprecated_alias_of_measure(name):
-    new = TAKERS[name]({"measure": "gap"})
-    with pytest.warns(DeprecationWarning, match=r"metric= is deprecated; use measure="):
-        old = TAKERS[name]({"metric": "gap"})
-    assert _same(new, old)
-    with pytest.raises(GaprankInputError, match=r"pass measure= only; metric= is its deprecated old name") as caught:
-        TAKERS[name]({"measure": "gap", "metric": "gap"})
-    assert "\n" not in str(caught.value)
-
-
-def test_the_new_name_given_by_position_beside_the_old_one_is_refused():
-    with pytest.raises(GaprankInputError, match="pass measure= only"):
-        LambdaRankLoss("gap", metric="ap")
-    with pytest.raises(GaprankInputError, match="pass measure= only"):
-        LambdaMARTSettings("gap", metric="ap")
+def test_the_old_word_metric_is_refused_like_any_unknown_keyword(name):
+    TAKERS[name]({"measure": "gap"})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'metric'"):
+        TAKERS[name]({"metric": "gap"})
 
 
 def test_signatures_and_attributes_say_measure():
@@ -87,33 +78,21 @@ def test_signatures_and_attributes_say_measure():
         assert all(p.kind is not p.VAR_KEYWORD for p in parameters.values()), function
     loss = LambdaRankLoss("egap", g=G)
     assert loss.measure == "egap" and "measure='egap'" in repr(loss)
-    with pytest.warns(DeprecationWarning, match="LambdaRankLoss.metric is deprecated"):
-        assert loss.metric == "egap"
-    with pytest.warns(DeprecationWarning, match="LambdaRankLoss.metric is deprecated"):
-        loss.metric = "gap"
-    assert loss.measure == "gap"
     assert LambdaMARTSettings("nDCG@10").measure == "nDCG@10"
+    for owner in (loss, LambdaMARTSettings("nDCG@10"), SoftMetricLoss("nDCG@10"), gaprank.SoftGAPLoss()):
+        assert not hasattr(owner, "metric"), owner
 
 
-def test_a_lambdarank_loss_pickled_before_the_rename_still_loads():
-    loss = LambdaRankLoss("egap", g=G)
-    loss.__dict__["metric"] = loss.__dict__.pop("measure")  # as an older gaprank pickled it
-    again = pickle.loads(pickle.dumps(loss))
-    assert again.measure == "egap"
-    assert torch.equal(again(SCORES, LABELS), LambdaRankLoss("egap", g=G)(SCORES, LABELS))
-
-
-def test_other_integrations_take_measure_too():
+def test_other_integrations_take_measure_and_refuse_metric():
     pytest.importorskip("xgboost")
     import xgboost as xgb
 
     import gaprank.xgboost
 
     data = xgb.DMatrix(np.zeros((10, 1)), label=LABELS.reshape(-1).numpy(), qid=np.repeat([1, 2], 5))
-    new = gaprank.xgboost.objective(measure="gap", g=G)(SCORES.reshape(-1).numpy(), data)
-    with pytest.warns(DeprecationWarning, match="metric= is deprecated"):
-        old = gaprank.xgboost.objective(metric="gap", g=G)(SCORES.reshape(-1).numpy(), data)
-    assert _same(new, old)
+    gaprank.xgboost.objective(measure="gap", g=G)(SCORES.reshape(-1).numpy(), data)
+    with pytest.raises(TypeError, match="metric"):
+        gaprank.xgboost.objective(metric="gap", g=G)
 
 
 def test_the_sentence_transformers_scheme_takes_measure():
@@ -121,12 +100,38 @@ def test_the_sentence_transformers_scheme_takes_measure():
     from gaprank.sentence_transformers import DeltaScheme
 
     ranked = torch.tensor([[0, 2, 1, 0]])
-    new = DeltaScheme(measure="gap", g=[0.5, 0.5])(None, None, ranked)
-    with pytest.warns(DeprecationWarning, match="metric= is deprecated"):
-        old = DeltaScheme(metric="gap", g=[0.5, 0.5])(None, None, ranked)
-    assert torch.equal(new, old)
+    DeltaScheme(measure="gap", g=[0.5, 0.5])(None, None, ranked)
+    with pytest.raises(TypeError, match="metric"):
+        DeltaScheme(metric="gap", g=[0.5, 0.5])
     with pytest.raises(GaprankInputError, match="sets g; do not pass g as well"):
         DeltaScheme("GAP(g=[0.5,0.5])", g=[0.5, 0.5])
+
+
+def test_mode_is_gone_from_every_public_signature():
+    import gaprank.extend
+    import gaprank.losses
+
+    with_mode = []
+    for module in (gaprank, gaprank.losses, gaprank.extend, gaprank.metrics, gaprank.lightgbm):
+        for name in getattr(module, "__all__", []):
+            target = getattr(module, name)
+            if callable(target):
+                try:
+                    parameters = inspect.signature(target).parameters
+                except (TypeError, ValueError):
+                    continue
+                if "mode" in parameters:
+                    with_mode.append(f"{module.__name__}.{name}")
+    assert not with_mode
+    with pytest.raises(TypeError, match="mode"):
+        gaprank.SoftAPLoss(sigma=0.5, mode="paper")
+
+
+def test_nothing_in_gaprank_raises_a_deprecation_warning():
+    source = ROOT / "src" / "gaprank"
+    raising = [str(path.relative_to(source)) for path in source.rglob("*.py")
+               if "DeprecationWarning" in path.read_text() or "FutureWarning" in path.read_text()]
+    assert not raising
 
 
 # GAP's g: one path, whether in the string or a keyword
@@ -202,7 +207,7 @@ def _lambdamart_data(**objective) -> dict:
     return {"name": "x", "data": {"dataset": "OHSUMED", "folds": [1]}, "output_dir": "out", "objective": objective}
 
 
-def test_config_files_may_still_say_metric(tmp_path):
+def test_config_files_that_say_metric_or_mode_are_refused_by_name(tmp_path):
     from training.config import ConfigError, load_config
     from training.cv import CVConfig
     from training.lambdamart import LambdaMARTConfig
@@ -211,19 +216,18 @@ def test_config_files_may_still_say_metric(tmp_path):
                                (LambdaMARTConfig, lambda **kw: _lambdamart_data(g=[0.5, 0.5], **kw), "objective")):
         path = tmp_path / f"{section}.yaml"
         path.write_text(yaml.safe_dump(make(measure="egap")))
-        new = load_config(path, cls)
+        assert getattr(load_config(path, cls), section).measure == "egap"
         path.write_text(yaml.safe_dump(make(metric="egap")))
-        with pytest.warns(FutureWarning, match=rf"{section}.metric is deprecated; name the key measure"):
-            old = load_config(path, cls)
-        assert old == new and getattr(old, section).measure == "egap"
-        path.write_text(yaml.safe_dump(make(metric="egap", measure="egap")))
-        with pytest.raises(ConfigError, match=rf"{section}.metric is the old name of measure; give only measure") as caught:
+        with pytest.raises(ConfigError, match=rf"{section}: unknown key 'metric'") as caught:
             load_config(path, cls)
         assert "\n" not in str(caught.value)
+    path = tmp_path / "mode.yaml"
+    path.write_text(yaml.safe_dump(_cv_data(kind="soft", measure="gap", mode="paper")))
+    with pytest.raises(ConfigError, match="loss: unknown key 'mode'"):
+        load_config(path, CVConfig)
 
 
-def test_a_record_held_with_the_old_key_stands_for_the_new_config():
-    """Fold records and tuning studies hold the config as written when they were made: ``metric: gap``."""
+def test_a_record_held_with_the_old_key_is_another_run():
     from training._runner import run_config_key, same_run_config
     from training.config import build_config
     from training.cv import CVConfig
@@ -234,12 +238,7 @@ def test_a_record_held_with_the_old_key_stands_for_the_new_config():
         held = json.loads(json.dumps(run_config_key(config)))
         assert same_run_config(held, config)
         held[section] = {("metric" if key == "measure" else key): value for key, value in held[section].items()}
-        assert "measure" not in held[section] and held[section]["metric"] == "gap"
-        assert same_run_config(held, config)
-        held[section]["metric"] = "ndcg"
-        assert not same_run_config(held, config)  # another value is another run
-        held[section].update(metric="gap", measure="gap")
-        assert not same_run_config(held, config)  # both names: no record gaprank wrote
+        assert not same_run_config(held, config)
 
 
 COMMITTED_RECORDS = sorted((ROOT / "results").glob("*-untuned/*/folds/Fold*.json"))
@@ -247,12 +246,14 @@ COMMITTED_RECORDS = sorted((ROOT / "results").glob("*-untuned/*/folds/Fold*.json
 
 @pytest.mark.parametrize("record", COMMITTED_RECORDS, ids=lambda p: f"{p.parents[2].name}/{p.parents[1].name}/{p.stem}")
 def test_every_committed_fold_record_stands_for_its_shipped_config(record):
-    """The records say ``metric:``, the shipped configs ``measure:``; the thread count is how a run ran (the shipped
+    """The records and the shipped configs say ``measure:``; the thread count is how a run ran (the shipped
     ``num_threads: auto`` differs between machines), so it is the record's."""
     from training._trainers import TRAINERS
     from training.config import load_config
 
-    held = json.loads(record.read_text())["provenance"]["config"]
+    text = record.read_text()
+    assert '"metric":' not in text and '"mode":' not in text
+    held = json.loads(text)["provenance"]["config"]
     trainer = TRAINERS["cv" if "loss" in held else "lambdamart"]
     shipped = ROOT / "configs" / record.parents[2].name.replace("-untuned", "") / f"{record.parents[1].name}.yaml"
     assert "\n  measure:" in shipped.read_text() or record.parents[1].name in ("ranknet", "listnet")
@@ -274,39 +275,17 @@ def test_delta_scheme_keeps_the_g_of_a_parsed_measure():
     assert "g=[0.9, 0.1]" in repr(DeltaScheme(parse_measure("GAP").with_params(g=[0.9, 0.1])))
 
 
-def test_settings_and_soft_losses_pickled_before_the_rename_still_load():
-    import pickle
-
-    from gaprank.boosting import LambdaMARTSettings
-
-    settings = LambdaMARTSettings("nDCG@10")
-    state = dict(settings.__dict__)
-    state["metric"] = state.pop("measure")
-    old = object.__new__(LambdaMARTSettings)
-    old.__setstate__(state)
-    assert old.measure == "nDCG@10" and pickle.loads(pickle.dumps(old)).measure == "nDCG@10"
-    with pytest.warns(DeprecationWarning, match="LambdaMARTSettings.measure"):
-        assert settings.metric == "nDCG@10"
-    loss = gaprank.losses.SoftMetricLoss("nDCG@10")
-    with pytest.warns(DeprecationWarning, match="SoftMetricLoss.measure"):
-        assert loss.metric == "nDCG@10"
-    with pytest.warns(DeprecationWarning, match="SoftGAPLoss.measure"):
-        assert gaprank.SoftGAPLoss().metric == "gap"
-
-
-def test_objective_kind_is_the_word_and_mode_its_deprecated_alias():
+def test_objective_kind_is_the_word():
     from gaprank.extend import objective_measure, objective_names
     assert objective_names(objective_kind="exact") == ("ap", "gap", "xgap", "egap", "vg", "erap")
-    with pytest.warns(DeprecationWarning, match="mode= is deprecated; use objective_kind="):
-        assert objective_names(mode="exact") == objective_names(objective_kind="exact")
-    with pytest.warns(DeprecationWarning, match="mode= is deprecated; use objective_kind="):
-        assert objective_measure("nDCG@10", mode="soft").k == 10
-    with pytest.raises(GaprankInputError, match="pass objective_kind= only"):
-        objective_measure("gap", objective_kind="soft", mode="soft")
+    assert objective_measure("nDCG@10", objective_kind="soft").k == 10
+    for call in (lambda: objective_names(mode="exact"), lambda: objective_measure("gap", mode="soft"),
+                 lambda: objective_measure("gap").serves(mode="exact")):
+        with pytest.raises(TypeError, match="mode"):
+            call()
     with pytest.raises(GaprankInputError, match="^measure 'ERR': ERR has no smooth"):
         objective_measure("ERR", objective_kind="soft")
-    with pytest.warns(DeprecationWarning, match="mode= is deprecated; use objective_kind="):
-        assert objective_measure("gap").serves(mode="exact")  # a public Measure's method, renamed alike
+    assert objective_measure("gap").serves(objective_kind="exact")
     assert not objective_measure("ERR").serves(objective_kind="soft")
     with pytest.raises(GaprankInputError, match="objective_kind must be one of"):
         objective_measure("gap").serves("pairs")

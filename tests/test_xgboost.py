@@ -236,3 +236,21 @@ def test_the_c_api_serves_only_where_its_arrays_are_host_memory(monkeypatch, ver
     monkeypatch.setattr(xgb, "__version__", version)
     monkeypatch.setattr(xgb, "build_info", lambda: {"USE_CUDA": with_cuda})
     assert (_dmatrix._c_api() is not None) is fast
+
+
+def test_the_objective_class_takes_a_measure_string_as_its_lightgbm_sibling_does():
+    """One rule for every objective class: a measure string (with settings) or an objective; before, a string
+    made an objective that printed fine and failed at its first call."""
+    from gaprank.boosting import LambdaMARTObjective
+
+    rng = np.random.default_rng(0)
+    labels, preds = rng.integers(0, 3, 40).astype(float), rng.normal(size=40)
+    dtrain = xgb.DMatrix(np.zeros((40, 1)), label=labels, qid=np.repeat(np.arange(4), 10))
+    by_string = gx.XGBoostObjective("gap", truncation_level=5)
+    by_objective = gx.XGBoostObjective(LambdaMARTObjective("gap", truncation_level=5))
+    for got, want in zip(by_string(preds, dtrain), by_objective(preds, dtrain), strict=True):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(GaprankInputError, match="not both"):
+        gx.XGBoostObjective(LambdaMARTObjective("gap"), truncation_level=5)
+    with pytest.raises(GaprankInputError, match="got int"):
+        gx.XGBoostObjective(3)

@@ -37,7 +37,7 @@ from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 from gaprank.metrics import get_conventions
 
-from .config import ConfigError, available_cores, current_keys, local_processes, output_path, to_dict
+from .config import available_cores, local_processes, output_path, to_dict
 
 LOCK_NAME = ".lock"
 REPO = Path(__file__).resolve().parents[1]  # the repository: relative config paths and the commit
@@ -188,8 +188,7 @@ def same_run_config(held: Any, config: Any) -> bool:
 
     A field the record lacks, at any depth (``training.device`` inside ``training``), matches when
     ``config`` holds its default there: a record written before the field existed was made as the
-    default does, so a new field never invalidates results. A key the record holds under its old name
-    (``loss.metric``, now ``loss.measure``) is read under the new one. ``output_dir`` is ignored."""
+    default does, so a new field never invalidates results. ``output_dir`` is ignored."""
     if not isinstance(held, dict):
         return False
     return _same_section({k: v for k, v in held.items() if k != "output_dir"}, config, skip={"output_dir"})
@@ -200,10 +199,6 @@ def _same_section(held: Any, section: Any, skip: frozenset[str] | set[str] = fro
         return held == to_dict(section)
     if not isinstance(held, dict):
         return False
-    try:
-        held = current_keys(section, held, warn=False)  # a record written before a key was renamed
-    except ConfigError:
-        return False  # both names: no record this code wrote
     names = {f.name for f in dataclasses.fields(section)} - set(skip)
     if not set(held) <= names:
         return False  # the record has a field this config does not know

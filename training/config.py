@@ -5,10 +5,6 @@ A config section is a dataclass; its fields' annotations say what is allowed (``
 and ``dict[str, Any]`` for pass-through options). Unknown keys, wrong types and missing required keys
 raise :class:`ConfigError`; nothing is looked up by name at run time.
 
-A section may rename a key: its ``RENAMED_KEYS`` (``{old: new}``, e.g. ``loss.metric`` is now ``loss.measure``)
-lets a file use the old name for one release, with a warning (:func:`current_keys`); a result's held config
-is read the same way, so a renamed key never invalidates a finished run.
-
 A ``num_threads`` field (``training.num_threads``, ``booster.num_threads``) also takes ``auto``: the cores
 this process may use (:func:`auto_threads`), resolved when the config is read, so that a run's record holds
 the number it ran with.
@@ -20,7 +16,6 @@ import dataclasses
 import math
 import os
 import types
-import warnings
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
@@ -151,33 +146,11 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     raise TypeError(f"config type {tp!r} at {where} is not supported")  # a bug in a dataclass, not in the file
 
 
-def renamed_keys(section: Any) -> dict[str, str]:
-    """A config section's renamed keys, ``{old name: new name}`` (empty for most)."""
-    return dict(getattr(section, "RENAMED_KEYS", {}))
-
-
-def current_keys(section: Any, data: dict[str, Any], where: str = "", *, warn: bool = True) -> dict[str, Any]:
-    """``data`` (a section as plain data) with each renamed key under its new name: a file written before the
-    rename (``warn``: a FutureWarning naming the new key) or a config held with a result (no warning). Both
-    names given is a :class:`ConfigError`."""
-    renamed = renamed_keys(section)
-    for old, new in renamed.items():
-        if old not in data:
-            continue
-        key = f"{where}.{old}" if where else old
-        if new in data:
-            raise ConfigError(f"{key} is the old name of {new}; give only {new}")
-        if warn:
-            warnings.warn(f"{key} is deprecated; name the key {new} (same value)", FutureWarning, stacklevel=2)
-    return {renamed.get(key, key): value for key, value in data.items()}
-
-
 def _build(cls: type[T], data: Any, where: str) -> T:
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{where} must be {_describe(cls)}; got {data!r}")
-    data = current_keys(cls, data, where)
     hints = get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
@@ -278,5 +251,5 @@ def with_params(config: Any, params: dict[str, Any]) -> Any:
     return build_config(type(config), data)
 
 
-__all__ = ["ConfigError", "auto_threads", "available_cores", "local_processes", "build_config", "current_keys",
-           "load_config", "renamed_keys", "to_dict", "with_params"]
+__all__ = ["ConfigError", "auto_threads", "available_cores", "local_processes", "build_config",
+           "load_config", "to_dict", "with_params"]

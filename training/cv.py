@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -52,9 +52,6 @@ from ._sections import DataConfig, EvaluationConfig
 
 class TrainingDiverged(GaprankInputError):
     """The loss became NaN or infinite: the configured learning rate is too large for this objective."""
-
-
-MODE_SMOOTHINGS = {"paper": "softrank", "exact": "expected"}  # loss.mode, deprecated: its smoothing
 
 
 @dataclass
@@ -86,9 +83,6 @@ class ModelConfig:
 
 @dataclass
 class LossConfig:
-    # loss.metric is the old name of loss.measure: a config file or a held record may still use it
-    RENAMED_KEYS: ClassVar[dict[str, str]] = {"metric": "measure"}
-
     kind: Literal["soft", "exact", "lambdarank", "ranknet", "listnet"]
     measure: str | None = None  # a measure string with the loss kind's form (gap, ndcg, nDCG@10, AP(rel=2), ...)
     g: list[float] | None = None  # GAP/xGAP/eGAP user model; default: uniform over the grades
@@ -98,18 +92,10 @@ class LossConfig:
     k: int | None = None  # lambdarank: only pairs whose upper document is in the current top k
     # kind soft: gaprank.soft_metric_loss's smoothing (softrank when unset; "expected" is kind exact)
     smoothing: str | None = None
-    mode: str | None = None  # deprecated spelling of smoothing: paper (softrank) or exact (expected)
 
     def __post_init__(self) -> None:
         # One spelling per loss, so that a config and its older twin are the same run (same record, reused):
         # SoftRank is kind soft and the expectation kind exact, both with smoothing unset.
-        if self.mode is not None:
-            if self.smoothing is not None:
-                raise GaprankInputError("loss.mode is the deprecated spelling of loss.smoothing; give only smoothing")
-            if self.mode not in MODE_SMOOTHINGS:
-                raise GaprankInputError(f"loss.mode must be one of {', '.join(map(repr, MODE_SMOOTHINGS))} "
-                                        f"(deprecated: use loss.smoothing); got {self.mode!r}")
-            self.smoothing, self.mode = MODE_SMOOTHINGS[self.mode], None
         if self.smoothing is None:
             return
         if self.kind not in ("soft", "exact"):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import lightgbm as lgb
 
@@ -45,9 +45,6 @@ from .engines import ENGINES, Trained
 class ObjectiveConfig(LambdaMARTSettings):
     """gaprank's objective settings (:class:`gaprank.boosting.LambdaMARTSettings`: the measure string, g, sigma,
     truncation_level, norm, label_gain, precision), or LightGBM's native lambdarank with the same ones."""
-
-    # objective.metric is the old name of objective.measure: a config file or a held record may still use it
-    RENAMED_KEYS: ClassVar[dict[str, str]] = {"metric": "measure"}
 
     kind: Literal["gaprank", "native"] = "gaprank"
 

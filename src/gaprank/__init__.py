@@ -62,22 +62,3 @@ __all__ = [
     # errors and limits
     "GaprankInputError", "FirstDerivativesOnly", "MAX_GRADE",
 ]
-
-# Names the top level held before gaprank.extend: still served, with a DeprecationWarning, for one release.
-_MOVED = {name: "gaprank.extend" for name in (
-    "MeasureInfo", "ParamInfo", "KernelForm", "GainDiscountForm", "ListForm", "Kernel", "RankedLists", "rank_lists",
-    "grade_indicators", "resolve_g", "pivot_sum", "ideal_sum", "g_not_taken", "measures", "find_measure",
-    "user_model_measures", "objective_names", "objective_measure", "Measure")}
-_MOVED.update({name: "gaprank.metrics" for name in (
-    "CONVENTIONS", "Conventions", "get_conventions", "letor_measure_names", "TrecEvaluation")})
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(f"gaprank.{name} moved to {_MOVED[name]}.{name}; the top-level name goes in the next release",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'gaprank' has no attribute {name!r}")

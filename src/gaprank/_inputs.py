@@ -8,14 +8,12 @@ in the caller's array type (see :class:`OutputSpec`).
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import math
-import warnings
+import numbers
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
@@ -39,47 +37,6 @@ GRADE_SCALE_HINT = (f"gaprank supports grades 0..{MAX_GRADE}: every measure keep
 
 class GaprankInputError(ValueError):
     """Raised for input that would otherwise give a silently wrong number."""
-
-
-Renamed = TypeVar("Renamed", bound=Callable[..., Any])
-
-
-def renamed_keywords(**renamed: str) -> Callable[[Renamed], Renamed]:
-    """Accept a keyword's old name for one release: ``@renamed_keywords(metric="measure")``.
-
-    The decorated function (or class, through its ``__init__``) keeps its real signature; a call with the old
-    name warns (DeprecationWarning, naming the new word) and passes the value under the new name, and a
-    call that gives both names is refused in one line."""
-
-    def decorate(target: Renamed) -> Renamed:
-        function: Callable[..., Any] = vars(target)["__init__"] if isinstance(target, type) else target
-        owner = target.__name__
-        parameters = list(inspect.signature(function).parameters)
-        for new in renamed.values():
-            if new not in parameters:
-                raise TypeError(f"{function.__qualname__} has no parameter {new!r}")  # a bug here, not bad input
-        # where the new name may come positionally (self included for a method)
-        positions = {new: parameters.index(new) for new in renamed.values()
-                     if inspect.signature(function).parameters[new].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
-
-        @functools.wraps(function)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for old, new in renamed.items():
-                if old not in kwargs:
-                    continue
-                if new in kwargs or len(args) > positions.get(new, len(args)):
-                    raise GaprankInputError(f"{owner}: pass {new}= only; {old}= is its deprecated old name (both were given)")
-                warnings.warn(f"{owner}: {old}= is deprecated; use {new}= (the same value)", DeprecationWarning,
-                              stacklevel=2)
-                kwargs[new] = kwargs.pop(old)
-            return function(*args, **kwargs)
-
-        if isinstance(target, type):
-            target.__init__ = wrapper  # type: ignore[misc]
-            return target
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
 
 
 @dataclass(frozen=True)
@@ -172,12 +129,18 @@ def check_positive_int(k: Any, name: str = "k", allow_none: bool = True) -> int 
     return int(k)
 
 
+def check_max_grade(value: Any, name: str = "max_grade") -> int:
+    """The top grade of a scale 0..c: an integer from 1 to :data:`MAX_GRADE`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_GRADE:
+        raise GaprankInputError(f"{name} must be an integer from 1 to {MAX_GRADE}; got {value!r} ({GRADE_SCALE_HINT})")
+    return int(value)
+
+
 def check_sigma(sigma: Any, name: str = "sigma") -> float:
-    """A positive finite standard deviation."""
-    try:
-        value = float(sigma)
-    except (TypeError, ValueError):
-        raise GaprankInputError(f"{name} must be a positive number; got {sigma!r}") from None
+    """A positive finite standard deviation: a real number (not a bool, not a string)."""
+    if isinstance(sigma, (bool, np.bool_, str, bytes)) or not isinstance(sigma, numbers.Real):
+        raise GaprankInputError(f"{name} must be a positive number; got {sigma!r}")
+    value = float(sigma)
     if not (math.isfinite(value) and value > 0):
         raise GaprankInputError(f"{name} must be a positive finite number; got {sigma!r}")
     return value

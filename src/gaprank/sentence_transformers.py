@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades, renamed_keywords
+from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades
 from ._typing import ArrayLike
 from .boosting import RankingEval
 from .losses import swap_deltas
@@ -67,7 +67,7 @@ class DeltaScheme(BaseWeightingScheme):
     ----------
     measure : str
         A measure string with swap deltas: ``"gap"``, ``"xgap"``, ``"egap"``, ``"ap"``, ``"ndcg"``,
-        ``"nDCG@10"``, ``"ERR(max_grade=4)"``, ... (``metric=``, its old name, is deprecated.)
+        ``"nDCG@10"``, ``"ERR(max_grade=4)"``, ...
     g : sequence of float, optional
         GAP's, xGAP's and eGAP's user threshold probabilities g_1..g_c, the same as ``g`` in the string
         (give one of the two). Default: uniform over grades 1..c with
@@ -83,7 +83,6 @@ class DeltaScheme(BaseWeightingScheme):
     0.3333
     """
 
-    @renamed_keywords(metric="measure")
     def __init__(self, measure: str = "gap", g: ArrayLike | None = None) -> None:
         super().__init__()
         self.measure = objective_measure(measure).with_params(g=g)

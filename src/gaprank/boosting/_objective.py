@@ -122,6 +122,20 @@ class LambdaMARTObjective:
         shown = ", ".join(f"{f.name}={getattr(self.settings, f.name)!r}" for f in dataclasses.fields(self.settings))
         return f"{type(self).__name__}({shown})"
 
+    @classmethod
+    def of(cls, objective: LambdaMARTObjective | LambdaMARTSettings | str, fields: dict[str, Any]) -> LambdaMARTObjective:
+        """What an adapter wraps: ``objective`` itself, or the objective its settings or measure string (with
+        ``fields``) make: the one rule by which every objective class of gaprank's adapters is made."""
+        if isinstance(objective, LambdaMARTObjective):
+            if fields:
+                raise GaprankInputError(f"give either a LambdaMARTObjective or settings, not both (got "
+                                        f"{', '.join(sorted(fields))})")
+            return objective
+        if not isinstance(objective, (str, LambdaMARTSettings)):
+            raise GaprankInputError(f"an objective is made from a measure string, a LambdaMARTSettings or a "
+                                    f"LambdaMARTObjective; got {type(objective).__name__}")
+        return cls(objective, **fields)
+
     def _prepare(self, labels: ArrayLike, group: ArrayLike | None) -> _PreparedData:
         """Lay out the rankable queries and build their factor plan and pair engine (once per data set)."""
         layout = QueryLayout.build(labels, group, only_rankable=True, rows=self.settings.truncation_level)

@@ -9,20 +9,18 @@ its fields as keywords (a test compares their signatures with the fields).
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from .._engine.backends import check_backend
-from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma, renamed_keywords
+from .._inputs import GaprankInputError, check_choice, check_positive_int, check_sigma
 from ..metrics import GainDiscountForm, Measure, objective_measure
 
 PRECISIONS = ("float32", "float64")
 
 
-@renamed_keywords(metric="measure")
 @dataclass(frozen=True)
 class LambdaMARTSettings:
     """What a LambdaMART objective is: the measure whose swap deltas weigh the pairs and how the pairs are
@@ -35,7 +33,6 @@ class LambdaMARTSettings:
         'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
-        (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
         GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
         the two); default uniform over the data set's grades.
@@ -98,19 +95,6 @@ class LambdaMARTSettings:
     def parsed_measure(self) -> Measure:
         """The measure string parsed, with ``g`` joined to its own parameters."""
         return self._measure  # type: ignore[attr-defined]
-
-    @property
-    def metric(self) -> str:
-        """Deprecated old name of :attr:`measure`."""
-        warnings.warn("LambdaMARTSettings.metric is deprecated; use LambdaMARTSettings.measure", DeprecationWarning,
-                      stacklevel=2)
-        return self.measure
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        if "metric" in state:  # pickled before the rename
-            state = {**state, "measure": state["metric"]}
-            del state["metric"]
-        self.__dict__.update(state)
 
     def replace(self, **changes: Any) -> LambdaMARTSettings:
         """A copy with some settings changed (checked again)."""

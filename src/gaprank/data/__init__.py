@@ -66,15 +66,3 @@ __all__ = [
     "read_run",
     "read_scores",
 ]
-
-
-def __getattr__(name: str):
-    # one CONVENTIONS (gaprank.metrics': the named evaluation conventions); a data set's own is its entry's
-    if name == "CONVENTIONS":
-        import warnings
-
-        warnings.warn("gaprank.data.CONVENTIONS is deprecated: a data set's evaluation conventions are "
-                      "gaprank.data.dataset_info(name).conventions (gaprank.metrics.CONVENTIONS holds the conventions "
-                      "themselves); the name goes in the next release", DeprecationWarning, stacklevel=2)
-        return {key: info.conventions for key, info in DATASETS.items()}
-    raise AttributeError(f"module 'gaprank.data' has no attribute {name!r}")

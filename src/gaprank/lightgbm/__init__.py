@@ -19,15 +19,3 @@ __all__ = [
     "SklearnObjective",
     "LightGBMEval",
 ]
-
-
-def __getattr__(name: str):
-    # one RankingEval (gaprank.boosting's): LightGBM's callable form was also called RankingEval until 0.1.x
-    if name == "RankingEval":
-        import warnings
-
-        warnings.warn("gaprank.lightgbm.RankingEval is now gaprank.lightgbm.LightGBMEval (gaprank.boosting.RankingEval "
-                      "is the engine-neutral one); the old name goes in the next release", DeprecationWarning,
-                      stacklevel=2)
-        return LightGBMEval
-    raise AttributeError(f"module 'gaprank.lightgbm' has no attribute {name!r}")

@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._inputs import renamed_keywords
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings
 from ._folds import check_whole_queries
@@ -36,10 +35,13 @@ class SklearnObjective:
 
     LightGBM 4 passes the sample weights as third argument and the query sizes as fourth (LightGBM 3
     passed ``(y_true, y_pred, group)``); it picks the form by counting parameters, so all four are named.
+    ``objective``: a :class:`~gaprank.boosting.LambdaMARTObjective`, or what makes one (a measure string or
+    a :class:`~gaprank.boosting.LambdaMARTSettings`, with its fields as keywords), as for
+    :class:`LambdaRankObjective`.
     """
 
-    def __init__(self, objective: LambdaMARTObjective) -> None:
-        self.objective = objective
+    def __init__(self, objective: LambdaMARTObjective | LambdaMARTSettings | str = "gap", **fields: Any) -> None:
+        self.objective = LambdaMARTObjective.of(objective, fields)
 
     def __call__(self, y_true: np.ndarray, y_pred: np.ndarray, weight: ArrayLike | None,
                  group: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +51,6 @@ class SklearnObjective:
         return f"sklearn_objective({self.objective!r})"
 
 
-@renamed_keywords(metric="measure")
 def lambdarank_objective(
     measure: str = "gap",
     *,
@@ -90,7 +91,6 @@ def lambdarank_objective(
         'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
-        (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
         GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
         the two); default uniform over the data set's grades.
@@ -135,7 +135,6 @@ def lambdarank_objective(
                                                   label_gain=label_gain, precision=precision, backend=backend))
 
 
-@renamed_keywords(metric="measure")
 def sklearn_objective(
     measure: str = "gap",
     *,
@@ -156,7 +155,6 @@ def sklearn_objective(
         'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
-        (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
         GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
         the two); default uniform over the data set's grades.

@@ -22,8 +22,8 @@ _MODULES: dict[str, type[torch.nn.Module]] = {"soft": SoftMetricLoss, "exact": S
                                               "lambdarank": LambdaRankLoss, "ranknet": RankNetLoss,
                                               "listnet": ListNetLoss}
 KINDS: tuple[str, ...] = tuple(_MODULES)
-# a module's parameters that are not settings: the measure itself and deprecated aliases
-_NOT_SETTINGS = ("self", "measure", "mode")
+# a module's parameters that are not settings: the measure itself
+_NOT_SETTINGS = ("self", "measure")
 # the objective kind (which form of a measure) of each kind driven by a measure; "soft" with a smoothing of the
 # ranks serves a subset of the soft form's measures (the module checks it: smoothing_measure)
 _OBJECTIVE_KINDS = {"soft": "soft", "exact": "exact", "lambdarank": "swap_deltas"}

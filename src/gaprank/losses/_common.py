@@ -9,7 +9,15 @@ import torch
 
 from .._autograd import first_derivatives_only
 from .._engine.backends import check_backend, lambda_backend
-from .._inputs import REDUCTIONS, GaprankInputError, batch_mask, check_choice, check_positive_int, check_sigma
+from .._inputs import (
+    REDUCTIONS,
+    GaprankInputError,
+    batch_mask,
+    check_choice,
+    check_max_grade,
+    check_positive_int,
+    check_sigma,
+)
 from ..metrics import Measure, RankedLists
 
 
@@ -37,7 +45,7 @@ def check_loss_settings(measure: Measure | None, **settings: Any) -> None:
     if "validate" in settings and not isinstance(settings["validate"], bool):
         raise GaprankInputError(f"validate must be True or False; got {settings['validate']!r}")
     if settings.get("max_grade") is not None:
-        max_grade = check_positive_int(settings["max_grade"], "max_grade", allow_none=False)
+        max_grade = check_max_grade(settings["max_grade"])
         if measure is not None:
             _, scale, source = measure.settings()
             if scale is not None and scale != max_grade:
@@ -47,16 +55,18 @@ def check_loss_settings(measure: Measure | None, **settings: Any) -> None:
         lambda_backend("compiled", measure, torch.device("cpu"))  # refused where the kernel cannot serve on the CPU
 
 
-def refuse_function_transforms(scores: torch.Tensor, what: str) -> None:
+def refuse_function_transforms(scores: torch.Tensor, what: str,
+                                why: str = "its gradient comes from gaprank's pair engine, not from autograd's graph"
+                                ) -> None:
     """A clear error, before anything reads the data, when ``scores`` come through a torch.func transform
-    (grad, vmap, jacrev): a loss whose gradient is computed by gaprank's pair engine cannot be traced."""
+    (grad, vmap, jacrev): a loss whose gradient is computed outside autograd's graph (gaprank's pair engine, the
+    compiled rank laws) cannot be traced."""
     if torch.compiler.is_compiling():  # dynamo traces no transform here, and cannot trace the check
         return
     wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
     if wrapped is not None and wrapped(scores):
-        raise RuntimeError(f"{what} does not support torch.func transforms (grad, vmap, jacrev, ...): its gradient "
-                           "comes from gaprank's pair engine, not from autograd's graph; use torch.autograd "
-                           "(loss.backward() or torch.autograd.grad)")
+        raise RuntimeError(f"{what} does not support torch.func transforms (grad, vmap, jacrev, ...): {why}; use "
+                           "torch.autograd (loss.backward() or torch.autograd.grad)")
 
 
 def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:

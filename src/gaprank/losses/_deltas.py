@@ -5,12 +5,11 @@ from __future__ import annotations
 import torch
 
 from .._engine.factors import pair_factors, rank_for_measure, symmetric_deltas, to_document_space
-from .._inputs import GaprankInputError, check_positive_int, renamed_keywords
+from .._inputs import GaprankInputError, check_positive_int
 from .._typing import ArrayLike
 from ..metrics import Measure, objective_measure
 
 
-@renamed_keywords(metric="measure")
 def swap_deltas(
     scores: ArrayLike,
     labels: ArrayLike,
@@ -43,7 +42,6 @@ def swap_deltas(
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...), or one
         already parsed (``parse_measure``), whose form this loss can use; an unsuitable one is refused with the
         list of those that fit.
-        (``metric=``, its old name, is deprecated.)
     g : array-like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
         ``g`` in the string (give one of the two); default uniform over grades 1..c.

@@ -15,7 +15,6 @@ LambdaMART"). RankNet is the same with :math:`|\Delta M| = 1` (Burges et al., IC
 
 from __future__ import annotations
 
-import warnings
 from typing import Literal
 
 import numpy as np
@@ -28,7 +27,7 @@ from .._engine.batches import BatchPairs
 from .._engine.factors import rank_for_measure
 from .._engine.pairs import PairwiseTerms
 from .._engine.slots import SlotLayout
-from .._inputs import MAX_GRADE, check_positive_int, check_sigma, renamed_keywords
+from .._inputs import MAX_GRADE, check_positive_int, check_sigma
 from .._typing import ArrayLike
 from ..metrics import objective_measure, rank_lists
 from ._common import (
@@ -111,7 +110,6 @@ def _attach_lambdas(scores, labels, mask, engines: BatchPairs, settings: tuple, 
     return _attach(scores, mask, cost, grad, reduction)
 
 
-@renamed_keywords(metric="measure")
 def lambdarank_loss(
     scores: torch.Tensor,
     labels: ArrayLike,
@@ -164,7 +162,6 @@ def lambdarank_loss(
     measure : str, default "gap"
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
         whose form this loss can use; an unsuitable one is refused with the list of those that fit.
-        (``metric=``, its old name, is deprecated.)
     g : array-like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
         ``g`` in the string (give one of the two); default uniform over grades 1..c.
@@ -326,8 +323,7 @@ class LambdaRankLoss(torch.nn.Module):
     Parameters
     ----------
     measure, g, sigma, k, reduction, max_grade, validate, backend
-        As in :func:`lambdarank_loss`, used on every call (``metric=``, the old name of ``measure``, is
-        deprecated; so is the attribute ``metric``).
+        As in :func:`lambdarank_loss`, used on every call.
 
     Examples
     --------
@@ -338,7 +334,6 @@ class LambdaRankLoss(torch.nn.Module):
     >>> loss(scores, torch.randint(0, 3, (4, 20))).backward()
     """
 
-    @renamed_keywords(metric="measure")
     def __init__(self, measure: str = "gap", g: ArrayLike | None = None, sigma: float = 1.0, k: int | None = None,
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
                  validate: bool = True, backend: Backend = "auto") -> None:
@@ -353,22 +348,6 @@ class LambdaRankLoss(torch.nn.Module):
         return _lambdarank(scores, labels, self._engines, measure=self.measure, g=self.g, sigma=self.sigma, k=self.k,
                            mask=mask, grade_counts=None, max_grade=self.max_grade, reduction=self.reduction,
                            validate=self.validate, backend=self.backend)
-
-    @property
-    def metric(self) -> str:
-        """Deprecated old name of :attr:`measure`."""
-        warnings.warn("LambdaRankLoss.metric is deprecated; use LambdaRankLoss.measure", DeprecationWarning, stacklevel=2)
-        return self.measure
-
-    @metric.setter
-    def metric(self, value: str) -> None:
-        warnings.warn("LambdaRankLoss.metric is deprecated; use LambdaRankLoss.measure", DeprecationWarning, stacklevel=2)
-        self.measure = value
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        if "metric" in state:  # pickled before the rename
-            state["measure"] = state.pop("metric")
-        super().__setstate__(state)
 
     def extra_repr(self) -> str:
         return (f"measure={self.measure!r}, g={self.g}, sigma={self.sigma}, k={self.k}, reduction={self.reduction!r}, "

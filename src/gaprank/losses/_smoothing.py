@@ -274,9 +274,10 @@ def threshold_ranks(s: torch.Tensor, m: torch.Tensor, labels: torch.Tensor, num_
     return flat.reshape(batch, num_classes, size)
 
 
-def refuse_kernel(metric: str, measure: str, smoothing: str) -> GaprankInputError:
-    """The refusal of an AP-family measure whose kernel does not decompose over grade thresholds."""
+def refuse_kernel(measure: str, name: str, smoothing: str) -> GaprankInputError:
+    """The refusal of an AP-family measure (the string ``measure``, of the registry entry ``name``) whose kernel
+    does not decompose over grade thresholds."""
     return GaprankInputError(
-        f"measure {metric!r}: smoothing={smoothing!r} takes the AP family through the threshold identity, which "
-        f"needs K[t, u] = K[u, u] for every grade t above the pivot's u; {measure}'s kernel changes with the grade "
+        f"measure {measure!r}: smoothing={smoothing!r} takes the AP family through the threshold identity, which "
+        f"needs K[t, u] = K[u, u] for every grade t above the pivot's u; {name}'s kernel changes with the grade "
         "above the pivot (AP, GAP, xGAP and eGAP decompose; vG and eRAP do not)")

@@ -21,14 +21,13 @@ Scores are independent Gaussians :math:`s_j \sim N(\bar s_j, \sigma^2)` around t
 from __future__ import annotations
 
 import math
-import warnings
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import torch
 
 from .._engine import RankLawBuffers, expected_score_rank_values, pair_block
 from .._engine.factors import rank_for_measure
-from .._inputs import GaprankInputError, check_choice, check_sigma, renamed_keywords
+from .._inputs import GaprankInputError, check_choice, check_sigma
 from .._typing import ArrayLike
 from ..metrics import (
     GainDiscountForm,
@@ -39,7 +38,14 @@ from ..metrics import (
     parse_measure,
     pivot_sum,
 )
-from ._common import as_batch, check_loss_settings, check_scores_tensor, rankable, reduce_loss
+from ._common import (
+    as_batch,
+    check_loss_settings,
+    check_scores_tensor,
+    rankable,
+    reduce_loss,
+    refuse_function_transforms,
+)
 from ._exact import expected_kernel_metric
 from ._smoothing import (
     RANK_SMOOTHINGS,
@@ -52,36 +58,18 @@ from ._smoothing import (
 
 Smoothing = Literal["softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"]
 SMOOTHINGS = ("softrank", "expected") + RANK_SMOOTHINGS
-# mode= is the deprecated alias of smoothing= (one release)
-MODE_SMOOTHINGS = {"paper": "softrank", "exact": "expected"}
+# why the rank-law paths refuse torch.func's transforms
+_RANK_LAWS_WHY = "its gradient comes from SoftRank's rank distributions, computed outside autograd's graph"
+# half-precision scores: computed in float32, the result in the scores' dtype
+HALF_PRECISION = (torch.float16, torch.bfloat16)
 # AP-family measures whose kernel is K[t, u] = K[u, u] for t >= u: the threshold identity holds for every query
 THRESHOLD_MEASURES = ("AP", "GAP", "xGAP", "eGAP")
 # ... and those whose kernel grows with the grade above the pivot: refused by the rank smoothings
 NOT_THRESHOLD_MEASURES = ("vG", "eRAP")
 
 
-class _DefaultSmoothing(str):
-    """The default "softrank", told apart from an explicit ``smoothing="softrank"`` (with ``mode=``, an error)."""
-
-    __slots__ = ()
-
-
-DEFAULT_SMOOTHING: Smoothing = _DefaultSmoothing("softrank")  # type: ignore[assignment]
-
-
-def resolve_smoothing(smoothing: str, mode: str | None) -> Smoothing:
-    """``smoothing`` checked, or the smoothing the deprecated ``mode`` names (with a DeprecationWarning)."""
-    if mode is not None:
-        if not isinstance(smoothing, _DefaultSmoothing):
-            raise GaprankInputError(f"pass smoothing= only; mode= is its deprecated alias (got smoothing={smoothing!r} "
-                                    f"and mode={mode!r})")
-        check_choice(mode, "mode", tuple(MODE_SMOOTHINGS))
-        warnings.warn(f"mode={mode!r} is deprecated; use smoothing={MODE_SMOOTHINGS[mode]!r}", DeprecationWarning,
-                      stacklevel=3)
-        return cast(Smoothing, MODE_SMOOTHINGS[mode])
-    if smoothing in MODE_SMOOTHINGS:
-        raise GaprankInputError(f"smoothing must be one of {', '.join(map(repr, SMOOTHINGS))}; got {smoothing!r} "
-                                f"(mode={smoothing!r} is now smoothing={MODE_SMOOTHINGS[smoothing]!r})")
+def check_smoothing(smoothing: Any) -> Smoothing:
+    """``smoothing`` checked: one of :data:`SMOOTHINGS`."""
     return cast(Smoothing, str(check_choice(smoothing, "smoothing", SMOOTHINGS)))
 
 
@@ -187,9 +175,15 @@ def _look_up(table: torch.Tensor, grades: torch.Tensor) -> torch.Tensor:
 def _soft_values(scores, labels, text, g, sigma, smoothing, mask, grade_counts, max_grade, validate, buffers=None):
     """(soft values [B], best values [B] float64, defined [B] bool, ranked lists)."""
     check_scores_tensor(scores)
+    if scores.dtype in HALF_PRECISION:
+        # every smoothing computes in float32 (float16 holds no exp beyond 11, and its subnormal floor sits
+        # above NeuralSort's terms); the callers cast the result back, and the gradient reaches the scores
+        scores = scores.float()
     sigma = check_sigma(sigma)
     check_choice(smoothing, "smoothing", SMOOTHINGS)
     measure = smoothing_measure(text, smoothing).with_params(g=g)
+    if smoothing == "expected" or (smoothing == "softrank" and isinstance(measure.info.form, GainDiscountForm)):
+        refuse_function_transforms(scores, f"{measure.name} with smoothing={smoothing!r}", _RANK_LAWS_WHY)
     # an expectation over the score distributions reads no ranking: the grade counts only, lists left unsorted
     ranked, params = rank_for_measure(scores.detach(), labels, measure, mask=mask, grade_counts=grade_counts,
                                       max_grade=max_grade, by_score=False, validate=validate)
@@ -231,7 +225,6 @@ def _soft_values(scores, labels, text, g, sigma, smoothing, mask, grade_counts, 
     return values, best, kernel.defined, ranked
 
 
-@renamed_keywords(metric="measure")
 def soft_metric(
     scores: torch.Tensor,
     labels: ArrayLike,
@@ -239,12 +232,11 @@ def soft_metric(
     measure: str,
     sigma: float,
     g: ArrayLike | None = None,
-    smoothing: Smoothing = DEFAULT_SMOOTHING,
+    smoothing: Smoothing = "softrank",
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     max_grade: int | None = None,
     validate: bool = True,
-    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""The smooth value of ``measure``, per query: SoftRank's by default, or another smoothing of the ranks.
 
@@ -275,7 +267,6 @@ def soft_metric(
     measure : str
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
         whose form this loss can use; an unsuitable one is refused with the list of those that fit.
-        (``metric=``, its old name, is deprecated.)
     sigma : float
         The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value
         goes to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank's
@@ -296,9 +287,6 @@ def soft_metric(
         (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
         none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
         the document's rank).
-    mode : {"paper", "exact"}, optional
-        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
-        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -332,14 +320,13 @@ def soft_metric(
     >>> round(soft_metric(s, y, measure="gap", g=[0.5, 0.5], sigma=1e-4, smoothing="fast_soft_rank").item(), 6)
     0.888889
     """
-    smoothing = resolve_smoothing(smoothing, mode)
+    smoothing = check_smoothing(smoothing)
     values, _, defined, ranked = _soft_values(scores, labels, measure, g, sigma, smoothing, mask, grade_counts,
                                               max_grade, validate)
     values = torch.where(defined, values, torch.zeros_like(values)).to(scores.dtype)
     return values[0] if ranked.spec.squeeze else values
 
 
-@renamed_keywords(metric="measure")
 def soft_metric_loss(
     scores: torch.Tensor,
     labels: ArrayLike,
@@ -347,13 +334,12 @@ def soft_metric_loss(
     measure: str,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    smoothing: Smoothing = DEFAULT_SMOOTHING,
+    smoothing: Smoothing = "softrank",
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
-    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""Loss to minimise: :math:`M(\text{ideal}) - \mathrm{Soft}M` per query, then ``reduction``.
 
@@ -373,7 +359,6 @@ def soft_metric_loss(
     measure : str
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
         whose form this loss can use; an unsuitable one is refused with the list of those that fit.
-        (``metric=``, its old name, is deprecated.)
     g : array-like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
         ``g`` in the string (give one of the two); default uniform over grades 1..c.
@@ -394,9 +379,6 @@ def soft_metric_loss(
         (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
         none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
         the document's rank).
-    mode : {"paper", "exact"}, optional
-        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
-        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -430,7 +412,7 @@ def soft_metric_loss(
     >>> loss.backward(); bool(scores.grad[0, 0] < 0)   # raising the grade-2 document lowers the loss
     True
     """
-    smoothing = resolve_smoothing(smoothing, mode)
+    smoothing = check_smoothing(smoothing)
     return _soft_metric_loss(scores, labels, measure, g, sigma, smoothing, mask, grade_counts, reduction, max_grade,
                              validate)
 
@@ -440,8 +422,10 @@ def _soft_metric_loss(scores, labels, measure, g, sigma, smoothing, mask, grade_
     values, best, defined, ranked = _soft_values(scores, labels, measure, g, sigma, smoothing, mask, grade_counts,
                                                  max_grade, validate, buffers)
     keep = defined & rankable(ranked)
-    regret = torch.where(keep, best.to(values.dtype) - values, torch.zeros_like(values)).to(scores.dtype)
-    return reduce_loss(regret, reduction, ranked.spec.squeeze)
+    # half precision: reduced in float32 too, only the loss itself in the scores' dtype
+    dtype = torch.float32 if scores.dtype in HALF_PRECISION else scores.dtype
+    regret = torch.where(keep, best.to(values.dtype) - values, torch.zeros_like(values)).to(dtype)
+    return reduce_loss(regret, reduction, ranked.spec.squeeze).to(scores.dtype)
 
 
 def soft_gap_loss(
@@ -450,13 +434,12 @@ def soft_gap_loss(
     *,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    smoothing: Smoothing = DEFAULT_SMOOTHING,
+    smoothing: Smoothing = "softrank",
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
-    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""GAP loss: ``gap(ideal) - SoftGAP`` per query; :func:`soft_metric_loss` with
     ``measure='gap'`` (Robertson et al. 2010, sec. 5).
@@ -488,9 +471,6 @@ def soft_gap_loss(
         (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
         none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
         the document's rank).
-    mode : {"paper", "exact"}, optional
-        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
-        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -522,7 +502,7 @@ def soft_gap_loss(
     >>> float(soft_gap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    smoothing = resolve_smoothing(smoothing, mode)
+    smoothing = check_smoothing(smoothing)
     return soft_metric_loss(scores, labels, measure='gap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
@@ -533,13 +513,12 @@ def soft_xgap_loss(
     *,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    smoothing: Smoothing = DEFAULT_SMOOTHING,
+    smoothing: Smoothing = "softrank",
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
-    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""xGAP loss: ``xgap(ideal) - SoftxGAP`` per query; :func:`soft_metric_loss` with
     ``measure='xgap'`` (kernel of Ferrante et al., eq. 5).
@@ -571,9 +550,6 @@ def soft_xgap_loss(
         (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
         none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
         the document's rank).
-    mode : {"paper", "exact"}, optional
-        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
-        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -605,7 +581,7 @@ def soft_xgap_loss(
     >>> float(soft_xgap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    smoothing = resolve_smoothing(smoothing, mode)
+    smoothing = check_smoothing(smoothing)
     return soft_metric_loss(scores, labels, measure='xgap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
@@ -616,13 +592,12 @@ def soft_egap_loss(
     *,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    smoothing: Smoothing = DEFAULT_SMOOTHING,
+    smoothing: Smoothing = "softrank",
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
-    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""eGAP loss: ``egap(ideal) - SofteGAP`` per query; :func:`soft_metric_loss` with
     ``measure='egap'`` (kernel of Ferrante et al., eq. 6).
@@ -654,9 +629,6 @@ def soft_egap_loss(
         (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
         none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
         the document's rank).
-    mode : {"paper", "exact"}, optional
-        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
-        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -688,7 +660,7 @@ def soft_egap_loss(
     >>> float(soft_egap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    smoothing = resolve_smoothing(smoothing, mode)
+    smoothing = check_smoothing(smoothing)
     return soft_metric_loss(scores, labels, measure='egap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
@@ -699,13 +671,12 @@ def soft_ap_loss(
     *,
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    smoothing: Smoothing = DEFAULT_SMOOTHING,
+    smoothing: Smoothing = "softrank",
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
-    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""AP loss: ``ap(ideal) - SoftAP`` per query; :func:`soft_metric_loss` with
     ``measure='ap'`` (binary AP, labels >= 1 relevant).
@@ -737,9 +708,6 @@ def soft_ap_loss(
         (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
         none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
         the document's rank).
-    mode : {"paper", "exact"}, optional
-        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
-        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -771,7 +739,7 @@ def soft_ap_loss(
     >>> float(soft_ap_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    smoothing = resolve_smoothing(smoothing, mode)
+    smoothing = check_smoothing(smoothing)
     return soft_metric_loss(scores, labels, measure='ap', g=g, sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
@@ -781,13 +749,12 @@ def soft_ndcg_loss(
     labels: ArrayLike,
     *,
     sigma: float = 1.0,
-    smoothing: Smoothing = DEFAULT_SMOOTHING,
+    smoothing: Smoothing = "softrank",
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
     max_grade: int | None = None,
     validate: bool = True,
-    mode: Literal["paper", "exact"] | None = None,
 ) -> torch.Tensor:
     r"""SoftNDCG loss: ``1 - SoftNDCG`` per query (Taylor et al. 2008); :func:`soft_metric_loss` with
     ``measure="ndcg"``.
@@ -816,9 +783,6 @@ def soft_ndcg_loss(
         (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the discounted-gain family at soft positions;
         none takes ERR, Q, RR, Rprec or Success (their value is not a sum over documents of a function of
         the document's rank).
-    mode : {"paper", "exact"}, optional
-        Deprecated alias of ``smoothing`` ("paper" is "softrank", "exact" is "expected"); it warns, and
-        passing both is an error.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
@@ -850,7 +814,7 @@ def soft_ndcg_loss(
     >>> float(soft_ndcg_loss(torch.tensor([2.0, 1.0]), torch.tensor([1, 0]), sigma=1e-3))
     0.0
     """
-    smoothing = resolve_smoothing(smoothing, mode)
+    smoothing = check_smoothing(smoothing)
     return soft_metric_loss(scores, labels, measure="ndcg", sigma=sigma, smoothing=smoothing, mask=mask,
                             grade_counts=grade_counts, reduction=reduction, max_grade=max_grade, validate=validate)
 
@@ -858,11 +822,11 @@ def soft_ndcg_loss(
 class _SoftMetricLoss(torch.nn.Module):
     measure = ""
 
-    def __init__(self, g: ArrayLike | None = None, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
+    def __init__(self, g: ArrayLike | None = None, sigma: float = 1.0, smoothing: Smoothing = "softrank",
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
-                 validate: bool = True, mode: Literal["paper", "exact"] | None = None) -> None:
+                 validate: bool = True) -> None:
         super().__init__()
-        self.g, self.sigma, self.smoothing, self.reduction = g, sigma, resolve_smoothing(smoothing, mode), reduction
+        self.g, self.sigma, self.smoothing, self.reduction = g, sigma, check_smoothing(smoothing), reduction
         self.max_grade, self.validate = max_grade, validate
         # every subclass names its measure (SoftMetricLoss: the given one, "" or None included, refused here)
         check_loss_settings(smoothing_measure(self.measure, self.smoothing), g=g, sigma=sigma, reduction=reduction,
@@ -872,18 +836,6 @@ class _SoftMetricLoss(torch.nn.Module):
     def forward(self, scores: torch.Tensor, labels, mask: torch.Tensor | None = None) -> torch.Tensor:
         return _soft_metric_loss(scores, labels, self.measure, self.g, self.sigma, self.smoothing, mask, None, self.reduction,
                                  self.max_grade, self.validate, self._arrays)
-
-    @property
-    def metric(self) -> str:
-        """Deprecated old name of :attr:`measure`."""
-        warnings.warn(f"{type(self).__name__}.metric is deprecated; use {type(self).__name__}.measure", DeprecationWarning,
-                      stacklevel=2)
-        return self.measure
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        if "metric" in state:  # SoftMetricLoss pickled before the rename
-            state["measure"] = state.pop("metric")
-        super().__setstate__(state)
 
     def extra_repr(self) -> str:
         return (f"g={self.g}, sigma={self.sigma}, smoothing={self.smoothing!r}, reduction={self.reduction!r}, "
@@ -898,7 +850,6 @@ class SoftMetricLoss(_SoftMetricLoss):
     ----------
     measure : str
         A measure string with a smooth form ("gap", "nDCG@10", "AP(rel=2)", ...), as in :func:`soft_metric_loss`.
-        (``metric=``, its old name, is deprecated.)
     g, sigma, smoothing, reduction, max_grade, validate
         As in :func:`soft_metric_loss`, used on every call.
 
@@ -911,9 +862,8 @@ class SoftMetricLoss(_SoftMetricLoss):
     >>> loss(scores, torch.randint(0, 3, (4, 20))).backward()
     """
 
-    @renamed_keywords(metric="measure")
     def __init__(self, measure: str, g: ArrayLike | None = None, sigma: float = 1.0,
-                 smoothing: Smoothing = DEFAULT_SMOOTHING, reduction: Literal["mean", "sum", "none"] = "mean",
+                 smoothing: Smoothing = "softrank", reduction: Literal["mean", "sum", "none"] = "mean",
                  max_grade: int | None = None, validate: bool = True) -> None:
         self.measure = measure  # before the settings are checked against it
         super().__init__(g, sigma, smoothing, reduction, max_grade, validate)
@@ -956,10 +906,10 @@ class SoftAPLoss(_SoftMetricLoss):
 
     measure = "ap"
 
-    def __init__(self, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
+    def __init__(self, sigma: float = 1.0, smoothing: Smoothing = "softrank",
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
-                 validate: bool = True, mode: Literal["paper", "exact"] | None = None) -> None:
-        super().__init__(None, sigma, resolve_smoothing(smoothing, mode), reduction, max_grade, validate)
+                 validate: bool = True) -> None:
+        super().__init__(None, sigma, check_smoothing(smoothing), reduction, max_grade, validate)
 
 
 class SoftNDCGLoss(_SoftMetricLoss):
@@ -968,7 +918,7 @@ class SoftNDCGLoss(_SoftMetricLoss):
 
     measure = "ndcg"
 
-    def __init__(self, sigma: float = 1.0, smoothing: Smoothing = DEFAULT_SMOOTHING,
+    def __init__(self, sigma: float = 1.0, smoothing: Smoothing = "softrank",
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
-                 validate: bool = True, mode: Literal["paper", "exact"] | None = None) -> None:
-        super().__init__(None, sigma, resolve_smoothing(smoothing, mode), reduction, max_grade, validate)
+                 validate: bool = True) -> None:
+        super().__init__(None, sigma, check_smoothing(smoothing), reduction, max_grade, validate)

@@ -56,10 +56,6 @@ def check_persistence(value: Any) -> float:
     return check_probability(value, "persistence", open_interval=True)
 
 
-def check_max_grade(value: Any) -> int:
-    return check_positive_int(value, "max_grade", allow_none=False)
-
-
 def check_beta(beta: Any) -> float:
     try:
         value = float(beta)

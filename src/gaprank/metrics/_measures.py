@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .._inputs import check_max_grade
 from .._typing import ArrayLike, MetricValue
 from ._forms import GainDiscountForm, KernelForm, ListForm
 from ._formulas import (
@@ -19,7 +20,6 @@ from ._formulas import (
     binary_gain,
     check_beta,
     check_g,
-    check_max_grade,
     check_persistence,
     check_relevance_probabilities,
     check_threshold,
@@ -48,7 +48,7 @@ from ._formulas import (
     uniform_g,
 )
 from ._kernels import ap_kernel, egap_kernel, erap_kernel, gap_kernel, kishida_kernel, xgap_kernel
-from ._registry import MeasureInfo, ParamInfo, register
+from ._registry import MeasureInfo, ParamInfo, register, seal_built_ins
 
 _G = ParamInfo("g", "g", list, None, "user threshold probabilities g_1..g_c (default uniform over grades 1..c)",
                check=check_g, grade_scale=lambda g: int(g.numel()), fill=uniform_g)
@@ -1307,3 +1307,4 @@ SUCCESS = register(MeasureInfo("Success", ListForm(success_value, success_swap_f
                                function=success, reference="success at k; trec_eval success_k"))
 DCG = register(MeasureInfo("DCG", GainDiscountForm(graded_gain, graded_discount), (_GAIN, _DISCOUNT), function=dcg,
                            reference="Järvelin and Kekäläinen 2002"))
+seal_built_ins()  # the entries above are gaprank's own: unregister refuses them

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import MAX_COUNT, GaprankInputError, check_positive_int, renamed_keywords
+from .._inputs import MAX_COUNT, GaprankInputError, check_positive_int
 from .._typing import ArrayLike
 from ._registry import (
     MEASURE_NAME,
@@ -36,10 +36,8 @@ class Measure:
     info: MeasureInfo
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    @renamed_keywords(mode="objective_kind")
     def serves(self, objective_kind: str) -> bool:
-        """Whether it is an objective of this kind ("swap_deltas", "soft", "exact"), cutoff included.
-        (``mode=``, its old name, is deprecated.)"""
+        """Whether it is an objective of this kind ("swap_deltas", "soft", "exact"), cutoff included."""
         check_objective_kind(objective_kind)
         if not getattr(self.info, objective_kind):
             return False
@@ -243,7 +241,6 @@ def parse_measure(name: str) -> Measure:
     return Measure(name.strip(), entry, kwargs)
 
 
-@renamed_keywords(metric="measure", mode="objective_kind")
 def objective_measure(measure: str | Measure, *, objective_kind: str = "swap_deltas") -> Measure:
     """A measure string as an objective of one kind, checked: ``"gap"``, ``"nDCG@10"``, ``"AP(rel=2)"``,
     ``"eRAP(p=[0,0.5,1])"``.
@@ -251,10 +248,9 @@ def objective_measure(measure: str | Measure, *, objective_kind: str = "swap_del
     Parameters
     ----------
     measure : str or Measure
-        A measure string (:func:`parse_measure`). (``metric=``, its old name, is deprecated.)
+        A measure string (:func:`parse_measure`).
     objective_kind : {"swap_deltas", "soft", "exact"}
         LambdaRank / LambdaMART (swap deltas), a soft loss's smooth value, or the exact expectation.
-        (``mode=``, its old name, is deprecated.)
 
     Returns
     -------

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from .._inputs import GaprankInputError, check_positive_int, finalize, on_device, renamed_keywords
+from .._inputs import GaprankInputError, check_positive_int, finalize, on_device
 from .._typing import ArrayLike, MetricValue
 from ._docs import document_metric
 from ._forms import Form
@@ -388,9 +388,22 @@ def unregister(name: str) -> None:
     if name not in _REGISTRY:
         raise GaprankInputError(f"unregister: no measure is registered as {name!r} (canonical names: "
                                 f"{', '.join(_REGISTRY)})")
+    if name in _BUILT_IN:
+        raise GaprankInputError(f"unregister: {name!r} is one of gaprank's own measures; only a measure added with "
+                                "register can be removed")
     info = _REGISTRY.pop(name)
     for n in [info.name, *info.aliases]:
         _LOOKUP.pop(n.lower(), None)
+
+
+_BUILT_IN: frozenset[str] = frozenset()
+
+
+def seal_built_ins() -> None:
+    """Mark every measure registered so far as gaprank's own (:func:`unregister` refuses them); called once,
+    after the built-in entries."""
+    global _BUILT_IN
+    _BUILT_IN = frozenset(_REGISTRY)
 
 
 def registered(name: str) -> MeasureInfo:
@@ -421,14 +434,13 @@ def user_model_measures() -> list[MeasureInfo]:
     return [info for info in _REGISTRY.values() if info.uses_g]
 
 
-@renamed_keywords(metric="measure")
 def g_not_taken(measure: str) -> GaprankInputError:
     """The error for a ``g`` given with a measure that takes none.
 
     Parameters
     ----------
     measure : str
-        The measure that was given a ``g`` (``metric=``, its old name, is deprecated).
+        The measure that was given a ``g``.
 
     Returns
     -------
@@ -465,7 +477,6 @@ OBJECTIVE_KINDS = {"swap_deltas": "swap deltas (LambdaRank, LambdaMART)", "soft"
          "exact": "exact expectation (smoothing='expected', the AP family)"}
 
 
-@renamed_keywords(mode="objective_kind")
 def objective_names(*, objective_kind: str = "swap_deltas") -> tuple[str, ...]:
     """The measures that can serve as objectives of one kind (each with its parameters and ``@k`` as a
     measure string: ``"nDCG@10"``, ``"AP(rel=2)"``).
@@ -474,7 +485,6 @@ def objective_names(*, objective_kind: str = "swap_deltas") -> tuple[str, ...]:
     ----------
     objective_kind : {"swap_deltas", "soft", "exact"}
         LambdaRank / LambdaMART (swap deltas), a soft loss's smooth value, or the exact expectation.
-        (``mode=``, its old name, is deprecated.)
 
     Returns
     -------

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._inputs import GaprankInputError, renamed_keywords
+from .._inputs import GaprankInputError
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings, RankingEval
 from ..metrics import Conventions
@@ -57,14 +57,17 @@ def _query_weights(dmatrix: Any, sizes: np.ndarray) -> np.ndarray | None:
 
 
 class XGBoostObjective:
-    """``obj`` for ``xgboost.train``: ``(predt, dtrain) -> (grad, hess)``; see :func:`objective`."""
+    """``obj`` for ``xgboost.train``: ``(predt, dtrain) -> (grad, hess)``; see :func:`objective`.
+
+    ``objective``: a :class:`~gaprank.boosting.LambdaMARTObjective`, or what makes one (a measure string or a
+    :class:`~gaprank.boosting.LambdaMARTSettings`, with its fields as keywords)."""
 
     # the last group_ptr and number of rows read, and their query sizes: the same every round of a training
     # (a class default, so that an objective pickled before it existed still runs)
     _groups: tuple[np.ndarray, int, np.ndarray] | None = None
 
-    def __init__(self, objective: LambdaMARTObjective) -> None:
-        self.objective = objective
+    def __init__(self, objective: LambdaMARTObjective | LambdaMARTSettings | str = "gap", **fields: Any) -> None:
+        self.objective = LambdaMARTObjective.of(objective, fields)
 
     def __getstate__(self) -> dict:
         # copies and pickles start without the last data set's groups, as the objective's layout cache does
@@ -94,7 +97,6 @@ class XGBoostMetric:
         return list(values.items())
 
 
-@renamed_keywords(metric="measure")
 def objective(
     measure: str = "gap",
     *,
@@ -128,7 +130,6 @@ def objective(
         'nDCG@10', 'AP(rel=2)', 'RBP(p=0.8)', 'P@5', 'ERR', 'Q', 'vG', 'eRAP(p=[0,0.5,1])', ... (any
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
-        (``metric=``, its old name, is deprecated.)
     g : sequence of float, optional
         GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
         the two); default uniform over the data set's grades.
