@@ -15,8 +15,8 @@ exits 1.
 ``--env KEY=VALUE`` runs the job with that variable set. The training scripts ask OpenMP's idle threads to
 spin briefly, then sleep (``GOMP_SPINCOUNT=20000``) unless a wait policy is set. ``--env GOMP_SPINCOUNT=300000``
 gives GNU OpenMP's default spinning instead, ``--env OMP_WAIT_POLICY=PASSIVE`` threads that always sleep,
-``--env OMP_WAIT_POLICY=ACTIVE`` threads that always spin, and ``--env NUMBA_THREADING_LAYER=workqueue`` (or
-``omp``, ``tbb``) the threading layer gaprank's kernels run on, where numba's own choice is not wanted.
+``--env OMP_WAIT_POLICY=ACTIVE`` threads that always spin. The training scripts run gaprank's kernels on
+numba's ``workqueue`` layer unless one is named: ``--env NUMBA_THREADING_LAYER=omp`` (or ``tbb``) times another.
 """
 
 from __future__ import annotations

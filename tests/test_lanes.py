@@ -11,13 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import gaprank
 from gaprank._compiled_setup import run_lanes
@@ -27,34 +25,7 @@ PACKAGE_ROOT = Path(gaprank.__file__).resolve().parents[1]
 TIMEOUT = 300  # seconds: a fresh interpreter compiles or loads the kernels; a hang fails here
 
 
-@numba.njit(nogil=True)
-def _recording_kernel(counts, threads, fail_lane, lane, lanes):
-    """A toy lane kernel: counts its lanes and notes which of numba's threads ran each."""
-    if lane == fail_lane:
-        raise ValueError("a lane failed")
-    counts[lane] += 1
-    threads[lane] = numba.get_thread_id()
-
-
-@numba.njit(parallel=True, nogil=True)
-def _recording_driver(counts, threads, fail_lane, done, lanes):
-    for lane in numba.prange(lanes):
-        _recording_kernel(counts, threads, fail_lane, lane, lanes)
-        done[lane] = 1
-
-
-def _run_toy(lanes, fail_lane=-1):
-    counts, ran_on = np.zeros(lanes, np.int64), np.full(lanes, -1, np.int64)
-    run_lanes(_recording_kernel, _recording_driver, (counts, ran_on, fail_lane), lanes)
-    return counts, ran_on
-
-
-def test_every_lane_runs_once_whatever_the_lanes():
-    for lanes in (1, 2, 3, 5, 16):
-        counts, _ = _run_toy(lanes)
-        assert counts.tolist() == [1] * lanes
-
-
+# a toy lane kernel (counts its lanes, notes which of numba's threads ran each, raises at fail_lane) and its driver
 TOY = r'''
 import numba, numpy as np
 from gaprank._compiled_setup import run_lanes
@@ -79,6 +50,41 @@ def toy(lanes, fail_lane=-1):
     finally:
         print(counts.tolist(), len(set(ran_on.tolist())))
 '''
+_toy: dict = {}
+exec(TOY, _toy)  # the same toy in this process as in the fresh interpreters below
+_recording_kernel, _recording_driver = _toy["kernel"], _toy["driver"]
+
+
+def _run_toy(lanes, fail_lane=-1):
+    counts, ran_on = np.zeros(lanes, np.int64), np.full(lanes, -1, np.int64)
+    run_lanes(_recording_kernel, _recording_driver, (counts, ran_on, fail_lane), lanes)
+    return counts, ran_on
+
+
+def test_every_lane_runs_once_whatever_the_lanes():
+    for lanes in (1, 2, 3, 5, 16):
+        counts, _ = _run_toy(lanes)
+        assert counts.tolist() == [1] * lanes
+
+
+@numba.njit(parallel=True, nogil=True)
+def _driver_that_cannot_compile(counts, threads, fail_lane, done, lanes):
+    for lane in numba.prange(lanes):
+        _recording_kernel(counts, threads, fail_lane, lane, lanes, "one argument too many")
+        done[lane] = 1
+
+
+def test_a_driver_numba_cannot_compile_warns_once_and_the_lanes_run_on_the_calling_thread():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            counts, ran_on = np.zeros(4, np.int64), np.zeros(4, np.int64)
+            run_lanes(_recording_kernel, _driver_that_cannot_compile, (counts, ran_on, -1), 4)
+            assert counts.tolist() == [1, 1, 1, 1]
+    told = [str(w.message) for w in caught if "could not be built" in str(w.message)]
+    assert len(told) == 1 and "on the calling thread alone" in told[0], told
 
 
 @pytest.mark.parametrize("layer", ["workqueue", None])
@@ -86,6 +92,20 @@ def test_the_lanes_run_on_numba_s_threads(layer):
     done = _python(TOY + "toy(8)\n", _env(NUMBA_NUM_THREADS="2", **({"NUMBA_THREADING_LAYER": layer} if layer else {})))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["[1,", "1,", "1,", "1,", "1,", "1,", "1,", "1]", "2"]  # every lane once, on 2 threads
+
+
+def test_a_call_made_while_another_thread_runs_lanes_runs_alone_on_its_own_thread():
+    """numba's workqueue layer must not be entered by two threads at once: the second caller runs its lanes
+    itself instead of waiting (or of aborting the process)."""
+    script = TOY + """
+from gaprank import _compiled_setup
+toy(8)
+with _compiled_setup._threads_in_use:  # as while another thread's lanes run
+    toy(8)
+"""
+    done = _python(script, _env(NUMBA_NUM_THREADS="2", NUMBA_THREADING_LAYER="workqueue"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["[1, 1, 1, 1, 1, 1, 1, 1] 2", "[1, 1, 1, 1, 1, 1, 1, 1] 1"]
 
 
 @pytest.mark.parametrize("layer", ["workqueue", None])
@@ -107,17 +127,6 @@ toy(8)
     assert lines[2].startswith("[1, 1, 1, 1, 1, 1, 1, 1]")  # the next call is whole
 
 
-def test_a_call_made_while_another_thread_runs_lanes_runs_alone_on_its_own_thread():
-    """numba's workqueue layer must not be entered by two threads at once: the second caller runs its lanes
-    itself instead of waiting (or of aborting the process)."""
-    from gaprank import _compiled_setup
-
-    with _compiled_setup._threads_in_use:  # as while another thread's lanes run
-        counts, ran_on = _run_toy(4)
-    assert counts.tolist() == [1] * 4
-    assert set(ran_on.tolist()) == {0}  # numba's thread id of a thread outside its pool
-
-
 NUMBERS = r'''
 import sys
 import numpy as np
@@ -134,7 +143,13 @@ def numbers():
     sizes = np.array([300, 250, 40, 410, 7, 120])
     labels, preds = rng.integers(0, 3, sizes.sum()), rng.normal(size=sizes.sum())
     out = list(lambdarank_objective("gap", truncation_level=30, norm=True).gradients(preds, labels, sizes, None))
+    out += list(lambdarank_objective("gap").gradients(preds, labels, sizes, None))  # every pair: on numba's threads
     generator = torch.Generator().manual_seed(0)
+    from gaprank.distributions import rank_distribution
+    x = torch.randn(5, 90, dtype=torch.float64, generator=generator, requires_grad=True)
+    laws = rank_distribution(x, sigma=0.5)
+    (laws * torch.randn(laws.shape, dtype=torch.float64, generator=generator)).sum().backward()
+    out += [laws.detach().numpy(), x.grad.numpy()]
     for loss in (gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5]), gaprank.SoftNDCGLoss(),
                  gaprank.SoftGAPLoss(g=[0.5, 0.5])):
         scores = torch.randn(6, 150, dtype=torch.float64, generator=generator, requires_grad=True)
@@ -174,14 +189,26 @@ print("same", results[0].size)
 
 
 def test_eight_python_threads_calling_at_once_get_the_numbers_of_one():
+    """Eight Python threads, each computing every loss and objective, and all sharing one objective (whose plan
+    keeps the last rankings between calls): the numbers of one thread alone."""
     script = NUMBERS + r'''
 import threading
 alone = numbers()
+shared = lambdarank_objective("gap", truncation_level=5)
+rng = np.random.default_rng(1)
+sizes_shared = np.full(40, 500)
+y_shared = rng.integers(0, 3, sizes_shared.sum())
+shared.gradients(rng.normal(size=sizes_shared.sum()), y_shared, sizes_shared, None)
 got = [None] * 8
 def work(i):
-    for _ in range(3):
+    for j in range(3):
         got[i] = numbers()
         assert np.array_equal(got[i], alone), f"thread {i} computed other numbers"
+    for j in range(20):  # other scores in every thread: each call's sort moves most documents
+        scores = np.random.default_rng(100 * i + j).normal(size=sizes_shared.sum())
+        g, h = shared.gradients(scores, y_shared, sizes_shared, None)
+        want = lambdarank_objective("gap", truncation_level=5).gradients(scores, y_shared, sizes_shared, None)
+        assert np.array_equal(g, want[0]) and np.array_equal(h, want[1]), f"thread {i}: the shared objective"
 threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
 for t in threads:
     t.start()
@@ -205,11 +232,19 @@ import signal
 alone = numbers()
 inner = []
 small = torch.linspace(-1.0, 1.0, 10, dtype=torch.float64).reshape(2, 5)
+from gaprank.lightgbm import lambdarank_objective
+shared = lambdarank_objective("gap")  # called by the loop and by the hook: the hook's call finds its plan busy
+rng = np.random.default_rng(1)
+sizes_shared = np.array([300, 250, 410])
+y_shared, p_shared = rng.integers(0, 3, sizes_shared.sum()), rng.normal(size=sizes_shared.sum())
+shared_alone = shared.gradients(p_shared, y_shared, sizes_shared, None)
 busy = []
 def hook(*_):
     if busy:  # a signal during the hook's own losses: skipped, not nested ever deeper
         return
     busy.append(1)
+    g, h = shared.gradients(p_shared, y_shared, sizes_shared, None)
+    assert np.array_equal(g, shared_alone[0]) and np.array_equal(h, shared_alone[1])
     inner.append(float(gaprank.LambdaRankLoss(measure="gap")(small, torch.tensor([[0, 1, 2, 0, 1], [2, 0, 1, 0, 0]]))))
     inner.append(float(gaprank.SoftNDCGLoss()(torch.randn(2, 200, dtype=torch.float64), torch.randint(0, 3, (2, 200)))))
     busy.clear()
@@ -220,6 +255,9 @@ signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)
 signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGUSR1))
 for _ in range(5):
     assert np.array_equal(numbers(), alone)
+    for _ in range(20):
+        g, h = shared.gradients(p_shared, y_shared, sizes_shared, None)
+        assert np.array_equal(g, shared_alone[0]) and np.array_equal(h, shared_alone[1])
 signal.setitimer(signal.ITIMER_REAL, 0)
 assert len(inner) > 10, len(inner)
 print("handled", len(inner))
@@ -335,34 +373,3 @@ print("untouched")
     done = _python(script, _env())
     assert done.returncode == 0, done.stderr[-3000:]
     assert "untouched" in done.stdout
-
-
-def test_softndcg_gives_the_same_numbers_on_one_thread_as_on_two():
-    """In this process, through the public knob (numba's thread count)."""
-    rng = np.random.default_rng(7)
-    scores = torch.tensor(rng.normal(size=(5, 90)))
-    labels = torch.tensor(rng.integers(0, 4, (5, 90)))
-    mask = torch.tensor(rng.random((5, 90)) > 0.1)
-    results = []
-    before = numba.get_num_threads()
-    try:
-        for threads in (1, 2):
-            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-            for loss in (gaprank.SoftNDCGLoss(sigma=0.6), gaprank.SoftNDCGLoss(sigma=0.6, smoothing="fast_soft_rank")):
-                s = scores.clone().requires_grad_(True)
-                value = loss(s, labels, mask)
-                value.backward()
-                results.append((value.detach(), s.grad))
-    finally:
-        numba.set_num_threads(before)
-    for (v1, g1), (v2, g2) in zip(results[:2], results[2:], strict=True):
-        assert torch.equal(v1, v2) and torch.equal(g1, g2)
-
-
-def test_threads_outside_the_calling_thread_are_joined_by_none_of_gaprank():
-    """gaprank starts no thread of its own: a call leaves the process with the threads it had (numba's pool
-    aside, which numba owns)."""
-    before = {t.ident for t in threading.enumerate()}
-    _run_toy(4)
-    gaprank.SoftNDCGLoss()(torch.randn(4, 200, dtype=torch.float64), torch.randint(0, 3, (4, 200)))
-    assert {t.ident for t in threading.enumerate()} == before

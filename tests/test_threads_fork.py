@@ -17,7 +17,7 @@ TIMEOUT = 300  # seconds: compiling the kernels on a loaded machine; a hang fail
 
 # The three users of the kernels: the LightGBM objective (gradients and hessians), LambdaRankLoss on the CPU and
 # SoftNDCGLoss, computed by the parent (with two threads, so that its thread pools start: lists long enough for
-# the kernels to run on their helper threads) and again by a child.
+# the kernels to run on numba's threads) and again by a child.
 SCENARIO = r'''
 import multiprocessing, os, sys
 import numpy as np

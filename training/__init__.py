@@ -10,7 +10,7 @@ environment already says (docs/scale.md, "Threads"); the numbers do not change:
   when the machine is idle.
 * gaprank's compiled kernels run on numba's ``workqueue`` threading layer, whose idle threads sleep, unless
   ``NUMBA_THREADING_LAYER`` (or its priority list) is set: beside busy processes, numba's OpenMP layer made
-  README's main job take 3.3x its idle time against 2.5x (docs/benchmarks.md, "Scale and shared machines").
+  README's main job take 3.28x its idle time against 2.83x (docs/benchmarks.md, "Scale and shared machines").
   The library itself chooses no layer; these programs are its users.
 """
 

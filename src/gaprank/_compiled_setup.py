@@ -15,8 +15,9 @@
   call made while another thread of this process runs gaprank's lanes on numba's threads (numba's
   ``workqueue`` layer must not be entered by two threads at once; the second caller works alone rather than
   wait, and so does a signal handler that calls gaprank in the middle of a call); a process forked after
-  numba's threads had started (GNU OpenMP's threads do not survive ``fork()``); and every call after a
-  threading layer failed to load (one :class:`RuntimeWarning`).
+  numba's threads had started (GNU OpenMP's threads do not survive ``fork()``, and a forked worker shares its
+  parent's cores); and every call after a threading layer failed to load, or of a driver
+  numba could not compile (one :class:`RuntimeWarning` each).
 
 Nothing here changes numba's or torch's settings.
 """
@@ -47,6 +48,8 @@ _cache_warned = False
 _threads_in_use = threading.Lock()
 # why lanes run on the calling thread in this process from now on (a fork, a layer that failed), or None
 _one_thread_reason: str | None = None
+# drivers numba could not compile: their lanes run on the calling thread
+_unbuilt_drivers: set[Any] = set()
 
 
 def available() -> bool:
@@ -76,9 +79,20 @@ def thread_count() -> int:
 
 
 def _after_fork_in_child() -> None:
-    global _one_thread_reason
-    if threading_layer() is not None:  # the parent's thread pool is not in the child
+    global _one_thread_reason, _threads_in_use
+    _threads_in_use = threading.Lock()  # a parent's thread that held it is not in the child
+    # the parent's threads are not in the child; GNU OpenMP's would never answer there, and a forked worker (a
+    # DataLoader's, a fork pool's) shares its parent's cores: the lanes run on the calling thread, whatever the layer
+    if threading_layer() is not None:
         _one_thread_reason = "a process forked after numba's threads had started"
+
+
+def _cannot_run_threaded(driver: Any, exc: Exception) -> None:
+    """From now on ``driver``'s lanes run on the calling thread; one warning says why."""
+    _unbuilt_drivers.add(driver)
+    warnings.warn(f"gaprank: {getattr(driver, '__name__', driver)} runs on the calling thread alone: its threaded "
+                  f"driver could not be built ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+                  RuntimeWarning, stacklevel=4)
 
 
 def run_lanes(kernel: Callable[..., Any], driver: Callable[..., Any], args: tuple[Any, ...], lanes: int) -> None:
@@ -86,23 +100,25 @@ def run_lanes(kernel: Callable[..., Any], driver: Callable[..., Any], args: tupl
     lanes)`` (its ``numba.prange`` loop over the lanes, compiled with ``parallel=True``, which sets ``done[lane]``
     as each lane returns) on numba's threads, or one lane after another on the calling thread (see the module's
     docstring for when). A lane that raised on numba's threads (whose error numba's layers lose or garble) runs
-    again on the calling thread, where its own error is raised."""
+    again on the calling thread, where its own error is raised; a driver numba cannot compile, or a threading
+    layer that cannot load, leaves the lanes to the calling thread from then on, with one warning."""
     global _one_thread_reason
     left: Any = range(lanes)
-    if lanes > 1 and _one_thread_reason is None and _threads_in_use.acquire(blocking=False):
-        done = np.zeros(lanes, dtype=np.uint8)
-        try:
-            driver(*args, done, lanes)
-        except ValueError as exc:
-            if "threading layer" in str(exc):  # numba's "No threading layer could be loaded" (a layer the user named)
-                _one_thread_reason = str(exc).splitlines()[0]
-                warnings.warn(f"gaprank: the compiled kernels run on one thread: numba's threads cannot start "
-                              f"({_one_thread_reason})", RuntimeWarning, stacklevel=3)
-        except Exception:  # noqa: S110 - a lane raised: it runs again below
-            pass
-        finally:
-            _threads_in_use.release()
-        left = np.flatnonzero(done == 0)
+    if lanes > 1 and _one_thread_reason is None and driver not in _unbuilt_drivers:
+        done = np.zeros(lanes, dtype=np.uint8)  # (before the lock: nothing between taking it and the try)
+        if _threads_in_use.acquire(blocking=False):
+            try:
+                driver(*args, done, lanes)
+            except Exception as exc:  # noqa: BLE001 - sorted below; a lane that raised runs again on this thread
+                if isinstance(exc, ValueError) and threading_layer() is None:  # "No threading layer could be loaded"
+                    _one_thread_reason = str(exc).splitlines()[0]
+                    warnings.warn(f"gaprank: the compiled kernels run on one thread: numba's threads cannot start "
+                                  f"({_one_thread_reason})", RuntimeWarning, stacklevel=3)
+                elif numba is not None and isinstance(exc, numba.core.errors.NumbaError):
+                    _cannot_run_threaded(driver, exc)
+            finally:
+                _threads_in_use.release()
+            left = np.flatnonzero(done == 0)
     for lane in left:
         kernel(*args, int(lane), lanes)
 

@@ -35,9 +35,11 @@ Compiled on first use and cached on disk (numba's cache; :mod:`gaprank._compiled
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -64,7 +66,8 @@ class CompiledPlan:
     ``kernel``/``diag`` (``[Q, C, C]``, ``[Q, C]``, kernel measures) or ``gains``/``discounts``/``inverse_norm``
     (``[C]``, per 0-based rank, ``[Q]``, discounted-gain measures); ``inverse_ranks`` is 1/n per rank, 0
     beyond the cutoff. ``lane_queries`` and ``lane_starts`` deal the queries to lanes (one per thread, or one
-    lane on the calling thread). ``orders`` is rewritten by each call: a plan serves one call at a time."""
+    lane on the calling thread). ``orders`` is rewritten by each call that holds ``lock``; a call made meanwhile
+    (another thread, a signal handler) sorts afresh into its own (the same ranking)."""
 
     mode: int
     rows: np.ndarray
@@ -83,6 +86,8 @@ class CompiledPlan:
     norm: bool
     orders: np.ndarray  # each query's last ranking (local indices), where the next call's sort starts
     warm_start: bool = True  # sort from the last call's ranking (boosting); False: sort afresh (a new batch)
+    # held by the call that sorts from (and rewrites) ``orders``
+    lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
 
 def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -447,11 +452,18 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
     weight with ``norm`` being LightGBM's normalised one)."""
     first = not COMPILE_SECONDS
     start = time.perf_counter()
-    # hess or cost None: numba compiles a version without their branches (pruned on the None type)
-    lanes = plan.lane_starts.size - 1
-    run_lanes(_run_lane, _run_lanes, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel, plan.diag,
-                                      plan.gains, plan.discounts, plan.inverse_norm, plan.inverse_ranks, plan.sigma,
-                                      plan.truncation, plan.norm, plan.lane_queries, plan.lane_starts, plan.orders,
-                                      plan.warm_start, grad, hess, cost), lanes)
+    if not plan.lock.acquire(blocking=False):
+        # another call holds the plan's rankings: a sort from scratch into rankings of this call's own gives the
+        # same ranking (descending scores, ties in row order) whatever it starts from
+        plan = dataclasses.replace(plan, orders=np.empty_like(plan.orders), warm_start=False)
+        plan.lock.acquire()
+    try:
+        # hess or cost None: numba compiles a version without their branches (pruned on the None type)
+        run_lanes(_run_lane, _run_lanes, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel,
+                                          plan.diag, plan.gains, plan.discounts, plan.inverse_norm, plan.inverse_ranks,
+                                          plan.sigma, plan.truncation, plan.norm, plan.lane_queries, plan.lane_starts,
+                                          plan.orders, plan.warm_start, grad, hess, cost), plan.lane_starts.size - 1)
+    finally:
+        plan.lock.release()
     if first:
         COMPILE_SECONDS.append(time.perf_counter() - start)

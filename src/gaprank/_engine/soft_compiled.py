@@ -400,8 +400,8 @@ def _pair_probabilities(scores, mask, c, out, lane, lanes):  # pragma: no cover 
 
 
 # The lane kernels' drivers: their lanes on numba's threads, each lane marked done once it returned
-# (gaprank._compiled_setup.run_lanes). A driver's body is the call alone, so the kernel keeps its own compiled
-# code (and its numbers) whatever runs its lanes.
+# (gaprank._compiled_setup.run_lanes). A driver's body is the call alone; numba compiles the kernel into it
+# afresh, so the tests compare every kernel's numbers on one thread (the kernel alone) and on several (the driver).
 def _rank_laws_lanes(beats, out, done, lanes):  # pragma: no cover - compiled
     for lane in numba.prange(lanes):
         _rank_laws(beats, out, lane, lanes)

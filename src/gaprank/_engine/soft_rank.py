@@ -38,7 +38,7 @@ def _pav_blocks(z: np.ndarray, lengths: np.ndarray, blocks: np.ndarray, counts: 
     """For each row's first ``lengths[row] = n`` entries, the blocks of the non-increasing isotonic regression of
     ``z[k] - (n - k)`` (k from 0): ``blocks[row, k]`` the first position of k's block, ``counts`` its size and
     ``w_means`` the mean of ``n - k`` over it; past the length each position is a block of its own (mean 0).
-    On the calling thread: O(N) per row, less than waking a helper thread costs at any common size."""
+    On the calling thread: O(N) per row, less than waking numba's threads costs at any common size."""
     rows, size = z.shape
     for row in range(rows):
         length = lengths[row]

@@ -59,7 +59,7 @@ from ._smoothing import (
 Smoothing = Literal["softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"]
 SMOOTHINGS = ("softrank", "expected") + RANK_SMOOTHINGS
 # why the rank-law paths refuse torch.func's transforms
-_RANK_LAWS_WHY = "its gradient comes from SoftRank's rank distributions, computed outside autograd's graph"
+_RANK_LAWS_WHY = "its gradient is computed outside autograd's graph (SoftRank's rank laws, or the expectation's blocks)"
 # half-precision scores: computed in float32, the result in the scores' dtype
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 # AP-family measures whose kernel is K[t, u] = K[u, u] for t >= u: the threshold identity holds for every query
