@@ -150,8 +150,8 @@ def numbers():
     laws = rank_distribution(x, sigma=0.5)
     (laws * torch.randn(laws.shape, dtype=torch.float64, generator=generator)).sum().backward()
     out += [laws.detach().numpy(), x.grad.numpy()]
-    for loss in (gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5]), gaprank.SoftNDCGLoss(),
-                 gaprank.SoftGAPLoss(g=[0.5, 0.5])):
+    for loss in (gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5]), gaprank.losses.SoftNDCGLoss(),
+                 gaprank.losses.SoftGAPLoss(g=[0.5, 0.5])):
         scores = torch.randn(6, 150, dtype=torch.float64, generator=generator, requires_grad=True)
         value = loss(scores, torch.randint(0, 3, (6, 150), generator=generator))
         value.backward()
@@ -246,7 +246,7 @@ def hook(*_):
     g, h = shared.gradients(p_shared, y_shared, sizes_shared, None)
     assert np.array_equal(g, shared_alone[0]) and np.array_equal(h, shared_alone[1])
     inner.append(float(gaprank.LambdaRankLoss(measure="gap")(small, torch.tensor([[0, 1, 2, 0, 1], [2, 0, 1, 0, 0]]))))
-    inner.append(float(gaprank.SoftNDCGLoss()(torch.randn(2, 200, dtype=torch.float64), torch.randint(0, 3, (2, 200)))))
+    inner.append(float(gaprank.losses.SoftNDCGLoss()(torch.randn(2, 200, dtype=torch.float64), torch.randint(0, 3, (2, 200)))))
     busy.clear()
 hook()  # compiled before the signals (numba's compiler is not to be entered again from a handler)
 inner.clear()

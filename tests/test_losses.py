@@ -1117,7 +1117,7 @@ def test_paper_softgap_memory_grows_with_blocks_not_with_the_pair_matrix():
     # VmHWM, the peak resident memory of this process since its exec (ru_maxrss would keep pytest's size)
     script = ("import torch, gaprank\ntorch.manual_seed(0)\n"
               "def peak():\n    return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
-              "loss = gaprank.SoftGAPLoss(g=[0.5, 0.5], sigma=0.1)\n"
+              "loss = gaprank.SoftMetricLoss(\"gap\", g=[0.5, 0.5], sigma=0.1)\n"
               "loss(torch.randn(1, 50, requires_grad=True), torch.randint(0, 3, (1, 50))).backward()  # first calls\n"
               "s = torch.randn(1, 8000, requires_grad=True); y = torch.randint(0, 3, (1, 8000))\n"
               "base = peak()\nloss(s, y).backward()\nprint((peak() - base) / 1024)\n")

@@ -368,8 +368,8 @@ def test_half_precision_scores_give_the_float32_value_in_their_own_dtype(smoothi
 
 
 @pytest.mark.parametrize("make", [
-    lambda: gaprank.SoftNDCGLoss(),
-    lambda: gaprank.SoftGAPLoss(g=[0.5, 0.5], smoothing="expected"),
+    lambda: gaprank.losses.SoftNDCGLoss(),
+    lambda: gaprank.losses.SoftGAPLoss(g=[0.5, 0.5], smoothing="expected"),
     lambda: L.SoftMetricLoss("nDCG@5"),
     lambda: gaprank.LambdaRankLoss("gap"),
 ])
@@ -387,7 +387,7 @@ def test_torch_func_transforms_are_refused_in_gaprank_s_words(make):
 def test_torch_func_grad_gives_autograd_s_gradient_where_it_is_served(smoothing):
     scores = torch.tensor([[0.3, 0.9, 0.1, 0.5]], dtype=torch.float64)
     labels = torch.tensor([[2, 0, 1, 0]])
-    loss = gaprank.SoftGAPLoss(g=[0.5, 0.5], smoothing=smoothing)
+    loss = gaprank.losses.SoftGAPLoss(g=[0.5, 0.5], smoothing=smoothing)
     through_func = torch.func.grad(lambda s: loss(s, labels))(scores)
     leaf = scores.clone().requires_grad_()
     loss(leaf, labels).backward()

@@ -36,7 +36,7 @@ def numbers(_=None):
     grad, hess = lambdarank_objective("gap", g=[0.5, 0.5]).gradients(preds, labels, np.array([200] * 4), None)
     out = [grad.tolist(), hess.tolist()]
     generator = torch.Generator().manual_seed(0)
-    for loss in (gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5]), gaprank.SoftNDCGLoss()):
+    for loss in (gaprank.LambdaRankLoss(measure="gap", g=[0.5, 0.5]), gaprank.losses.SoftNDCGLoss()):
         scores = torch.randn(4, 200, dtype=torch.float64, generator=generator, requires_grad=True)
         value = loss(scores, torch.randint(0, 3, (4, 200), generator=generator))
         value.backward()
@@ -150,7 +150,7 @@ with warnings.catch_warnings(record=True) as caught:
     # big enough for numba's threads: the lanes' drivers are compiled too, with no more warnings
     torch.manual_seed(0)
     soft = torch.randn(4, 200, dtype=torch.float64, requires_grad=True)
-    gaprank.SoftNDCGLoss()(soft, torch.randint(0, 3, (4, 200))).backward()
+    gaprank.losses.SoftNDCGLoss()(soft, torch.randint(0, 3, (4, 200))).backward()
 told = [str(w.message) for w in caught if "cache" in str(w.message)]
 assert len(told) == 1, told
 print(repr(scores.grad.flatten().tolist() + soft.grad.flatten().tolist()))

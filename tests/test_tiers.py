@@ -41,6 +41,15 @@ def test_a_test_s_own_entry_wins_over_its_module_s():
     ("xfail", "test_docs_blocks", False), ("filterwarnings", "test_lightgbm", False), ("unit and xfail", "test_build", False),
     # a source module whose doctests have a tier of their own; the others are never left out
     ("not e2e", "sentence_transformers", True), ("not e2e", "torchmetrics", False),
+    # pytest's grammar: parentheses, precedence; anything else is left to pytest
+    ("(unit or e2e) and not e2e", "test_tune", True), ("not (unit or integration)", "test_tune", False),
+    ("not (unit or integration)", "test_lightgbm", True), ("unit or", "test_tune", False), ("e2e;x", "test_tune", False),
+    ("not e2e", "test_lanes", True),
 ])
 def test_a_module_is_left_unimported_only_when_minus_m_leaves_out_its_every_test(markexpr, module, left_out):
     assert module_left_out(markexpr, module) is left_out
+
+
+def test_the_tiers_read_minus_m_without_pytest_s_private_parser():
+    source = (Path(__file__).parent / "tiers.py").read_text()
+    assert "_pytest" not in source

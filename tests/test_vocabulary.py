@@ -79,7 +79,7 @@ def test_signatures_and_attributes_say_measure():
     loss = LambdaRankLoss("egap", g=G)
     assert loss.measure == "egap" and "measure='egap'" in repr(loss)
     assert LambdaMARTSettings("nDCG@10").measure == "nDCG@10"
-    for owner in (loss, LambdaMARTSettings("nDCG@10"), SoftMetricLoss("nDCG@10"), gaprank.SoftGAPLoss()):
+    for owner in (loss, LambdaMARTSettings("nDCG@10"), SoftMetricLoss("nDCG@10"), gaprank.losses.SoftGAPLoss()):
         assert not hasattr(owner, "metric"), owner
 
 
@@ -124,7 +124,7 @@ def test_mode_is_gone_from_every_public_signature():
                     with_mode.append(f"{module.__name__}.{name}")
     assert not with_mode
     with pytest.raises(TypeError, match="mode"):
-        gaprank.SoftAPLoss(sigma=0.5, mode="paper")
+        gaprank.losses.SoftAPLoss(sigma=0.5, mode="paper")
 
 
 def test_nothing_in_gaprank_raises_a_deprecation_warning():

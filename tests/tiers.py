@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 # Test tiers, by module or by test (``module::test_function``, which wins over its module's tier); pytest -m "not e2e"
 # is the quick run, README's command runs every tier.
 # oracle: measures against independent implementations and published numbers; integration: another library's
@@ -20,6 +22,8 @@ TIERS = {
             "test_docs_blocks", "test_docs_pages", "test_tune", "test_training_lambdamart", "test_cli_training_scripts",
             "test_dask", "test_sentence_transformers", "test_synthetic", "test_data_replace", "test_compare_tuned",
             "test_training_compare", "test_threads_fork", "test_data_import_hardening",
+            # the compiled kernels' threads: fresh interpreters with signals, Ctrl-C, forks and 8 Python threads
+            "test_lanes",
             # the doctests of the sentence-transformers adapter (src/gaprank/sentence_transformers.py), like its tests
             "sentence_transformers",
             # gaprank data import and gaprank baseline (a least-squares fit on MQ2008 Fold 1) in two processes
@@ -48,12 +52,23 @@ def module_left_out(markexpr: str, module: str) -> bool:
         return False  # tiers of its own tests: leave it to the markers
     tier = tier_of(module, "")
     try:
-        from _pytest.mark.expression import Expression  # pytest's own -m parser (the rule -m applies)
-
-        names: set[str] = set()
-        selected = Expression.compile(markexpr).evaluate(lambda name, **_: names.add(name) or name == tier)
-    except Exception:  # another pytest's parser: collect, and let -m deselect
+        names, selected = _evaluate(markexpr, tier)
+    except ValueError:  # not an expression of names, and, or, not and parentheses: collect, and let -m deselect
         return False
     if not names <= set(TIERS) | {"unit"}:
         return False  # a marker other than the tiers (xfail, filterwarnings, ...): only the module's tests can say
     return not selected
+
+
+def _evaluate(markexpr: str, tier: str) -> tuple[set[str], bool]:
+    """The marker names of ``-m markexpr`` and whether it selects a test marked ``tier`` alone: the expression
+    read as pytest reads one (names, ``and``, ``or``, ``not``, parentheses), a ValueError for anything else."""
+    tokens = re.findall(r"\(|\)|[^\s()]+", markexpr)
+    names = {token for token in tokens if token not in ("(", ")", "and", "or", "not")}
+    if not all(re.fullmatch(r"[A-Za-z_][\w]*", name) for name in names):
+        raise ValueError(markexpr)
+    words = [token if token in ("(", ")", "and", "or", "not") else str(token == tier) for token in tokens]
+    try:
+        return names, bool(eval(" ".join(words), {"__builtins__": {}}, {}))  # noqa: S307 - True, False, and/or/not only
+    except SyntaxError as exc:
+        raise ValueError(markexpr) from exc

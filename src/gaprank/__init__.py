@@ -1,7 +1,7 @@
 """gaprank: train learning-to-rank models for Graded Average Precision.
 
 The flat public API holds what a user calls: every metric (``gaprank.gap``, ``gaprank.ndcg``, ...), every loss
-(``gaprank.SoftGAPLoss``, ``gaprank.lambdarank_loss``, ...), the LightGBM objectives, evaluation
+by its measure string (``gaprank.SoftMetricLoss("gap")``, ``gaprank.LambdaRankLoss("gap")``, ...), the LightGBM objectives, evaluation
 (``evaluate_letor``, ``evaluate_trec``), measure strings and the registry's ``register``, and the errors.
 Beside it: ``gaprank.metrics``, ``gaprank.losses``, ``gaprank.data``, ``gaprank.boosting`` (engine-neutral
 LambdaMART), ``gaprank.lightgbm``, ``gaprank.distributions``, ``gaprank.extend`` (the extension API for measure
@@ -43,11 +43,15 @@ from .metrics import (
 
 __version__ = "0.1.0"
 
-# gaprank.losses.build (a loss from a config's kind and measure) and the generic SoftMetricLoss it returns stay in
-# their package: the top level keeps the named losses
-_IN_LOSSES_ONLY = ("build", "SoftMetricLoss")
+# One spelling per loss at the top level: a soft loss by its measure string (soft_metric_loss, SoftMetricLoss), as
+# LambdaRankLoss takes one. The named twins (SoftGAPLoss, soft_ndcg_loss, ...) and gaprank.losses.build (a loss from
+# a config's kind and measure) stay in gaprank.losses.
+_IN_LOSSES_ONLY = ("build", "soft_gap_loss", "soft_xgap_loss", "soft_egap_loss", "soft_ap_loss", "soft_ndcg_loss",
+                   "SoftGAPLoss", "SoftXGAPLoss", "SoftEGAPLoss", "SoftAPLoss", "SoftNDCGLoss")
 _loss_names = [name for name in _losses_all if name not in _IN_LOSSES_ONLY]
-del build, SoftMetricLoss  # noqa: F821 - bound by the star import above
+for _name in _IN_LOSSES_ONLY:
+    del globals()[_name]  # bound by the star import above
+del _name
 
 __all__ = [
     # metrics
