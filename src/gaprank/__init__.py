@@ -1,8 +1,9 @@
 """gaprank: train learning-to-rank models for Graded Average Precision.
 
 The flat public API holds what a user calls: every metric (``gaprank.gap``, ``gaprank.ndcg``, ...), every loss
-by its measure string (``gaprank.SoftMetricLoss("gap")``, ``gaprank.LambdaRankLoss("gap")``, ...), the LightGBM objectives, evaluation
-(``evaluate_letor``, ``evaluate_trec``), measure strings and the registry's ``register``, and the errors.
+by its measure string (``gaprank.SoftMetricLoss("gap")``, ``gaprank.LambdaRankLoss("gap")``, ...), the LightGBM
+objectives, evaluation (``evaluate_letor``, ``evaluate_trec``), measure strings and the registry's ``register``, and
+the errors.
 Beside it: ``gaprank.metrics``, ``gaprank.losses``, ``gaprank.data``, ``gaprank.boosting`` (engine-neutral
 LambdaMART), ``gaprank.lightgbm``, ``gaprank.distributions``, ``gaprank.extend`` (the extension API for measure
 authors) and, imported when needed, ``gaprank.xgboost``, ``gaprank.dask``, ``gaprank.testing`` and the
