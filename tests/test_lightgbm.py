@@ -570,5 +570,5 @@ def test_the_sklearn_objective_class_takes_a_measure_string_as_lambdarank_object
         np.testing.assert_array_equal(got, want)
     with pytest.raises(GaprankInputError, match="not both"):
         SklearnObjective(LambdaMARTObjective("gap"), norm=True)
-    with pytest.raises(GaprankInputError, match="got list"):
+    with pytest.raises(GaprankInputError, match=r"must be a measure string .*; got \['gap'\]$"):
         SklearnObjective(["gap"])

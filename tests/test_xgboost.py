@@ -252,5 +252,5 @@ def test_the_objective_class_takes_a_measure_string_as_its_lightgbm_sibling_does
         np.testing.assert_array_equal(got, want)
     with pytest.raises(GaprankInputError, match="not both"):
         gx.XGBoostObjective(LambdaMARTObjective("gap"), truncation_level=5)
-    with pytest.raises(GaprankInputError, match="got int"):
+    with pytest.raises(GaprankInputError, match="must be a measure string .*; got 3$"):
         gx.XGBoostObjective(3)

@@ -432,8 +432,8 @@ if numba is not None:
 
 
     @compiled(parallel=True, nogil=True)
-    def _run_lanes(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
-                   truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, done, lanes):
+    def _plan_lanes(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
+                    truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, done, lanes):
         """Every lane of the plan on numba's threads, each marked done once it returned (the driver of
         :func:`_run_lane`)."""
         for lane in numba.prange(lanes):
@@ -459,7 +459,7 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
         plan.lock.acquire()
     try:
         # hess or cost None: numba compiles a version without their branches (pruned on the None type)
-        run_lanes(_run_lane, _run_lanes, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel,
+        run_lanes(_run_lane, _plan_lanes, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel,
                                           plan.diag, plan.gains, plan.discounts, plan.inverse_norm, plan.inverse_ranks,
                                           plan.sigma, plan.truncation, plan.norm, plan.lane_queries, plan.lane_starts,
                                           plan.orders, plan.warm_start, grad, hess, cost), plan.lane_starts.size - 1)

@@ -131,10 +131,7 @@ class LambdaMARTObjective:
                 raise GaprankInputError(f"give either a LambdaMARTObjective or settings, not both (got "
                                         f"{', '.join(sorted(fields))})")
             return objective
-        if not isinstance(objective, (str, LambdaMARTSettings)):
-            raise GaprankInputError(f"an objective is made from a measure string, a LambdaMARTSettings or a "
-                                    f"LambdaMARTObjective; got {type(objective).__name__}")
-        return cls(objective, **fields)
+        return cls(objective, **fields)  # (which refuses anything but a measure string or settings)
 
     def _prepare(self, labels: ArrayLike, group: ArrayLike | None) -> _PreparedData:
         """Lay out the rankable queries and build their factor plan and pair engine (once per data set)."""
