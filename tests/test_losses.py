@@ -529,12 +529,12 @@ def test_cuda_graphs_follow_changed_settings_and_outlive_the_settings_cache():
 def test_a_refused_capture_warns_at_the_callers_line_and_stays_eager(monkeypatch):
     """When CUDA refuses to capture a step (simulated on the CPU), one RuntimeWarning points at the line that
     called the loss, and the calls go on eagerly with the same numbers."""
-    from gaprank._engine import batches, graphs
+    from gaprank._engine import graphs
 
     def refused(fn, inputs, buffers=None):
         raise RuntimeError("operation not permitted when stream is capturing\nmore detail")
 
-    monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: True)
+    monkeypatch.setattr(graphs, "graphable", lambda scores, labels, mask: True)
     monkeypatch.setattr(graphs, "GraphedCall", refused)
     module, one_off = _unvalidated_pair_losses("ndcg", None, 1.0)
     module.backend = "torch"
@@ -555,7 +555,7 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
     its static inputs: a shape and its settings are captured by their second call, later calls copy their inputs
     in and get their own numbers, other settings or shapes are not served by that graph, and an evicted shape
     takes its graph with it."""
-    from gaprank._engine import batches, graphs
+    from gaprank._engine import graphs
 
     captured = []
 
@@ -570,9 +570,9 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
             self.replays += 1
             return super().__call__(scores, labels, mask)
 
-    monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: True)
-    monkeypatch.setattr(batches, "capture", StandInGraph)
-    monkeypatch.setattr(batches, "GRAPHED_SHAPES", 3)
+    monkeypatch.setattr(graphs, "graphable", lambda scores, labels, mask: True)
+    monkeypatch.setattr(graphs, "capture", StandInGraph)
+    monkeypatch.setattr(graphs, "GRAPHED_SHAPES", 3)
     module, _ = _unvalidated_pair_losses("gap", 5, 1.0)
     module.backend = "torch"
     calls = [((4, 9), 1.0)] * 2 + [((4, 30), 1.0), ((4, 7), 1.0)] + [((4, 9), 2.0)] * 3 + [
@@ -594,7 +594,7 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
         assert len(captured) == [0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2][step]
     # g differing by less than a printed tensor shows is another graph, never the first g's; a shape keeps its
     # last GRAPHS_PER_SHAPE graphs
-    monkeypatch.setattr(batches, "GRAPHS_PER_SHAPE", 1)
+    monkeypatch.setattr(graphs, "GRAPHS_PER_SHAPE", 1)
     for step, g in enumerate([[0.2, 0.3, 0.5]] * 3 + [[0.20004, 0.29996, 0.5]] * 3):
         module.g = torch.tensor(g, dtype=torch.float64)
         scores, labels, mask = _random_batch(95 + step, b=1, n=6, grades=4)
@@ -603,28 +603,20 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
                                      backend="torch")
         torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13, msg=f"g step {step}")
     assert len(captured) == 4
-    (shape,) = [shape for key, shape in module._engines._shapes.items() if key[1:3] == (1, 32)]
+    (shape,) = [shape for key, shape in module._graphs._shapes.items() if key[1:3] == (1, 32)]
     assert len(shape.graphs) == 1 and len(shape.calls) <= 4
     module.g = [0.2, 0.3, 0.5]
     # widths 9, 30 and 7 share the padded width 32: one graph; sigma 1's went with its evicted shape
     assert [graph.replays for graph in captured] == [2, 1, 1, 1]
-    kept = module._engines._shapes
-    assert [key[1:3] for key in kept] == [(3, 32), (4, 32), (1, 32)]
-    # steps no graph can take (on the CPU, say) keep their shapes to the module's two, and go before the graphed
-    # ones when the holder is full
-    module._engines.capacity = 4
-    monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: False)
+    graphed = module._graphs._shapes
+    assert [key[1:3] for key in graphed] == [(3, 32), (4, 32), (1, 32)]
+    assert not module._pairs._shapes  # every step went through the graphs
+    # steps no graph can take (on the CPU, say) keep the module's last two shapes, apart from the graphed ones
+    monkeypatch.setattr(graphs, "graphable", lambda scores, labels, mask: False)
     for size in (11, 12, 13):
-        scores, labels, mask = _random_batch(99, b=2, n=size, grades=4)
-        module(scores, labels, mask)
-        assert [key[1:3] for key in kept][:3] == [(3, 32), (4, 32), (1, 32)]
-    assert [key[1:3] for key in kept] == [(3, 32), (4, 32), (1, 32), (2, 13)]
-    module._engines.capacity = 6
-    module(*_random_batch(99, b=2, n=14, grades=4))
-    monkeypatch.setattr(batches, "graphable", lambda scores, labels, mask: True)
-    monkeypatch.setattr(batches, "GRAPHED_SHAPES", 6)
-    module(*_random_batch(99, b=3, n=40, grades=4))  # a new shape for a graph evicts no plain one
-    assert [key[1:3] for key in kept] == [(3, 32), (4, 32), (1, 32), (2, 13), (2, 14), (3, 64)]
+        module(*_random_batch(99, b=2, n=size, grades=4))
+    assert [key[1:3] for key in module._pairs._shapes] == [(2, 12), (2, 13)]
+    assert [key[1:3] for key in graphed] == [(3, 32), (4, 32), (1, 32)]
 
 
 @pytest.mark.parametrize("metric", ["gap", "ndcg@5", "ERR", "Q", None], ids=["kernel", "gain-discount", "ERR", "Q",
@@ -658,10 +650,10 @@ def test_kept_pair_engines_give_the_numbers_of_fresh_ones(monkeypatch, metric):
         torch.testing.assert_close(g1, g2, rtol=0, atol=0)
         assert (v1 == 0) == (step == 5)
         if step < 2:  # the second batch of a shape runs on the first one's layout, plans and engines
-            (entry,) = module._engines._shapes.values()
+            (entry,) = module._pairs._shapes.values()
             first = first or entry
             assert entry is first and entry.layout.version == step
-    kept = module._engines._shapes
+    kept = module._pairs._shapes
     assert len(kept) == 2 and [key[1:3] for key in kept] == [(4, 7), (5, 12)]  # the last two shapes
 
 
@@ -678,9 +670,9 @@ def test_kept_pair_engines_are_per_thread_and_not_copied():
     thread = threading.Thread(target=lambda: found.append(module(scores, labels, mask)))
     thread.start()
     thread.join()
-    assert found[0].item() == expected.item() and len(module._engines._shapes) == 2
+    assert found[0].item() == expected.item() and len(module._pairs._shapes) == 2
     for twin in (copy.deepcopy(module), pickle.loads(pickle.dumps(module))):
-        assert len(twin._engines._shapes) == 0 and twin(scores, labels, mask).item() == expected.item()
+        assert len(twin._pairs._shapes) == 0 and twin(scores, labels, mask).item() == expected.item()
 
 
 def test_lambdarank_compiled_kernel_keeps_the_scores_dtype():
@@ -1076,7 +1068,7 @@ def test_paper_softgap_in_row_blocks_equals_the_whole_pair_matrix(monkeypatch):
     """The paper-mode sums are taken over blocks of rows (forward and backward): equal to the one-matrix
     computation, with first and second derivatives, whatever the block size."""
     from gaprank._engine import pairwise_matrix
-    from gaprank.losses import _soft
+    from gaprank.losses import _softrank as _soft
 
     torch.manual_seed(3)
     s = torch.randn(3, 11, dtype=torch.float64, requires_grad=True)

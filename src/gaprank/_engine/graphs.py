@@ -1,12 +1,13 @@
-"""A kept batch shape's lambdas replayed as one CUDA graph (private).
+"""A loss module's lambdas replayed as one CUDA graph per batch shape (private).
 
 On a GPU, a LambdaRank or RankNet step on a batch of a few hundred documents is a few hundred small kernels, and its time
 goes to launching them and to the Python that issues them, not to arithmetic. When nothing is read back from the
 device (``validate=False``), which kernels a call issues depends only on the batch's shape and the loss's
 settings. So the batch is padded (as masked documents) to a width of a coarse grid (:func:`graph_width`), which
 makes the shapes of a training run's batches come back; once a padded shape and the settings have come
-:data:`CAPTURE_AFTER` times to one holder while it keeps the shape, that call also captures the kernels in a CUDA
-graph, and later calls copy their inputs into the graph's and replay it: the same kernels, one launch. Padding
+:data:`CAPTURE_AFTER` times to one module's :class:`CudaGraphs` while it keeps the shape, that call also captures the
+kernels in a CUDA graph, and later calls copy their inputs into the graph's and replay it: the same kernels, one
+launch. Padding
 changes no value (a masked document takes part in no pair), though a sum over a wider row may round differently.
 
 Capturing waits once for the device (``torch.cuda.graph`` synchronises and empties the allocator's cache); a
@@ -18,20 +19,25 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
 from .._inputs import holding_device_copies
+from .batches import BatchPairs
 
 CAPTURE_AFTER = 2  # eager calls of one padded shape and settings, the last of which captures them
-GRAPHED_SHAPES = 32  # the shapes a holder keeps once its steps are graphed (a run's batch widths on the grid)
+GRAPHED_SHAPES = 32  # the padded shapes a module keeps graphs for (a run's batch widths on the grid)
 GRAPHS_PER_SHAPE = 4  # graphs a shape keeps, the last settings used (a setting that changes every step is captured again)
 
 Outputs = tuple[torch.Tensor, ...]
+Step = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, BatchPairs], Outputs]
 
 
 def graph_width(width: int) -> int:
@@ -150,3 +156,79 @@ def _callers_level() -> int:
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
         frame, level = frame.f_back, level + 1
     return level
+
+
+@dataclass
+class _GraphedShape:
+    """One padded shape: the buffers its steps run on (which its graphs' kernels write), its eager calls per
+    settings, and its graphs per settings (None: capture refused)."""
+
+    buffers: BatchPairs = field(default_factory=lambda: BatchPairs(kept=1))
+    calls: OrderedDict[tuple, int] = field(default_factory=OrderedDict)
+    graphs: OrderedDict[tuple, GraphedCall | None] = field(default_factory=OrderedDict)
+
+
+class CudaGraphs:
+    """A loss module's steps on a GPU, replayed as CUDA graphs: the graphs of its last :data:`GRAPHED_SHAPES` padded
+    batch shapes, each shape's last :data:`GRAPHS_PER_SHAPE`, and the buffers they run on.
+
+    A shape is keyed by (thread, B, padded N, device, dtype): two threads never share one. What is kept is working
+    memory, not state: a copy or a pickle starts empty."""
+
+    def __init__(self) -> None:
+        self._shapes: OrderedDict[tuple, _GraphedShape] = OrderedDict()
+        self._table = threading.Lock()  # as BatchPairs': threads share the table, never a shape
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    @staticmethod
+    def serve(scores: torch.Tensor, labels: Any, mask: Any, replayable: bool) -> bool:
+        """Whether a step goes through the graphs: one that reads nothing back from the device (``replayable``),
+        on inputs :func:`graphable`, outside torch.compile (no CUDA graph of ours inside the caller's compiled
+        code)."""
+        return replayable and not torch.compiler.is_compiling() and graphable(scores, labels, mask)
+
+    def __call__(self, step: Step, settings: tuple, scores: torch.Tensor, labels: torch.Tensor,
+                 mask: torch.Tensor | None) -> Outputs:
+        """``step(scores, labels, mask, buffers)``: a batch's ``(cost [B], grad [B, N])`` on the padded shape's
+        ``buffers``; ``settings``: everything else that decides which kernels it issues or what they read (compared
+        exactly: :func:`exact_key`).
+
+        The batch is padded to a width of the graphs' grid; once that shape and ``settings`` have come
+        :data:`CAPTURE_AFTER` times while the shape is kept, that call also captures ``step`` in a CUDA graph, and
+        later ones replay it."""
+        batch, width = (1, scores.shape[0]) if scores.ndim == 1 else scores.shape
+        shape_key = (threading.get_ident(), batch, graph_width(width), scores.device, scores.dtype)
+        key = (exact_key(settings), labels.dtype, torch.bool if mask is None else mask.dtype)  # padded: a mask
+        with self._table:
+            shape = self._shapes.get(shape_key)
+            if shape is None:
+                shape = self._shapes[shape_key] = _GraphedShape()
+                while len(self._shapes) > GRAPHED_SHAPES:  # the least recently used go, with their graphs
+                    self._shapes.popitem(last=False)
+            else:
+                self._shapes.move_to_end(shape_key)
+        graphed = shape.graphs.get(key)
+        if graphed is not None:
+            shape.graphs.move_to_end(key)
+            cost, grad = graphed(scores, labels, mask)
+            return cost, grad[:, :width]
+
+        def on_buffers(*inputs: torch.Tensor) -> Outputs:
+            return step(*inputs, shape.buffers)
+
+        inputs = padded(scores, labels, mask)
+        cost, grad = on_buffers(*inputs)
+        if key not in shape.graphs:
+            shape.calls[key] = shape.calls.pop(key, 0) + 1
+            if shape.calls[key] >= CAPTURE_AFTER:
+                # the settings too: a device tensor among them is keyed by identity, which it keeps while held
+                shape.graphs[key] = capture(on_buffers, inputs, (shape.buffers, settings))
+            for cap, kept_keys in ((GRAPHS_PER_SHAPE, shape.graphs), (4 * GRAPHS_PER_SHAPE, shape.calls)):
+                while len(kept_keys) > cap:  # settings that keep changing: the oldest go
+                    kept_keys.popitem(last=False)
+        return cost, grad[:, :width]

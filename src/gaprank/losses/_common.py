@@ -18,7 +18,7 @@ from .._inputs import (
     check_positive_int,
     check_sigma,
 )
-from ..metrics import Measure, RankedLists
+from ..metrics import Measure
 
 
 def check_scores_tensor(scores) -> None:
@@ -75,15 +75,6 @@ def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Ten
     s = scores.reshape(1, -1) if scores.ndim == 1 else scores
     m = batch_mask(mask, tuple(scores.shape), s.device)
     return s.masked_fill(~m, 0.0), m
-
-
-def rankable(ranked: RankedLists) -> torch.Tensor:
-    """``[B]`` bool: the query has real documents of at least two different grades. Other queries
-    (no document, one document, all labels equal) contribute exactly zero loss and zero gradient."""
-    grades = ranked.grades.masked_fill(~ranked.valid, -1)
-    top = grades.amax(-1)  # amax, not max(-1): that opens an OpenMP region on the CPU (see _soft.py)
-    low = ranked.grades.masked_fill(~ranked.valid, torch.iinfo(torch.int64).max).amin(-1)
-    return top > low
 
 
 def reduce_loss(values: torch.Tensor, reduction: str, squeeze: bool) -> torch.Tensor:

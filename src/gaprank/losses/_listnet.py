@@ -8,7 +8,7 @@ import torch
 
 from .._typing import ArrayLike
 from ..metrics import rank_lists
-from ._common import as_batch, check_loss_settings, check_scores_tensor, rankable, reduce_loss
+from ._common import as_batch, check_loss_settings, check_scores_tensor, reduce_loss
 
 
 def listnet_loss(scores: torch.Tensor, labels: ArrayLike, *, mask: torch.Tensor | None = None,
@@ -54,7 +54,7 @@ def listnet_loss(scores: torch.Tensor, labels: ArrayLike, *, mask: torch.Tensor 
     ranked = rank_lists(scores.detach(), labels, mask=mask)
     s, m = as_batch(scores, mask)
     doc_labels = ranked.document_grades()
-    keep = rankable(ranked)
+    keep = ranked.rankable()
     neg_inf = torch.tensor(float("-inf"), dtype=s.dtype, device=s.device)
     log_p = torch.log_softmax(torch.where(m, s, neg_inf).masked_fill(~keep[:, None], 0.0), -1)
     log_t = torch.log_softmax(torch.where(m, doc_labels.to(s.dtype), neg_inf).masked_fill(~keep[:, None], 0.0), -1)

@@ -1,5 +1,6 @@
-r"""LambdaRank with |Delta M| weights and RankNet as PyTorch losses, on the pair engine
-(:mod:`gaprank._engine.pairs`), which the LightGBM objective shares.
+r"""LambdaRank with |Delta M| weights and RankNet as PyTorch losses: check the inputs, compute the lambdas
+(:func:`gaprank._engine.lambdas.lambdas`, the engine the LambdaMART objectives share), attach them as the scores'
+gradient, reduce.
 
 For a pair with label_i > label_j, :math:`\rho_{ij} = 1 / (1 + e^{\sigma (s_i - s_j)})` and
 
@@ -17,97 +18,39 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import torch
 
-from .._autograd import opaque_to_compile
-from .._engine import compiled
-from .._engine.backends import Backend, check_backend, compiled_plan, lambda_backend
+from .._engine.backends import Backend, check_backend, lambda_backend
 from .._engine.batches import BatchPairs
-from .._engine.factors import rank_for_measure
-from .._engine.pairs import PairwiseTerms
-from .._engine.slots import SlotLayout
-from .._inputs import MAX_GRADE, check_positive_int, check_sigma
+from .._engine.graphs import CudaGraphs
+from .._engine.lambdas import LambdaSettings, lambdas
+from .._inputs import check_positive_int, check_sigma
 from .._typing import ArrayLike
-from ..metrics import objective_measure, rank_lists
-from ._common import (
-    as_batch,
-    check_loss_settings,
-    check_scores_tensor,
-    rankable,
-    reduce_loss,
-    refuse_function_transforms,
-    with_gradient,
-)
+from ..metrics import objective_measure
+from ._common import as_batch, check_loss_settings, check_scores_tensor, reduce_loss, refuse_function_transforms, with_gradient
 
 
-def _compiled_terms(s: torch.Tensor, m: torch.Tensor, ranked, measure, params, sigma: float, k: int | None
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(cost [B], grad [B, N])`` from the compiled backend. The kernel sorts each list itself, so ``ranked``
-    need not be sorted: only its grade counts are read. A scale on which no pair changes the measure gives 0
-    and 0."""
-    batch, width = m.shape
-    # a discount is per rank, the same in every list: one list of the batch's width gives them all
-    one_list = SlotLayout.single(torch.tensor([width]), width)
-    flat_mask = m.reshape(-1).numpy()
-    plan = compiled_plan(measure, [ranked], params, one_list, sizes=m.sum(1).numpy(), rows=np.flatnonzero(flat_mask),
-                         labels=ranked.document_grades().reshape(-1).numpy()[flat_mask], sigma=sigma, truncation=k,
-                         norm=False, ideal_cutoff=k, warm_start=False)
-    if plan is None:
-        return s.new_zeros(batch), s.new_zeros(batch, width)
-    scores = s.detach().to(torch.float64).reshape(-1).numpy()
-    grad, cost = np.zeros(batch * width), np.zeros(batch)
-    compiled.lambdamart_gradients(plan, scores, grad, None, cost)
-    return torch.from_numpy(cost).to(s.dtype), torch.from_numpy(grad).reshape(batch, width).to(s.dtype)
+def _lambdarank_settings(scores: torch.Tensor, measure: str, *, g, sigma: float, k: int | None, max_grade: int | None,
+                         grade_counts, validate: bool) -> LambdaSettings:
+    """LambdaRank's inputs checked (all but the batch's), as its settings."""
+    check_scores_tensor(scores)
+    refuse_function_transforms(scores, "lambdarank_loss")
+    return LambdaSettings(objective_measure(measure).with_params(g=g), sigma=check_sigma(sigma),
+                          truncation=check_positive_int(k), max_grade=max_grade, grade_counts=grade_counts,
+                          validate=validate)
 
 
-def scatter_to_documents(rank_space: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
-    """``[B, N]`` rank-space values back to document order."""
-    return torch.zeros_like(rank_space).scatter_(1, order, rank_space)
+def _ranknet_settings(scores: torch.Tensor, *, sigma: float, validate: bool) -> LambdaSettings:
+    check_scores_tensor(scores)
+    refuse_function_transforms(scores, "ranknet_loss")
+    return LambdaSettings(None, sigma=check_sigma(sigma), validate=validate)
 
 
-def _rankable_only(ranked, cost: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The per-query ``cost`` [B] and its gradient ``grad`` [B, N], 0 and 0 for queries that cannot be ranked."""
-    keep = rankable(ranked).to(cost.dtype)
-    return cost * keep, grad * keep[:, None]
-
-
-def _document_terms(ranked, terms: PairwiseTerms) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(cost [B], grad [B, N])`` in document order, 0 and 0 for queries that cannot be ranked."""
-    return _rankable_only(ranked, terms.cost, scatter_to_documents(terms.grad, ranked.order))
-
-
-def _attach(scores, mask, cost: torch.Tensor, grad: torch.Tensor, reduction: str):
-    """The per-query ``cost`` [B] with its gradient ``grad`` [B, N] (document order) attached to the scores, and
-    reduced."""
+def _attached(scores: torch.Tensor, mask: torch.Tensor | None, cost: torch.Tensor, gradient: torch.Tensor,
+              reduction: str) -> torch.Tensor:
+    """Each query's ``cost`` [B] with its ``gradient`` [B, N] (document order) attached to the scores, reduced."""
     s, _ = as_batch(scores, mask)
-    return reduce_loss(with_gradient(s, cost, grad), reduction, scores.ndim == 1)
-
-
-# the functions' holder: keeping nothing, it is never written, so every call and thread can share it
-_BUILDS_ITS_OWN = BatchPairs(kept=0)
-
-
-@opaque_to_compile  # under torch.compile one opaque call: the engines keep their buffers as in eager
-def _lambda_terms(step, engines: BatchPairs, settings: tuple, detached: torch.Tensor, labels, mask,
-                  replayable: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """``step(detached, labels, mask)``: a batch's ``(cost [B], grad [B, N])``, no autograd graph. A step that
-    reads nothing back from the device (``replayable``) goes through ``engines``, which on a GPU replay its
-    kernels as one CUDA graph once its shape and ``settings`` come back; any other runs here."""
-    if replayable:
-        cost, grad = engines.replayed(settings, step, detached, labels, mask)
-        return cost, grad
-    return step(detached, labels, mask)
-
-
-def _attach_lambdas(scores, labels, mask, engines: BatchPairs, settings: tuple, lambdas, reduction: str, *,
-                    replayable: bool):
-    """``lambdas(scores, labels, mask)`` (detached scores, :func:`_lambda_terms`) attached to the scores and
-    reduced. Under torch.compile no step is replayable: no CUDA graph of ours inside the caller's compiled code
-    (read here, in traced code: inside the opaque call nothing is compiling)."""
-    replayable = replayable and not torch.compiler.is_compiling()
-    cost, grad = _lambda_terms(lambdas, engines, settings, scores.detach(), labels, mask, replayable)
-    return _attach(scores, mask, cost, grad, reduction)
+    return reduce_loss(with_gradient(s, cost, gradient), reduction, scores.ndim == 1)
 
 
 def lambdarank_loss(
@@ -208,36 +151,10 @@ def lambdarank_loss(
     >>> bool(scores.grad[0] < 0 < scores.grad[2])   # push the grade-2 document up, the grade-0 down
     True
     """
-    return _lambdarank(scores, labels, _BUILDS_ITS_OWN, measure=measure, g=g, sigma=sigma, k=k, mask=mask,
-                       grade_counts=grade_counts, max_grade=max_grade, reduction=reduction, validate=validate,
-                       backend=backend)
-
-
-def _lambdarank(scores: torch.Tensor, labels, engines: BatchPairs, *, measure: str, g, sigma: float, k: int | None,
-                mask: torch.Tensor | None, grade_counts, max_grade: int | None, reduction: str,
-                validate: bool, backend: str) -> torch.Tensor:
-    """:func:`lambdarank_loss` on the pair engines that ``engines`` keeps (for the torch backend)."""
-    check_scores_tensor(scores)
-    refuse_function_transforms(scores, "lambdarank_loss")
-    sigma = check_sigma(sigma)
-    k = check_positive_int(k)
-    parsed = objective_measure(measure).with_params(g=g)
-    on_kernel = lambda_backend(backend, parsed, scores.device) == "compiled"
-
-    def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        # the kernel sorts each list itself: its lists are left unsorted
-        ranked, params = rank_for_measure(detached, labels, parsed, mask=mask, grade_counts=grade_counts,
-                                          max_grade=max_grade, by_score=not on_kernel, validate=validate)
-        s, m = as_batch(detached, mask)
-        if on_kernel:
-            return _rankable_only(ranked, *_compiled_terms(s, m, ranked, parsed, params, sigma, k))
-        terms = engines.terms(parsed, ranked, params, s.gather(1, ranked.order), sigma=sigma, truncation=k)
-        return _document_terms(ranked, terms)
-
-    settings = ("lambdarank", parsed.name, parsed.kwargs, sigma, k, max_grade)
-    # the kernel runs on the CPU only, where nothing is graphed
-    return _attach_lambdas(scores, labels, mask, engines, settings, lambdas, reduction,
-                           replayable=not on_kernel and not validate and grade_counts is None)
+    settings = _lambdarank_settings(scores, measure, g=g, sigma=sigma, k=k, max_grade=max_grade,
+                                    grade_counts=grade_counts, validate=validate)
+    cost, gradient = lambdas(scores, labels, mask, settings, lambda_backend(backend, settings.measure, scores.device))
+    return _attached(scores, mask, cost, gradient, reduction)
 
 
 def ranknet_loss(
@@ -290,28 +207,35 @@ def ranknet_loss(
     >>> round(ranknet_loss(torch.tensor([0.0, 0.0]), torch.tensor([1, 0])).item(), 4)   # log 2
     0.6931
     """
-    return _ranknet(scores, labels, _BUILDS_ITS_OWN, sigma=sigma, mask=mask, reduction=reduction,
-                    validate=validate, backend=backend)
+    settings = _ranknet_settings(scores, sigma=sigma, validate=validate)
+    cost, gradient = lambdas(scores, labels, mask, settings, lambda_backend(backend, None, scores.device))
+    return _attached(scores, mask, cost, gradient, reduction)
 
 
-def _ranknet(scores: torch.Tensor, labels, engines: BatchPairs, *, sigma: float, mask: torch.Tensor | None,
-             reduction: str, validate: bool, backend: str) -> torch.Tensor:
-    check_scores_tensor(scores)
-    sigma = check_sigma(sigma)
-    lambda_backend(backend, None, scores.device)  # RankNet runs on the torch backend ("compiled" is refused)
+class _PairLoss(torch.nn.Module):
+    """What LambdaRankLoss and RankNetLoss share: the pair engine's buffers per batch shape, and on a GPU the CUDA
+    graphs that replay a step reading nothing back from the device (working memory, not state: copies start
+    empty)."""
 
-    def lambdas(detached: torch.Tensor, labels, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        # unvalidated, the labels are counted on the widest scale: RankNet's value does not depend on it
-        ranked = rank_lists(detached, labels, mask=mask, validate=validate,
-                            num_grades=None if validate else MAX_GRADE, scale_source="RankNet")
-        s, _ = as_batch(detached, mask)
-        return _document_terms(ranked, engines.terms(None, ranked, {}, s.gather(1, ranked.order), sigma=sigma))
+    def __init__(self) -> None:
+        super().__init__()
+        self._pairs = BatchPairs()
+        self._graphs = CudaGraphs()
 
-    return _attach_lambdas(scores, labels, mask, engines, ("ranknet", sigma), lambdas, reduction,
-                           replayable=not validate)
+    def _attached_lambdas(self, scores: torch.Tensor, labels, mask: torch.Tensor | None, settings: LambdaSettings,
+                          backend: str, reduction: str) -> torch.Tensor:
+        detached = scores.detach()
+        if backend == "torch" and self._graphs.serve(detached, labels, mask, settings.replayable):
+            def step(s, y, m, buffers):
+                return lambdas(s, y, m, settings, "torch", buffers)
+
+            cost, gradient = self._graphs(step, settings.key(), detached, labels, mask)
+        else:
+            cost, gradient = lambdas(detached, labels, mask, settings, backend, self._pairs)
+        return _attached(scores, mask, cost, gradient, reduction)
 
 
-class LambdaRankLoss(torch.nn.Module):
+class LambdaRankLoss(_PairLoss):
     """LambdaRank with |Delta M| swap weights; see :func:`lambdarank_loss` (value to minimise).
 
     The module keeps its layouts, factor plans and engine buffers per batch shape between calls (working
@@ -342,19 +266,19 @@ class LambdaRankLoss(torch.nn.Module):
         self.max_grade, self.validate, self.backend = max_grade, validate, check_backend(backend)
         check_loss_settings(objective_measure(measure), g=g, sigma=sigma, k=k, reduction=reduction, max_grade=max_grade,
                             validate=validate, backend=backend)
-        self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return _lambdarank(scores, labels, self._engines, measure=self.measure, g=self.g, sigma=self.sigma, k=self.k,
-                           mask=mask, grade_counts=None, max_grade=self.max_grade, reduction=self.reduction,
-                           validate=self.validate, backend=self.backend)
+        settings = _lambdarank_settings(scores, self.measure, g=self.g, sigma=self.sigma, k=self.k,
+                                        max_grade=self.max_grade, grade_counts=None, validate=self.validate)
+        backend = lambda_backend(self.backend, settings.measure, scores.device)
+        return self._attached_lambdas(scores, labels, mask, settings, backend, self.reduction)
 
     def extra_repr(self) -> str:
         return (f"measure={self.measure!r}, g={self.g}, sigma={self.sigma}, k={self.k}, reduction={self.reduction!r}, "
                 f"max_grade={self.max_grade}, validate={self.validate}, backend={self.backend!r}")
 
 
-class RankNetLoss(torch.nn.Module):
+class RankNetLoss(_PairLoss):
     """RankNet's pairwise logistic loss; see :func:`ranknet_loss`.
 
     Like :class:`LambdaRankLoss`, the module keeps its buffers per batch shape, and on a GPU with
@@ -372,11 +296,11 @@ class RankNetLoss(torch.nn.Module):
         self.sigma, self.reduction, self.validate = sigma, reduction, validate
         self.backend = check_backend(backend)
         check_loss_settings(None, sigma=sigma, reduction=reduction, validate=validate, backend=backend)
-        self._engines = BatchPairs()  # working buffers for the last batch shapes (not state: copies start empty)
 
     def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:
-        return _ranknet(scores, labels, self._engines, sigma=self.sigma, mask=mask, reduction=self.reduction,
-                        validate=self.validate, backend=self.backend)
+        settings = _ranknet_settings(scores, sigma=self.sigma, validate=self.validate)
+        backend = lambda_backend(self.backend, None, scores.device)
+        return self._attached_lambdas(scores, labels, mask, settings, backend, self.reduction)
 
     def extra_repr(self) -> str:
         return f"sigma={self.sigma}, reduction={self.reduction!r}, validate={self.validate}, backend={self.backend!r}"

@@ -33,7 +33,9 @@ interpolated linearly between the integer ranks at :math:`\rho_0(n)` (approx, fa
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -41,7 +43,6 @@ from .._engine import fast_soft_ranks
 from .._inputs import GaprankInputError
 from ..metrics import Kernel
 
-RANK_SMOOTHINGS = ("approx", "neuralsort", "softsort", "fast_soft_rank")
 PERMUTATION_SMOOTHINGS = ("neuralsort", "softsort")
 
 
@@ -201,19 +202,16 @@ def _permutation_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing
 
 def soft_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -> torch.Tensor:
     """``[R, N]``: each real document's soft rank among its row's real documents (``m``); 0 at padding."""
-    if smoothing == "approx":
-        return approx_ranks(s, m, sigma)
-    if smoothing == "fast_soft_rank":
-        return fast_soft_ranks(s, m, sigma)
-    return _permutation_ranks(s, m, sigma, smoothing)
+    return SOFT_RANKS[smoothing](s, m, sigma)
 
 
-def soft_positions(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str, discounts: torch.Tensor) -> torch.Tensor:
-    """``[B, N]``: the discount at each real document's soft position; ``discounts`` ``[N + 1]`` the discount at
-    ranks 1..N+1. Relaxed permutations: :math:`\\sum_r D(r) P[r, n]`; soft ranks: D interpolated linearly
+def soft_positions(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str,
+                   discount: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """``[B, N]``: the discount at each real document's soft position; ``discount`` the discount at given 1-based
+    ranks (float64). Relaxed permutations: :math:`\\sum_r D(r) P[r, n]`; soft ranks: D interpolated linearly
     between the integer ranks around :math:`\\rho(n)`."""
     size = s.shape[1]
-    table = discounts.to(s.dtype)
+    table = discount(torch.arange(1, size + 2, dtype=torch.float64, device=s.device)).to(s.dtype)
     if smoothing in PERMUTATION_SMOOTHINGS:
         mixed = permutation_mix(s, m, sigma, smoothing, _row_weights(table[:size], m)[:, None, :])
         return torch.where(m, mixed[:, 0], torch.zeros_like(s))
@@ -281,3 +279,13 @@ def refuse_kernel(measure: str, name: str, smoothing: str) -> GaprankInputError:
         f"measure {measure!r}: smoothing={smoothing!r} takes the AP family through the threshold identity, which "
         f"needs K[t, u] = K[u, u] for every grade t above the pivot's u; {name}'s kernel changes with the grade "
         "above the pivot (AP, GAP, xGAP and eGAP decompose; vG and eRAP do not)")
+
+
+# each rank smoothing's soft ranks, (s [R, N], m [R, N], sigma) -> [R, N]
+SOFT_RANKS: dict[str, Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]] = {
+    "approx": approx_ranks,
+    "neuralsort": functools.partial(_permutation_ranks, smoothing="neuralsort"),
+    "softsort": functools.partial(_permutation_ranks, smoothing="softsort"),
+    "fast_soft_rank": fast_soft_ranks,
+}
+RANK_SMOOTHINGS = tuple(SOFT_RANKS)

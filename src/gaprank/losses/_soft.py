@@ -1,38 +1,31 @@
-r"""Smooth metrics and the losses built on them: SoftRank (Taylor et al., WSDM 2008), its exact expectation, and
-the rank smoothings of :mod:`._smoothing` (approximate ranks, NeuralSort, SoftSort, fast soft ranks), chosen by
-``smoothing=``.
+r"""Smooth metrics and the losses built on them, one smoothing chosen by ``smoothing=`` from :data:`SMOOTHINGS`,
+a table of how each computes the two families of measures it serves:
 
-Scores are independent Gaussians :math:`s_j \sim N(\bar s_j, \sigma^2)` around the model's scores, so
-:math:`\pi_{mn} = P(s_m > s_n) = \Phi((\bar s_m - \bar s_n)/(\sigma\sqrt 2))`.
-
-* AP family, ``smoothing="softrank"`` (Robertson et al. 2010, sec. 5, written with the kernel of the docs'
-  page The maths, "One kernel for the AP family"): :math:`\mathrm{Soft}M = \sum_n PC_n`,
-  :math:`PC_n = (D[l_n] + \sum_{m \ne n} \pi_{mn} K[l_m, l_n]) / (1 + \sum_{m \ne n} \pi_{mn})`.
-  The sum over m is grouped by grade (``[B, c+1, N]``) and taken over blocks of rows m in both passes
-  (pi recomputed in the backward pass), so memory is O(B N c) plus one block, never the ``[B, N, N]``
-  matrix of pi. As sigma -> 0 with distinct scores it equals the metric.
-* AP family, ``smoothing="expected"``: :math:`E[M]` under the same Gaussian model (:mod:`._exact`).
-* nDCG (SoftNDCG): :math:`\sum_n \mathrm{gain}(l_n) \sum_r D(r) p_n(r) / \mathrm{IDCG}` with SoftRank's
-  rank distributions :math:`p_n` (gain 2^l - 1, D(r) = 1/log2(r+1) at 1-based rank r).
-* ``smoothing="approx"``, ``"neuralsort"``, ``"softsort"``, ``"fast_soft_rank"``: soft ranks (:mod:`._smoothing`),
-  the AP family through the threshold identity, the discounted-gain family at soft positions.
+* ``"softrank"``: SoftRank (Taylor et al., WSDM 2008) under independent Gaussian scores (:mod:`._softrank`): the AP
+  family as the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5), the discounted-gain family (SoftNDCG, gain
+  2^l - 1, D(r) = 1/log2(r+1)) with the discount expected under each document's rank distribution;
+* ``"expected"``: :math:`E[M]` under the same Gaussian model (:mod:`._exact`, the AP family);
+* ``"approx"``, ``"neuralsort"``, ``"softsort"``, ``"fast_soft_rank"``: soft ranks (:mod:`._smoothing`), the AP
+  family through the threshold identity, the discounted-gain family at soft positions.
 """
 
 from __future__ import annotations
 
-import math
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import torch
 
-from .._engine import RankLawBuffers, expected_score_rank_values, pair_block
+from .._engine import RankLawBuffers
 from .._engine.factors import rank_for_measure
 from .._inputs import GaprankInputError, check_choice, check_sigma
 from .._typing import ArrayLike
 from ..metrics import (
     GainDiscountForm,
+    Kernel,
     KernelForm,
-    grade_indicators,
     objective_measure,
     objective_names,
     parse_measure,
@@ -42,7 +35,6 @@ from ._common import (
     as_batch,
     check_loss_settings,
     check_scores_tensor,
-    rankable,
     reduce_loss,
     refuse_function_transforms,
 )
@@ -55,9 +47,9 @@ from ._smoothing import (
     threshold_kernel_metric,
     threshold_ranks,
 )
+from ._softrank import expected_discounts, softrank_kernel_metric
 
 Smoothing = Literal["softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"]
-SMOOTHINGS = ("softrank", "expected") + RANK_SMOOTHINGS
 # why the rank-law paths refuse torch.func's transforms
 _RANK_LAWS_WHY = "its gradient is computed outside autograd's graph (SoftRank's rank laws, or the expectation's blocks)"
 # half-precision scores: computed in float32, the result in the scores' dtype
@@ -68,6 +60,51 @@ THRESHOLD_MEASURES = ("AP", "GAP", "xGAP", "eGAP")
 NOT_THRESHOLD_MEASURES = ("vG", "eRAP")
 
 
+Discount = Callable[[torch.Tensor], torch.Tensor]  # the discount at given 1-based ranks (float64)
+
+
+@dataclass(frozen=True)
+class _SmoothingRule:
+    """How one smoothing computes the measures it serves.
+
+    ``kind``: the registry's objective kind whose measures it serves ("soft": a smooth form; "exact": an exact
+    expectation); ``discounts(s, m, sigma, discount, buffers)``: ``[B, N]`` the discount each document gets (the
+    discounted-gain family); ``kernel_metric(s, m, labels, kernel, sigma)``: ``[B]`` an AP-family measure of its
+    kernel; ``by_thresholds``: the AP family is taken through the threshold identity, so a kernel must decompose
+    over grade thresholds; ``outside_autograd``: the forms whose gradient it computes outside autograd's graph
+    (torch.func's transforms are refused there)."""
+
+    kind: str
+    discounts: Callable[..., torch.Tensor]
+    kernel_metric: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Kernel, float], torch.Tensor]
+    by_thresholds: bool = False
+    outside_autograd: tuple[type, ...] = ()
+
+
+def _threshold_kernel_metric(s: torch.Tensor, m: torch.Tensor, labels: torch.Tensor, kernel: Kernel, sigma: float, *,
+                             smoothing: str) -> torch.Tensor:
+    ranks = threshold_ranks(s, m, labels, kernel.matrix.shape[-1], sigma, smoothing)
+    return threshold_kernel_metric(ranks, m, labels, kernel)
+
+
+def _soft_position_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discount: Discount,
+                             buffers: RankLawBuffers | None, *, smoothing: str) -> torch.Tensor:
+    return soft_positions(s, m, sigma, smoothing, discount)
+
+
+_RULES: dict[str, _SmoothingRule] = {
+    "softrank": _SmoothingRule("soft", expected_discounts, softrank_kernel_metric,
+                               outside_autograd=(GainDiscountForm,)),
+    # the expected discount is SoftRank's: an expectation already
+    "expected": _SmoothingRule("exact", expected_discounts, expected_kernel_metric,
+                               outside_autograd=(GainDiscountForm, KernelForm)),
+    **{name: _SmoothingRule("soft", functools.partial(_soft_position_discounts, smoothing=name),
+                            functools.partial(_threshold_kernel_metric, smoothing=name), by_thresholds=True)
+       for name in RANK_SMOOTHINGS},
+}
+SMOOTHINGS = tuple(_RULES)
+
+
 def check_smoothing(smoothing: Any) -> Smoothing:
     """``smoothing`` checked: one of :data:`SMOOTHINGS`."""
     return cast(Smoothing, str(check_choice(smoothing, "smoothing", SMOOTHINGS)))
@@ -76,10 +113,11 @@ def check_smoothing(smoothing: Any) -> Smoothing:
 def smoothing_measure(text, smoothing: str):
     """The measure string ``text`` parsed and checked for ``smoothing``; a clear error for one the smoothing
     cannot serve."""
-    if smoothing in ("softrank", "expected"):
-        return objective_measure(text, objective_kind="exact" if smoothing == "expected" else "soft")
+    rule = _RULES[smoothing]
+    if not rule.by_thresholds:
+        return objective_measure(text, objective_kind=rule.kind)
     try:
-        measure = objective_measure(text, objective_kind="soft")
+        measure = objective_measure(text, objective_kind=rule.kind)
     except GaprankInputError:
         try:
             parsed = parse_measure(text) if isinstance(text, str) else None
@@ -98,75 +136,6 @@ def smoothing_measure(text, smoothing: str):
     return measure
 
 
-# Elements of one block of the pair matrix (batch x rows x list) in the paper-mode sums: the N x N matrix of
-# pi is never held whole, in the forward pass or the backward pass.
-PAIR_BLOCK_ELEMENTS = 1 << 20
-
-
-def _row_blocks(batch: int, size: int) -> list[tuple[int, int]]:
-    rows = max(1, PAIR_BLOCK_ELEMENTS // max(1, batch * size))
-    return [(first, min(size, first + rows)) for first in range(0, size, rows)]
-
-
-class _GradedPairSums(torch.autograd.Function):
-    r"""``(above_by_grade [B, C, N], above [B, N])``: :math:`\sum_m 1[l_m = t] \pi_{mn}` and
-    :math:`\sum_m \pi_{mn}` over real m != n, computed over blocks of rows m in both passes. The backward
-    pass is written with differentiable operations, so second derivatives stay available (then the
-    graph of the gradient holds its blocks)."""
-
-    @staticmethod
-    def forward(s, m, onehot, sigma):  # type: ignore[override]
-        batch, size = s.shape
-        above_by_grade = s.new_zeros(batch, onehot.shape[-1], size)
-        above = s.new_zeros(batch, size)
-        for first, last in _row_blocks(batch, size):
-            z, keep = pair_block(s, m, sigma, first, last)
-            pi = torch.special.ndtr(z) * keep
-            above_by_grade = above_by_grade + torch.bmm(onehot[:, first:last].transpose(1, 2), pi)
-            above = above + pi.sum(1)
-        return above_by_grade, above
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
-        s, m, onehot, sigma = inputs
-        ctx.save_for_backward(s, m, onehot)
-        ctx.sigma = sigma
-
-    @staticmethod
-    def backward(ctx, grad_by_grade, grad_above):  # type: ignore[override]
-        s, m, onehot = ctx.saved_tensors
-        sigma, (batch, size) = ctx.sigma, s.shape
-        grad = torch.zeros_like(s)
-        # dpi_mn/ds_m = phi(z) / (sigma sqrt 2) = -dpi_mn/ds_n
-        density = 1.0 / (math.sqrt(2.0 * math.pi) * sigma * math.sqrt(2.0))
-        for first, last in _row_blocks(batch, size):
-            z, keep = pair_block(s, m, sigma, first, last)
-            # d(sum)/d(pi_mn) = G_by_grade[l_m, n] + G_above[n]
-            weight = torch.bmm(onehot[:, first:last], grad_by_grade) + grad_above[:, None, :]
-            flow = weight * torch.exp(-0.5 * z * z) * density * keep
-            grad = grad + torch.nn.functional.pad(flow.sum(2), (first, size - last)) - flow.sum(1)
-        return grad, None, None, None
-
-
-def _paper_kernel_metric(s, m, labels, kernel, sigma):
-    num_classes = kernel.matrix.shape[-1]
-    onehot = grade_indicators(labels, num_classes).to(s.dtype) * m[..., None]
-    # [B, c+1, N]: sum_m pi_mn 1[l_m = t], and [B, N]: sum_m pi_mn
-    above_by_grade, above = _GradedPairSums.apply(s, m, onehot, sigma)
-    matrix = kernel.matrix.to(s.dtype)
-    k_cols = matrix.gather(2, labels[:, None, :].expand(-1, num_classes, -1))  # K[t, l_n]
-    num = kernel.diag.to(s.dtype).gather(1, labels) + (above_by_grade * k_cols).sum(1)
-    den = 1.0 + above
-    return (num / den * m).sum(-1)
-
-
-def expected_discounts(s: torch.Tensor, m: torch.Tensor, sigma: float, discounts: torch.Tensor,
-                       buffers: RankLawBuffers | None = None) -> torch.Tensor:
-    """``[B, N]``: :math:`\\sum_r p_n(r)\\, \\mathrm{disc}(r)` over ranks r (SoftRank's rank laws), ``discounts``
-    ``[N]`` the discount at each rank; ``buffers`` as in ``expected_score_rank_values``."""
-    return expected_score_rank_values(s, m, sigma, discounts, buffers) * m
-
-
 def _look_up(table: torch.Tensor, grades: torch.Tensor) -> torch.Tensor:
     """``table[grades]``, by ``index_select``."""
     return table.index_select(0, grades.reshape(-1)).view(grades.shape)
@@ -180,9 +149,10 @@ def _soft_values(scores, labels, text, g, sigma, smoothing, mask, grade_counts, 
         # above NeuralSort's terms); the callers cast the result back, and the gradient reaches the scores
         scores = scores.float()
     sigma = check_sigma(sigma)
-    check_choice(smoothing, "smoothing", SMOOTHINGS)
+    rule = _RULES[check_smoothing(smoothing)]
     measure = smoothing_measure(text, smoothing).with_params(g=g)
-    if smoothing == "expected" or (smoothing == "softrank" and isinstance(measure.info.form, GainDiscountForm)):
+    form = measure.info.form
+    if isinstance(form, rule.outside_autograd):
         refuse_function_transforms(scores, f"{measure.name} with smoothing={smoothing!r}", _RANK_LAWS_WHY)
     # an expectation over the score distributions reads no ranking: the grade counts only, lists left unsorted
     ranked, params = rank_for_measure(scores.detach(), labels, measure, mask=mask, grade_counts=grade_counts,
@@ -191,36 +161,29 @@ def _soft_values(scores, labels, text, g, sigma, smoothing, mask, grade_counts, 
     doc_labels = ranked.document_grades()
     ideal_order = torch.sort(doc_labels.masked_fill(~m, -1), dim=-1, descending=True, stable=True).values
     ideal_valid, ideal_grades = ideal_order >= 0, ideal_order.clamp_min(0)
-    form = measure.info.form
-    if isinstance(form, GainDiscountForm):  # expected discounts (SoftNDCG and its siblings) or soft positions
+    if isinstance(form, GainDiscountForm):  # sum_n gain(l_n) D_n / Z, D_n the discount the smoothing gives n
         gains = form.gains(ranked.num_grades, params, doc_labels.device)
         inverse, defined = form.inverse_norm(ranked, gains, measure.k, params)
-        discounts = form.discounts(ranked.positions(), params, measure.k)
-        if smoothing in RANK_SMOOTHINGS:  # the discount at soft positions (ranks 1..N+1: the interpolation's table)
-            table = form.discounts(ranked.positions(ranked.list_size + 1), params, measure.k)
-            soft = soft_positions(s, m, sigma, smoothing, table)
-        else:
-            soft = expected_discounts(s, m, sigma, discounts, buffers)
+
+        def discount(positions: torch.Tensor) -> torch.Tensor:
+            return form.discounts(positions, params, measure.k)
+
+        soft = rule.discounts(s, m, sigma, discount, buffers)
         # index_select, not gains[labels]: on the CPU the latter opens an OpenMP region, whose threads then spin
         # for milliseconds against the compiled kernels' threads
         values = (_look_up(gains, doc_labels).to(s.dtype) * soft).sum(-1)
         values = values * inverse.to(s.dtype)
-        best = (_look_up(gains, ideal_grades) * discounts * ideal_valid).sum(-1) * inverse
+        best = (_look_up(gains, ideal_grades) * discount(ranked.positions()) * ideal_valid).sum(-1) * inverse
         return values, best, torch.ones_like(inverse, dtype=torch.bool) if defined is None else defined, ranked
     kernel = form.build(ranked, params)
     if kernel is None:  # no grade above 0 on the scale: every query is undefined
         zeros = s.new_zeros(s.shape[0])
         return zeros + 0.0 * s.sum(-1), zeros.to(torch.float64), zeros.bool(), ranked
-    if smoothing in RANK_SMOOTHINGS:
-        # a registered measure of neither list: its kernel is checked (one read back of a [B, c+1, c+1] test)
-        if measure.info.name not in THRESHOLD_MEASURES and not bool(kernel_decomposes(kernel).all()):
-            raise refuse_kernel(measure.name, measure.info.name, smoothing)
-        ranks = threshold_ranks(s, m, doc_labels, kernel.matrix.shape[-1], sigma, smoothing)
-        values = threshold_kernel_metric(ranks, m, doc_labels, kernel)
-    elif smoothing == "softrank":
-        values = _paper_kernel_metric(s, m, doc_labels, kernel, sigma)
-    else:
-        values = expected_kernel_metric(s, m, doc_labels, kernel, sigma)
+    # a registered measure of neither list: its kernel is checked (one read back of a [B, c+1, c+1] test)
+    if (rule.by_thresholds and measure.info.name not in THRESHOLD_MEASURES
+            and not bool(kernel_decomposes(kernel).all())):
+        raise refuse_kernel(measure.name, measure.info.name, smoothing)
+    values = rule.kernel_metric(s, m, doc_labels, kernel, sigma)
     best = pivot_sum(ideal_grades, ideal_valid, kernel)
     return values, best, kernel.defined, ranked
 
@@ -421,7 +384,7 @@ def _soft_metric_loss(scores, labels, measure, g, sigma, smoothing, mask, grade_
                       buffers: RankLawBuffers | None = None):
     values, best, defined, ranked = _soft_values(scores, labels, measure, g, sigma, smoothing, mask, grade_counts,
                                                  max_grade, validate, buffers)
-    keep = defined & rankable(ranked)
+    keep = defined & ranked.rankable()
     # half precision: reduced in float32 too, only the loss itself in the scores' dtype
     dtype = torch.float32 if scores.dtype in HALF_PRECISION else scores.dtype
     regret = torch.where(keep, best.to(values.dtype) - values, torch.zeros_like(values)).to(dtype)

@@ -63,6 +63,13 @@ class RankedLists:
         n = self.list_size if length is None else length
         return torch.arange(1, n + 1, dtype=torch.float64, device=self.grades.device)
 
+    def rankable(self) -> torch.Tensor:
+        """``[B]`` bool: the query has real documents of at least two different grades (a loss gives the others
+        exactly zero value and gradient)."""
+        top = self.grades.masked_fill(~self.valid, -1).amax(-1)  # amax, not max(-1): no OpenMP region on the CPU
+        low = self.grades.masked_fill(~self.valid, torch.iinfo(torch.int64).max).amin(-1)
+        return top > low
+
     def document_grades(self) -> torch.Tensor:
         """Grades back in input (document) order, ``[B, N]``, 0 at padding."""
         return torch.zeros_like(self.grades).scatter_(1, self.order, self.grades)
