@@ -10,7 +10,8 @@ from typing import Any
 Entry = tuple[str, str]  # (type, description)
 
 
-def _entry(name: str, kind: str, text: str) -> list[str]:
+def entry_lines(name: str, kind: str, text: str) -> list[str]:
+    """A numpydoc entry's lines: ``name : kind``, then the text wrapped at 96 columns, indented by 4."""
     return [f"{name} : {kind}", *textwrap.wrap(text, 96, initial_indent="    ", subsequent_indent="    ")]
 
 
@@ -25,15 +26,15 @@ def with_parameters(function: Callable[..., Any], own: dict[str, Entry], *, shar
     lines = ["Parameters", "----------"]
     skip: set[str] = set()
     for name, kind, text in first:
-        lines += _entry(name, kind, text)
+        lines += entry_lines(name, kind, text)
         skip.add(name)
     for name in inspect.signature(function).parameters:
         if name in skip:
             continue
         described = own.get(name) or shared.get(name)
         if described is not None:
-            lines += _entry(name, *described)
-    lines += ["", "Returns", "-------", *_entry("value", *returns)]
+            lines += entry_lines(name, *described)
+    lines += ["", "Returns", "-------", *entry_lines("value", *returns)]
     head, marker, examples = doc.partition("\nExamples\n")
     body = head.rstrip() + "\n\n" + "\n".join(lines) + "\n"
     function.__doc__ = body + (f"\nExamples\n{examples}" if marker else "")

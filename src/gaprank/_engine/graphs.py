@@ -218,8 +218,8 @@ class CudaGraphs:
             cost, grad = graphed(scores, labels, mask)
             return cost, grad[:, :width]
 
-        def on_buffers(*inputs: torch.Tensor) -> Outputs:
-            return step(*inputs, shape.buffers)
+        def on_buffers(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> Outputs:
+            return step(scores, labels, mask, shape.buffers)
 
         inputs = padded(scores, labels, mask)
         cost, grad = on_buffers(*inputs)

@@ -99,6 +99,7 @@ def _compiled_lambdas(s: torch.Tensor, m: torch.Tensor, ranked: RankedLists, par
                       settings: LambdaSettings) -> tuple[torch.Tensor, torch.Tensor]:
     """The compiled kernel's ``(cost [B], gradient [B, N])``. Only the lists' grade counts are read from ``ranked``;
     a batch in which no pair changes the measure gives 0 and 0."""
+    assert settings.measure is not None, "RankNet runs on the torch backend"
     batch, width = m.shape
     # a discount is per rank, the same in every list: one list of the batch's width gives them all
     one_list = SlotLayout.single(torch.tensor([width]), width)

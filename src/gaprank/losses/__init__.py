@@ -10,19 +10,16 @@ from ._build import build
 from ._deltas import swap_deltas
 from ._listnet import ListNetLoss, listnet_loss
 from ._pairwise import LambdaRankLoss, RankNetLoss, lambdarank_loss, ranknet_loss
-from ._soft import (
-    SMOOTHINGS,
+from ._soft import SMOOTHINGS, SoftMetricLoss, soft_metric, soft_metric_loss
+from ._soft_named import (
     SoftAPLoss,
     SoftEGAPLoss,
     SoftGAPLoss,
-    SoftMetricLoss,
     SoftNDCGLoss,
     SoftXGAPLoss,
     soft_ap_loss,
     soft_egap_loss,
     soft_gap_loss,
-    soft_metric,
-    soft_metric_loss,
     soft_ndcg_loss,
     soft_xgap_loss,
 )

@@ -103,8 +103,9 @@ def lambdarank_loss(
     labels : array-like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     measure : str, default "gap"
-        A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...)
-        whose form this loss can use; an unsuitable one is refused with the list of those that fit.
+        A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10',
+        ...) whose form this loss can use; an unsuitable one is refused with the list of those that
+        fit.
     g : array-like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
         ``g`` in the string (give one of the two); default uniform over grades 1..c.
@@ -131,10 +132,10 @@ def lambdarank_loss(
         inputs on a GPU: nothing is read back from the device, and the grade scale must be fixed
         (``max_grade`` or a setting of the measure).
     backend : {"auto", "compiled", "torch"}, default "auto"
-        Which engine computes the lambdas: "compiled" (the numba kernel, float64, on the CPU, for the AP family
-        and the discounted-gain measures), "torch" (the tensor engine: any measure with swap deltas, any
-        device), or "auto": the compiled kernel wherever it serves, else the tensor engine. "compiled" where it
-        cannot serve is refused.
+        Which engine computes the lambdas: "compiled" (the numba kernel, float64, on the CPU, for
+        the AP family and the discounted-gain measures), "torch" (the tensor engine: any measure
+        with swap deltas, any device), or "auto": the compiled kernel wherever it serves, else the
+        tensor engine. "compiled" where it cannot serve is refused.
 
     Returns
     -------
@@ -188,11 +189,11 @@ def ranknet_loss(
         "mean" over all the batch's queries (those without two different labels count as 0), "sum",
         or "none": one value per query.
     validate : bool, default True
-        Check the inputs (finite scores, integer labels). False is for trusted inputs on a GPU: nothing is
-        read back from the device (RankNet needs no grade scale).
+        Check the inputs (finite scores, integer labels). False is for trusted inputs on a GPU:
+        nothing is read back from the device (RankNet needs no grade scale).
     backend : {"auto", "compiled", "torch"}, default "auto"
-        RankNet runs on the tensor engine ("auto" and "torch" alike); "compiled" is refused in one line (the
-        compiled kernel weighs pairs by a measure's swap deltas).
+        RankNet runs on the tensor engine ("auto" and "torch" alike); "compiled" is refused in one
+        line (the compiled kernel weighs pairs by a measure's swap deltas).
 
     Returns
     -------

@@ -131,8 +131,8 @@ def objective(
         registered measure with swap deltas). Without a cutoff of its own, a measure normalised by
         the ideal ranking (nDCG) takes the ideal at ``truncation_level``, as LightGBM does.
     g : sequence of float, optional
-        GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one of
-        the two); default uniform over the data set's grades.
+        GAP's user model g_1..g_c for gap, xgap and egap, the same as ``g`` in the string (give one
+        of the two); default uniform over the data set's grades.
     sigma : float, default 1.0
         The logistic's steepness (LightGBM's ``sigmoid``).
     truncation_level : int, optional
@@ -147,10 +147,10 @@ def objective(
         are formed in float64 and rounded once). The compiled kernel, which serves the kernel (AP
         family) and discounted-gain measures on the CPU, always computes in float64.
     backend : {"auto", "compiled", "torch"}, default "auto"
-        Which engine computes the gradients: "compiled" (the numba kernel, float64, for the AP family and
-        the discounted-gain measures), "torch" (the tensor engine: any measure with swap deltas), or "auto":
-        the compiled kernel wherever it serves, else the tensor engine. "compiled" where it cannot serve is
-        refused.
+        Which engine computes the gradients: "compiled" (the numba kernel, float64, for the AP
+        family and the discounted-gain measures), "torch" (the tensor engine: any measure with swap
+        deltas), or "auto": the compiled kernel wherever it serves, else the tensor engine.
+        "compiled" where it cannot serve is refused.
 
     Returns
     -------
