@@ -32,10 +32,10 @@ CASES = [
      lambda s, y, m: soft_metric_loss(s, y, measure="egap", g=G, sigma=0.2, smoothing="fast_soft_rank", mask=m)),
     ("soft", "gap", {"g": G, "smoothing": "expected"}, lambda: SoftMetricLoss("gap", g=G, smoothing="expected"),
      lambda s, y, m: soft_metric_loss(s, y, measure="gap", g=G, smoothing="expected", mask=m)),
-    ("exact", "ap", {"sigma": 0.5}, lambda: SoftMetricLoss("ap", sigma=0.5, smoothing="expected"),
+    ("soft", "ap", {"sigma": 0.5, "smoothing": "expected"}, lambda: SoftMetricLoss("ap", sigma=0.5, smoothing="expected"),
      lambda s, y, m: soft_metric_loss(s, y, measure="ap", sigma=0.5, smoothing="expected", mask=m)),
-    ("lambdarank", "gap", {"g": G, "k": 4}, lambda: LambdaRankLoss("gap", g=G, k=4),
-     lambda s, y, m: lambdarank_loss(s, y, measure="gap", g=G, k=4, mask=m)),
+    ("lambdarank", "gap", {"g": G, "truncation_level": 4}, lambda: LambdaRankLoss("gap", g=G, truncation_level=4),
+     lambda s, y, m: lambdarank_loss(s, y, measure="gap", g=G, truncation_level=4, mask=m)),
     ("lambdarank", "ERR", {"sigma": 2.0, "backend": "torch"}, lambda: LambdaRankLoss("ERR", sigma=2.0, backend="torch"),
      lambda s, y, m: lambdarank_loss(s, y, measure="ERR", sigma=2.0, backend="torch", mask=m)),
     ("ranknet", None, {"sigma": 0.5}, lambda: RankNetLoss(sigma=0.5),
@@ -70,25 +70,25 @@ def test_build_gives_the_directly_constructed_module_and_its_numbers(kind, measu
 @pytest.mark.parametrize(
     "kind, measure, settings, message",
     [
-        ("softmax", "gap", {}, "kind must be one of 'soft', 'exact', 'lambdarank', 'ranknet', 'listnet'; got 'softmax'"),
+        ("softmax", "gap", {}, "kind must be one of 'soft', 'lambdarank', 'ranknet', 'listnet'; got 'softmax'"),
         ("listnet", "gap", {}, "kind 'listnet' takes no measure; got measure 'gap'"),
         ("ranknet", "ndcg", {}, "kind 'ranknet' takes no measure"),
         ("lambdarank", None, {}, "kind 'lambdarank' needs a measure: one of .*gap"),
         ("soft", None, {}, "kind 'soft' needs a measure"),
-        ("exact", "ndcg", {}, "kind 'exact': .*'ndcg'.*no exact expectation"),
+        ("soft", "ndcg", {"smoothing": "expected"}, "kind 'soft': .*'ndcg'.*no exact expectation"),
         ("soft", "ERR", {}, "kind 'soft': .*'ERR'"),
         ("soft", "gap@5", {"g": G}, "kind 'soft': .*no cutoff @k"),
         ("soft", "vG", {"smoothing": "approx"}, "kind 'soft': .*'vG'.*threshold identity"),
         ("lambdarank", "nope", {}, "kind 'lambdarank': .*unknown measure 'nope'"),
-        ("soft", "gap", {"k": 5}, "kind 'soft' takes no setting 'k' .*kinds that take it: lambdarank"),
+        ("soft", "gap", {"truncation_level": 5},
+         "kind 'soft' takes no setting 'truncation_level' .*kinds that take it: lambdarank"),
         ("listnet", None, {"sigma": 0.5}, "kind 'listnet' takes no setting 'sigma' \\(its settings: reduction\\)"),
-        ("exact", "gap", {"smoothing": "approx"}, "kind 'exact' takes no setting 'smoothing'"),
         ("lambdarank", "gap", {"mode": "paper"}, "kind 'lambdarank' takes no setting 'mode'"),
         ("soft", "gap", {"smoothing": "sinkhorn"}, "kind 'soft': smoothing must be one of"),
         ("lambdarank", "ap", {"g": G}, "kind 'lambdarank': g applies to gap, xgap, egap, not 'ap'"),
         ("soft", "gap", {"g": [0.5, 0.6]}, "kind 'soft': g must sum to 1"),
         ("lambdarank", "gap", {"sigma": 0}, "kind 'lambdarank': sigma must be a positive finite number; got 0"),
-        ("lambdarank", "gap", {"k": 0}, "kind 'lambdarank': k must be a positive integer"),
+        ("lambdarank", "gap", {"truncation_level": 0}, "kind 'lambdarank': truncation_level must be a positive integer"),
         ("lambdarank", "gap", {"g": G, "max_grade": 3}, "kind 'lambdarank': max_grade=3 disagrees with the grade scale 0..2"),
         ("soft", "ndcg", {"reduction": "avg"}, "kind 'soft': reduction must be one of"),
         ("soft", "ndcg", {"validate": "yes"}, "kind 'soft': validate must be True or False"),
@@ -100,7 +100,8 @@ def test_build_gives_the_directly_constructed_module_and_its_numbers(kind, measu
         ("lambdarank", "gap", {"max_grade": True}, "kind 'lambdarank': max_grade must be an integer from 1 to 30"),
         ("soft", "gap", {"sigma": "0.5"}, "kind 'soft': sigma must be a positive number; got '0.5'"),
         ("lambdarank", "gap", {"sigma": True}, "kind 'lambdarank': sigma must be a positive number; got True"),
-        ("lambdarank", "gap", {"k": True}, "kind 'lambdarank': k must be a positive integer"),
+        ("lambdarank", "gap", {"truncation_level": True},
+         "kind 'lambdarank': truncation_level must be a positive integer"),
     ],
 )
 def test_a_bad_kind_measure_or_setting_is_refused_in_one_line(kind, measure, settings, message):
@@ -112,7 +113,6 @@ def test_a_bad_kind_measure_or_setting_is_refused_in_one_line(kind, measure, set
 def test_every_kind_builds_with_every_smoothing():
     for smoothing in ("softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"):
         assert build("soft", "gap", g=G, smoothing=smoothing).smoothing == smoothing
-    assert build("exact", "gap").smoothing == "expected"
     assert isinstance(build("lambdarank", "nDCG@10"), LambdaRankLoss)
     assert isinstance(build("ranknet"), RankNetLoss) and isinstance(build("listnet"), ListNetLoss)
 
@@ -125,7 +125,7 @@ def test_build_stays_out_of_the_top_level():
 
 @pytest.mark.parametrize("make, message", [
     (lambda: L.LambdaRankLoss("gap", sigma=-1), "sigma"),
-    (lambda: L.LambdaRankLoss("gap", k=0), "k must be"),
+    (lambda: L.LambdaRankLoss("gap", truncation_level=0), "truncation_level must be"),
     (lambda: L.LambdaRankLoss("gap", reduction="avg"), "reduction"),
     (lambda: L.LambdaRankLoss("gap", validate=3), "validate must be True or False"),
     (lambda: L.LambdaRankLoss("gap", g=[0.5, 0.5], max_grade=3), "max_grade=3 disagrees with the grade scale 0..2"),
@@ -138,7 +138,7 @@ def test_build_stays_out_of_the_top_level():
     (lambda: L.SoftMetricLoss(""), "cannot parse measure ''"),
     (lambda: L.SoftMetricLoss(None), "measure must be a measure string"),
     (lambda: build("soft", ""), "^kind 'soft': measure: cannot parse measure ''"),
-    (lambda: build("exact", ""), "^kind 'exact': measure: cannot parse measure ''"),
+    (lambda: build("soft", "", smoothing="expected"), "^kind 'soft': measure: cannot parse measure ''"),
     (lambda: L.SoftMetricLoss("ERR", smoothing="approx"), "not such a sum"),
     (lambda: L.SoftGAPLoss(sigma=0), "sigma"),
     (lambda: L.SoftNDCGLoss(max_grade=0), "max_grade"),

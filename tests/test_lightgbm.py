@@ -136,7 +136,7 @@ def test_grad_equals_pytorch_lambdarank_gradient(metric, k):
     scores, mask = pad_by_group(s, sizes)
     labels, _ = pad_by_group(y.astype(np.int64), sizes)
     st = torch.tensor(scores, requires_grad=True)
-    gaprank.lambdarank_loss(st, torch.tensor(labels), measure=metric, g=_g(metric), sigma=0.8, k=k,
+    gaprank.lambdarank_loss(st, torch.tensor(labels), measure=metric, g=_g(metric), sigma=0.8, truncation_level=k,
                             mask=torch.tensor(mask), reduction="sum").backward()
     np.testing.assert_allclose(grad, st.grad.numpy()[mask], rtol=1e-12, atol=1e-14)
     assert np.abs(grad).max() > 1e-3

@@ -21,7 +21,7 @@ import gaprank
 import gaprank._engine.pairs as pairwise_module
 import gaprank._engine.rank_laws as rank_laws
 import gaprank.losses as L
-import gaprank.losses._exact as exact_module
+import gaprank.losses._expected as exact_module
 from gaprank import GaprankInputError
 
 G = [0.2, 0.3, 0.5]
@@ -95,7 +95,8 @@ def _double_loop(metric, scores, labels, mask, sigma, k):
 def test_lambdarank_gradient_equals_double_loop(metric, k):
     scores, labels, mask = _random_batch(1)
     scores.requires_grad_(True)
-    loss = L.lambdarank_loss(scores, labels, measure=metric, g=_g(metric), sigma=1.7, k=k, mask=mask, reduction="none")
+    loss = L.lambdarank_loss(scores, labels, measure=metric, g=_g(metric), sigma=1.7, truncation_level=k, mask=mask,
+                             reduction="none")
     loss.sum().backward()
     expected_loss, expected_grad = _double_loop(metric, scores.detach(), labels, mask, 1.7, k)
     torch.testing.assert_close(loss.detach(), expected_loss, rtol=0, atol=1e-10)
@@ -175,7 +176,7 @@ def test_lambdarank_compiled_kernel_equals_the_pair_engine(monkeypatch, metric, 
         backend = "auto" if use_kernel else "torch"  # the compiled kernel where it serves, or the tensor engine
         lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
         s = scores.clone().requires_grad_(True)
-        value = lambdarank_loss(s, labels, measure=metric, k=k, sigma=sigma, mask=mask, reduction="none", **kw)
+        value = lambdarank_loss(s, labels, measure=metric, truncation_level=k, sigma=sigma, mask=mask, reduction="none", **kw)
         value.sum().backward()
         results.append((value.detach(), s.grad))
     (v1, g1), (v2, g2) = results
@@ -291,11 +292,11 @@ def test_unvalidated_lambdarank_reads_nothing_back_and_copies_nothing(metric, k,
     ``nonzero``, a size that depends on the values) raises: forward and backward run through, and after the
     first call (which copies the measure's settings to the device once) nothing is copied from the host either.
     This is the tensor engine's path on a GPU, where each of those would make the call wait."""
-    value = _assert_reads_and_copies_nothing(L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False,
+    value = _assert_reads_and_copies_nothing(L.LambdaRankLoss(metric, truncation_level=k, sigma=sigma, validate=False,
                                                               **_scale(metric)))
     assert value.shape == ()
     with pytest.raises(RuntimeError, match="meta"):  # the probe itself: the validated path reads back
-        L.LambdaRankLoss(metric, k=k, sigma=sigma, **_scale(metric))(*_meta_batch())
+        L.LambdaRankLoss(metric, truncation_level=k, sigma=sigma, **_scale(metric))(*_meta_batch())
 
 
 @pytest.mark.parametrize("use_kernel", [True, False], ids=["compiled", "pair-engine"])
@@ -313,8 +314,8 @@ def test_unvalidated_lambdarank_equals_validated(monkeypatch, use_kernel, metric
     mask[3] = False
     mask[3, 0] = True
     (v1, g1), (v2, g2) = _validated_and_not(
-        lambda s, validate: lambdarank_loss(s, labels, measure=metric, k=k, sigma=sigma, mask=mask, reduction="none",
-                                              validate=validate, **_scale(metric)), scores)
+        lambda s, validate: lambdarank_loss(s, labels, measure=metric, truncation_level=k, sigma=sigma, mask=mask,
+                                            reduction="none", validate=validate, **_scale(metric)), scores)
     assert torch.all(v1[[2, 3]] == 0) and torch.all(g1[[2, 3]] == 0) and v1.abs().sum() > 0
     torch.testing.assert_close(v2, v1, rtol=1e-13, atol=1e-15)
     torch.testing.assert_close(g2, g1, rtol=1e-13, atol=1e-15)
@@ -434,7 +435,7 @@ def test_unvalidated_lambdarank_never_synchronises_on_cuda(metric, k, sigma):
     loss = (L.RankNetLoss(validate=False) if metric == "RankNet"
             else L.SoftGAPLoss(g=[0.2, 0.3, 0.5], sigma=sigma, validate=False) if metric == "SoftGAP"
             else L.SoftNDCGLoss(sigma=sigma, max_grade=3, validate=False) if metric == "SoftNDCG"
-            else L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric)))
+            else L.LambdaRankLoss(metric, truncation_level=k, sigma=sigma, validate=False, **_scale(metric)))
     scores, labels, mask = (x.cuda() for x in _random_batch(23, b=6, n=13, grades=4))
     s = scores.requires_grad_(True)
     loss(s, labels, mask).backward()  # copies the settings to the device once
@@ -446,7 +447,7 @@ def test_unvalidated_lambdarank_never_synchronises_on_cuda(metric, k, sigma):
         if metric == "RankNet":  # the functions run eagerly, on buffers of their own
             L.ranknet_loss(s, labels, mask=mask, validate=False).backward()
         elif metric not in ("SoftGAP", "SoftNDCG"):
-            L.lambdarank_loss(s, labels, measure=metric, k=k, sigma=sigma, mask=mask, validate=False,
+            L.lambdarank_loss(s, labels, measure=metric, truncation_level=k, sigma=sigma, mask=mask, validate=False,
                               **_scale(metric)).backward()
     finally:
         torch.cuda.set_sync_debug_mode("default")
@@ -468,8 +469,8 @@ def _unvalidated_pair_losses(metric, k, sigma):
     if metric == "RankNet":
         return (L.RankNetLoss(sigma=sigma, validate=False),
                 lambda s, y, m: L.ranknet_loss(s, y, sigma=sigma, mask=m, validate=False))
-    return (L.LambdaRankLoss(metric, k=k, sigma=sigma, validate=False, **_scale(metric)),
-            lambda s, y, m: L.lambdarank_loss(s, y, measure=metric, k=k, sigma=sigma, mask=m, validate=False,
+    return (L.LambdaRankLoss(metric, truncation_level=k, sigma=sigma, validate=False, **_scale(metric)),
+            lambda s, y, m: L.lambdarank_loss(s, y, measure=metric, truncation_level=k, sigma=sigma, mask=m, validate=False,
                                               **_scale(metric)))
 
 
@@ -586,7 +587,7 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
         value = module(s, labels, mask)
         value.backward()
         t = scores.clone().requires_grad_(True)
-        expected = L.lambdarank_loss(t, labels, measure="gap", k=5, sigma=sigma, mask=mask, g=[0.2, 0.3, 0.5],
+        expected = L.lambdarank_loss(t, labels, measure="gap", truncation_level=5, sigma=sigma, mask=mask, g=[0.2, 0.3, 0.5],
                                      validate=False, backend="torch")
         expected.backward()
         torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13, msg=f"step {step}")  # sums may round apart
@@ -599,7 +600,7 @@ def test_kept_shapes_capture_after_two_calls_and_replay_new_inputs(monkeypatch):
         module.g = torch.tensor(g, dtype=torch.float64)
         scores, labels, mask = _random_batch(95 + step, b=1, n=6, grades=4)
         value = module(scores, labels, mask)
-        expected = L.lambdarank_loss(scores, labels, measure="gap", k=5, mask=mask, g=g, validate=False,
+        expected = L.lambdarank_loss(scores, labels, measure="gap", truncation_level=5, mask=mask, g=g, validate=False,
                                      backend="torch")
         torch.testing.assert_close(value, expected, rtol=1e-13, atol=1e-13, msg=f"g step {step}")
     assert len(captured) == 4
@@ -629,12 +630,12 @@ def test_kept_pair_engines_give_the_numbers_of_fresh_ones(monkeypatch, metric):
     lambdarank_loss = functools.partial(L.lambdarank_loss, backend=backend)
     LambdaRankLoss = functools.partial(L.LambdaRankLoss, backend=backend)
     kw = {} if metric is None else {"max_grade": 3} if metric != "gap" else {"g": [0.2, 0.3, 0.5]}
-    module = L.RankNetLoss(sigma=0.8) if metric is None else LambdaRankLoss(metric, sigma=0.8, k=6, **kw)
+    module = L.RankNetLoss(sigma=0.8) if metric is None else LambdaRankLoss(metric, sigma=0.8, truncation_level=6, **kw)
 
     def one_off(s, y, mask):
         if metric is None:
             return L.ranknet_loss(s, y, sigma=0.8, mask=mask, reduction="mean")
-        return lambdarank_loss(s, y, measure=metric, sigma=0.8, k=6, mask=mask, **kw)
+        return lambdarank_loss(s, y, measure=metric, sigma=0.8, truncation_level=6, mask=mask, **kw)
 
     shapes = [(5, 12), (5, 12), (3, 20), (4, 7), (5, 12), (5, 12)]  # (5, 12) is evicted by the third shape
     first = None
@@ -855,7 +856,7 @@ LOSSES = {
                                                                             smoothing="expected", mask=mask,
                                                                             reduction="none"))(m)
        for m in AP_FAMILY},
-    **{f"lambda_{m}": (lambda m: lambda s, y, mask=None: L.lambdarank_loss(s, y, measure=m, g=_g(m), k=5,
+    **{f"lambda_{m}": (lambda m: lambda s, y, mask=None: L.lambdarank_loss(s, y, measure=m, g=_g(m), truncation_level=5,
                                                                             mask=mask, reduction="none"))(m)
        for m in METRICS},
     **{f"{smoothing}_{m}": (lambda m, smoothing: lambda s, y, mask=None: L.soft_metric_loss(
@@ -941,7 +942,8 @@ def test_modules_call_the_functional_core():
         (L.SoftAPLoss(sigma=0.4, smoothing="expected"),
          L.soft_ap_loss(scores, labels, sigma=0.4, smoothing="expected", mask=mask)),
         (L.SoftNDCGLoss(sigma=0.4), L.soft_ndcg_loss(scores, labels, sigma=0.4, mask=mask)),
-        (L.LambdaRankLoss("xgap", g=G, k=4), L.lambdarank_loss(scores, labels, measure="xgap", g=G, k=4, mask=mask)),
+        (L.LambdaRankLoss("xgap", g=G, truncation_level=4),
+         L.lambdarank_loss(scores, labels, measure="xgap", g=G, truncation_level=4, mask=mask)),
         (L.RankNetLoss(sigma=2.0), L.ranknet_loss(scores, labels, sigma=2.0, mask=mask)),
         (L.ListNetLoss(reduction="none"), L.listnet_loss(scores, labels, mask=mask, reduction="none")),
     ]
@@ -980,7 +982,7 @@ def test_loss_is_regret_against_the_ideal_list():
     (lambda: L.lambdarank_loss(torch.tensor([0.0, float("nan")]), [0, 1]), "NaN"),
     (lambda: L.lambdarank_loss(torch.zeros(3), [0, -1, 1]), "non-negative"),
     (lambda: L.lambdarank_loss(torch.zeros(3), [0, 1]), "does not match"),
-    (lambda: L.lambdarank_loss(torch.zeros(3), [0, 1, 0], k=0), "positive integer"),
+    (lambda: L.lambdarank_loss(torch.zeros(3), [0, 1, 0], truncation_level=0), "positive integer"),
     (lambda: L.ranknet_loss(torch.zeros(0), []), "empty"),
     (lambda: L.listnet_loss(torch.zeros(2, 3), torch.zeros(2, 3), mask=torch.ones(2, 3)), "boolean"),
     # 2^l - 1 overflows for l >= 1024: a large label is refused instead of giving NaN loss and gradients
@@ -1018,14 +1020,14 @@ def test_paper_softgap_has_correct_second_derivatives():
 def test_exact_mode_work_does_not_grow_with_the_score_span():
     import time
 
-    from gaprank.losses import _exact
+    from gaprank.losses import _expected
 
     y = torch.tensor([[2, 0, 1, 0, 1]])
     near = torch.tensor([[0.0, 1.0, 2.0, 3.0, 1.5]], dtype=torch.float64)
     for far in (1e4, 1e6, 1e12):
         s = near.clone()
         s[0, 4] = far  # one document alone, far from the others: its window is its own
-        nodes, weights = _exact._lattice(s, torch.ones(1, 5, dtype=torch.bool), 1.0, _exact.GRID_STEP)
+        nodes, weights = _expected._lattice(s, torch.ones(1, 5, dtype=torch.bool), 1.0, _expected.GRID_STEP)
         assert weights.sum() <= 5 * 67
         start = time.perf_counter()
         value = L.soft_gap_loss(s.requires_grad_(True), y, smoothing="expected")
@@ -1046,7 +1048,7 @@ def test_exact_mode_work_does_not_grow_with_the_score_span():
     labels[0, :4], labels[1] = yy[0], torch.arange(20) % 3
     mask = torch.ones(2, 20, dtype=torch.bool)
     mask[0, 4:] = False
-    nodes, weights = _exact._lattice(wide, mask, 1.0, _exact.GRID_STEP)
+    nodes, weights = _expected._lattice(wide, mask, 1.0, _expected.GRID_STEP)
     assert bool((weights == 1).all())  # contiguous
     batched = L.soft_gap_loss(wide, labels, mask=mask, smoothing="expected", reduction="none")
     assert batched[0].item() == pytest.approx(alone.item(), abs=1e-13)

@@ -63,8 +63,9 @@ def test_the_largest_cutoff_is_accepted_and_equals_the_whole_list():
 @pytest.mark.parametrize("k", [0, -1, 2**31, 10**30, 2.0, True])
 def test_a_keyword_cutoff_follows_the_same_rule(k):
     for call in (lambda: gaprank.ndcg(SCORES, LABELS, k=k), lambda: swap_deltas(SCORES, LABELS, measure="ap", k=k),
-                 lambda: lambdarank_loss(SCORES.clone().requires_grad_(True), LABELS, k=k)):
-        with pytest.raises(GaprankInputError, match="k must be a positive integer of at most 2147483647"):
+                 lambda: lambdarank_loss(SCORES.clone().requires_grad_(True), LABELS, truncation_level=k)):
+        # LambdaRank's truncation level is not a cutoff, but a positive integer by the same rule
+        with pytest.raises(GaprankInputError, match="(k|truncation_level) must be a positive integer of at most 2147483647"):
             call()
 
 

@@ -117,5 +117,6 @@ def test_the_docstring_tool_rewrites_an_entry_its_table_changed():
     new = tool.rewritten(source, L.lambdarank_loss, table)
     assert new != source and "        A changed text.\n" in new
     assert tool.parameters(new.split("def lambdarank_loss(")[1].split('"""')[1].replace("\n    ", "\n"))["mask"] == table["mask"]
-    del table["k"]  # not in the table: the function's own entry, kept as written
-    assert "    k : int, optional\n        Only pairs whose upper document" in tool.rewritten(source, L.lambdarank_loss, table)
+    del table["truncation_level"]  # not in the table: the function's own entry, kept as written
+    kept = tool.rewritten(source, L.lambdarank_loss, table)
+    assert "    truncation_level : int, optional\n        Only pairs whose upper document" in kept

@@ -166,9 +166,11 @@ def test_a_toy_of_each_form_is_a_metric_an_objective_and_a_training_setting(toy)
     for measure in (info.name + params, info.name.lower() + params + "@5"):
         check_measure(measure, oracle)
     assert parse_measure(info.name).function is info.function
-    kinds = ["lambdarank"] + (["soft"] if info.soft else []) + (["exact"] if info.exact else [])
-    for kind in kinds:
-        LossConfig(kind=kind, measure=info.name + params).validate()
+    LossConfig(kind="lambdarank", measure=info.name + params).validate()
+    if info.soft:
+        LossConfig(kind="soft", measure=info.name + params).validate()
+    if info.expected:
+        LossConfig(kind="soft", measure=info.name + params, smoothing="expected").validate()
     ObjectiveConfig(measure=info.name + params).validate()
     with pytest.raises(GaprankInputError, match="g applies to gap, xgap, egap"):
         LossConfig(kind="lambdarank", measure=info.name, g=[0.5, 0.5]).validate()
@@ -183,7 +185,7 @@ def test_the_registry_is_the_one_list_of_measures():
                                    "dcg", "err", "q", "rr", "rprec", "success")
     assert M.objective_names(objective_kind="soft") == ("ap", "gap", "xgap", "egap", "vg", "erap", "ndcg", "p", "rbp",
                                                         "sr", "errbp", "r", "dcg")
-    assert M.objective_names(objective_kind="exact") == ("ap", "gap", "xgap", "egap", "vg", "erap")
+    assert M.objective_names(objective_kind="expected") == ("ap", "gap", "xgap", "egap", "vg", "erap")
     assert [i.name for i in M.user_model_measures()] == ["GAP", "xGAP", "eGAP"]
     assert str(M.g_not_taken("ndcg")) == "g applies to gap, xgap, egap, not 'ndcg'"
     for refuse in (lambda: gaprank.lambdarank_objective("ndcg", g=[0.5, 0.5]),
@@ -280,9 +282,11 @@ def test_required_measure_parameters_fail_before_any_evaluation(capsys):
 
 @pytest.mark.parametrize("call, message", [
     (lambda: M.objective_measure(5), "measure must be a measure string such as 'gap'"),
-    (lambda: M.objective_measure("gap", objective_kind="pairs"), "objective_kind must be one of 'swap_deltas', 'soft', 'exact'"),
+    (lambda: M.objective_measure("gap", objective_kind="pairs"),
+     "objective_kind must be one of 'swap_deltas', 'soft', 'expected'"),
     (lambda: M.objective_names(objective_kind="pairs"), "objective_kind must be one of"),
-    (lambda: M.objective_measure("GAP(g=[0.5,0.5])", objective_kind="exact").with_params(g=[0.5, 0.5]), "sets g; do not pass g"),
+    (lambda: M.objective_measure("GAP(g=[0.5,0.5])", objective_kind="expected").with_params(g=[0.5, 0.5]),
+     "sets g; do not pass g"),
     (lambda: check_measure("nope", lambda r, c, k: 0.0), "unknown measure 'nope'"),
     (lambda: gaprank.boosting.LambdaMARTSettings("gap", sigma=0), "sigma must be a positive finite number"),
     (lambda: gaprank.boosting.LambdaMARTSettings("gap", truncation_level=0), "truncation_level must be a positive"),

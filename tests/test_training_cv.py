@@ -124,10 +124,10 @@ LOSSES = [
     {"kind": "soft", "measure": m, **({"g": [0.5, 0.5]} if m in ("gap", "xgap", "egap") else {})}
     for m in ("gap", "xgap", "egap", "ap", "ndcg")
 ] + [
-    {"kind": "exact", "measure": "gap", "g": [0.5, 0.5]},
+    {"kind": "soft", "measure": "gap", "g": [0.5, 0.5], "smoothing": "expected"},
     *[{"kind": "soft", "measure": m, "smoothing": s, "sigma": 0.5, **({"g": [0.5, 0.5]} if m == "gap" else {})}
       for m in ("gap", "ndcg") for s in ("approx", "neuralsort", "softsort", "fast_soft_rank")],
-    {"kind": "lambdarank", "measure": "ndcg", "k": 10},
+    {"kind": "lambdarank", "measure": "ndcg", "truncation_level": 10},
     {"kind": "ranknet"},
     {"kind": "listnet"},
 ]
@@ -173,14 +173,15 @@ def test_models_and_length_batches(ohsumed_fold1):
         (lambda d: d.pop("loss"), "loss is required"),
         (lambda d: d["loss"].update(kind="softmax"), "loss.kind must be one of"),
         (lambda d: d["loss"].pop("measure"), "loss: kind 'lambdarank' needs a measure"),
-        (lambda d: d["loss"].update(kind="exact", measure="ndcg"), "AP family"),
+        (lambda d: d["loss"].update(kind="soft", smoothing="expected", measure="ndcg"), "AP family"),
         (lambda d: d["loss"].update(measure="ap"), "loss: kind 'lambdarank': g applies to"),
-        (lambda d: d["loss"].update(kind="soft", k=5), "kind 'soft' takes no setting 'k'.*kinds that take it: lambdarank"),
+        (lambda d: d["loss"].update(kind="soft", truncation_level=5),
+         "kind 'soft' takes no setting 'truncation_level'.*kinds that take it: lambdarank"),
         (lambda d: d["loss"].update(g=[0.5, 0.6]), "sum to 1"),
         (lambda d: d["loss"].update(kind="soft", smoothing="sinkhorn"), "loss.smoothing must be one of"),
         (lambda d: d["loss"].update(kind="soft", smoothing="paper"), "loss.smoothing must be one of"),
         (lambda d: d["loss"].update(kind="lambdarank", smoothing="approx"), "loss.smoothing is only for loss.kind 'soft'"),
-        (lambda d: d["loss"].update(kind="exact", smoothing="approx"), "loss.kind 'exact' is smoothing 'expected'"),
+        (lambda d: d["loss"].update(kind="exact"), "loss.kind must be one of 'soft' | 'lambdarank'"),
         (lambda d: d["loss"].update(kind="soft", mode="paper"), "loss: unknown key 'mode'"),
         (lambda d: d["loss"].update(kind="soft", measure="vG", g=None, smoothing="approx"), "threshold identity"),
         (lambda d: d["loss"].update(sigma=0), "sigma"),
@@ -279,15 +280,13 @@ def test_committed_records_stand_for_every_spelling_of_their_smoothing(record, t
     shipped = ROOT / "configs" / record.parents[2].name.replace("-untuned", "") / f"{record.parents[1].name}.yaml"
     assert same_run_config(held, load_config(shipped, CVConfig))
     data = yaml.safe_load(shipped.read_text())
-    exact = data["loss"]["kind"] == "exact"
-    spellings = [{"smoothing": "expected" if exact else "softrank"}]
-    if exact:
-        spellings.append({"kind": "soft", "smoothing": "expected"})
-    for spelling in spellings:
-        config = load_config(_write(tmp_path, {**data, "loss": {**data["loss"], **spelling}}), CVConfig)
-        assert same_run_config(held, config), spelling
-        assert config.loss.smoothing is None
-    if not exact:
+    expected = data["loss"].get("smoothing") == "expected"
+    if not expected:  # SoftRank: with smoothing unset or "softrank", the same run
+        config = load_config(_write(tmp_path, {**data, "loss": {**data["loss"], "smoothing": "softrank"}}), CVConfig)
+        assert same_run_config(held, config) and config.loss.smoothing is None
+    else:  # E[M]: kind soft, smoothing "expected"
+        assert held["loss"]["kind"] == "soft" and held["loss"]["smoothing"] == "expected"
+    if not expected:
         other = load_config(_write(tmp_path, {**data, "loss": {**data["loss"], "smoothing": "approx"}}), CVConfig)
         assert not same_run_config(held, other)
 

@@ -277,7 +277,7 @@ def test_delta_scheme_keeps_the_g_of_a_parsed_measure():
 
 def test_objective_kind_is_the_word():
     from gaprank.extend import objective_measure, objective_names
-    assert objective_names(objective_kind="exact") == ("ap", "gap", "xgap", "egap", "vg", "erap")
+    assert objective_names(objective_kind="expected") == ("ap", "gap", "xgap", "egap", "vg", "erap")
     assert objective_measure("nDCG@10", objective_kind="soft").k == 10
     for call in (lambda: objective_names(mode="exact"), lambda: objective_measure("gap", mode="soft"),
                  lambda: objective_measure("gap").serves(mode="exact")):
@@ -285,7 +285,7 @@ def test_objective_kind_is_the_word():
             call()
     with pytest.raises(GaprankInputError, match="^measure 'ERR': ERR has no smooth"):
         objective_measure("ERR", objective_kind="soft")
-    assert objective_measure("gap").serves(objective_kind="exact")
+    assert objective_measure("gap").serves(objective_kind="expected")
     assert not objective_measure("ERR").serves(objective_kind="soft")
     with pytest.raises(GaprankInputError, match="objective_kind must be one of"):
         objective_measure("gap").serves("pairs")

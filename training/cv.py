@@ -6,7 +6,7 @@ vali, evaluate once on test.
 The ranker (``model``: linear or an MLP) scores each document from its features; the objective
 (``loss``) is one of gaprank's: smooth metrics (``kind: soft``, measure gap / xgap / egap / ap / ndcg; SoftRank's
 by default, another smoothing of the ranks with ``smoothing: approx | neuralsort | softsort | fast_soft_rank``),
-the exact expectation E[M] (``kind: exact``), LambdaRank with |Delta M| weights
+the exact expectation E[M] (``kind: soft`` with ``smoothing: expected``), LambdaRank with |Delta M| weights
 (``kind: lambdarank``), RankNet or ListNet. Adam takes one step per batch of ``training.batch_size``
 queries; queries are batched with others of similar length (sorted by length, cut into batches, batch
 order shuffled each epoch with the seed), which keeps padding, and so the O(N^2)-per-query losses, cheap.
@@ -83,32 +83,27 @@ class ModelConfig:
 
 @dataclass
 class LossConfig:
-    kind: Literal["soft", "exact", "lambdarank", "ranknet", "listnet"]
+    kind: Literal["soft", "lambdarank", "ranknet", "listnet"]
     measure: str | None = None  # a measure string with the loss kind's form (gap, ndcg, nDCG@10, AP(rel=2), ...)
     g: list[float] | None = None  # GAP/xGAP/eGAP user model; default: uniform over the grades
-    # score noise (soft, exact), the smoothing's temperature or regularisation (soft with another smoothing) or
+    # score noise (soft: softrank, expected), the smoothing's temperature or regularisation (soft with another smoothing) or
     # logistic steepness (lambdarank, ranknet)
     sigma: float = 1.0
-    k: int | None = None  # lambdarank: only pairs whose upper document is in the current top k
-    # kind soft: gaprank.soft_metric_loss's smoothing (softrank when unset; "expected" is kind exact)
+    truncation_level: int | None = None  # lambdarank: only pairs whose upper document is in the current top k
+    # kind soft: gaprank.soft_metric_loss's smoothing (softrank when unset)
     smoothing: str | None = None
 
     def __post_init__(self) -> None:
-        # One spelling per loss, so that a config and its older twin are the same run (same record, reused):
-        # SoftRank is kind soft and the expectation kind exact, both with smoothing unset.
+        # One spelling per loss, so that a config and its twin are the same run (same record, reused): SoftRank is
+        # kind soft with smoothing unset.
         if self.smoothing is None:
             return
-        if self.kind not in ("soft", "exact"):
+        if self.kind != "soft":
             raise GaprankInputError(f"loss.smoothing is only for loss.kind 'soft'; got kind {self.kind!r}")
         if self.smoothing not in SMOOTHINGS:
             raise GaprankInputError(f"loss.smoothing must be one of {', '.join(map(repr, SMOOTHINGS))}; "
                                     f"got {self.smoothing!r}")
-        if self.kind == "exact" and self.smoothing != "expected":
-            raise GaprankInputError(f"loss.kind 'exact' is smoothing 'expected'; got smoothing {self.smoothing!r} "
-                                    "(use kind soft)")
-        if self.smoothing == "expected":
-            self.kind = "exact"
-        if self.smoothing in ("softrank", "expected"):
+        if self.smoothing == "softrank":
             self.smoothing = None
 
     def validate(self) -> None:
@@ -120,7 +115,7 @@ class LossConfig:
         # the settings this config sets: a field at its default is left to the module, whose default is the same
         # (so ListNet, which takes no sigma, is not handed the default one)
         settings = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                    if f.name not in ("kind", "measure", "mode") and getattr(self, f.name) != f.default}
+                    if f.name not in ("kind", "measure") and getattr(self, f.name) != f.default}
         try:
             return build_loss(self.kind, self.measure, **settings)
         except GaprankInputError as exc:

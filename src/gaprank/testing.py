@@ -100,7 +100,7 @@ def check_measure(measure: str, oracle: Oracle, *, seed: int = 0, batch: int = 4
     if parsed.serves("soft"):
         smooth = soft_metric(scores, labels, measure=measure, sigma=1e-4)
         np.testing.assert_allclose(smooth.numpy(), base, rtol=0, atol=1e-6, err_msg=f"{measure}: its smooth form")
-    if parsed.serves("exact"):
+    if parsed.serves("expected"):
         smooth = soft_metric(scores, labels, measure=measure, sigma=1e-4, smoothing="expected")
         np.testing.assert_allclose(smooth.numpy(), base, rtol=0, atol=1e-6, err_msg=f"{measure}: smoothing='expected'")
     if not info.swap_deltas:

@@ -17,22 +17,20 @@ from ._listnet import ListNetLoss
 from ._pairwise import LambdaRankLoss, RankNetLoss
 from ._soft import SoftMetricLoss
 
-# the module of each kind; "exact" is SoftRank's model with smoothing "expected"
-_MODULES: dict[str, type[torch.nn.Module]] = {"soft": SoftMetricLoss, "exact": SoftMetricLoss,
-                                              "lambdarank": LambdaRankLoss, "ranknet": RankNetLoss,
-                                              "listnet": ListNetLoss}
+# the module of each kind
+_MODULES: dict[str, type[torch.nn.Module]] = {"soft": SoftMetricLoss, "lambdarank": LambdaRankLoss,
+                                              "ranknet": RankNetLoss, "listnet": ListNetLoss}
 KINDS: tuple[str, ...] = tuple(_MODULES)
 # a module's parameters that are not settings: the measure itself
 _NOT_SETTINGS = ("self", "measure")
-# the objective kind (which form of a measure) of each kind driven by a measure; "soft" with a smoothing of the
-# ranks serves a subset of the soft form's measures (the module checks it: smoothing_measure)
-_OBJECTIVE_KINDS = {"soft": "soft", "exact": "exact", "lambdarank": "swap_deltas"}
+# the objective kind (which form of a measure) of each kind driven by a measure; "soft" with another smoothing
+# serves another set (the module checks it: smoothing_measure)
+_OBJECTIVE_KINDS = {"soft": "soft", "lambdarank": "swap_deltas"}
 
 
 def kind_settings(kind: str) -> tuple[str, ...]:
-    """The settings ``kind`` takes: its module's parameters but the measure (``exact`` fixes the smoothing)."""
-    names = [name for name in inspect.signature(_MODULES[kind]).parameters if name not in _NOT_SETTINGS]
-    return tuple(name for name in names if not (kind == "exact" and name == "smoothing"))
+    """The settings ``kind`` takes: its module's parameters but the measure."""
+    return tuple(name for name in inspect.signature(_MODULES[kind]).parameters if name not in _NOT_SETTINGS)
 
 
 def build(kind: str, measure: str | None = None, **settings: Any) -> torch.nn.Module:
@@ -44,16 +42,17 @@ def build(kind: str, measure: str | None = None, **settings: Any) -> torch.nn.Mo
 
     Parameters
     ----------
-    kind : {"soft", "exact", "lambdarank", "ranknet", "listnet"}
+    kind : {"soft", "lambdarank", "ranknet", "listnet"}
         "soft": a smooth measure, :class:`SoftMetricLoss` (``smoothing`` "softrank" by default, or "approx",
-        "neuralsort", "softsort", "fast_soft_rank", "expected"); "exact": its exact expectation under SoftRank's
-        model (smoothing "expected"); "lambdarank": :class:`LambdaRankLoss`; "ranknet": :class:`RankNetLoss`;
-        "listnet": :class:`ListNetLoss`.
+        "neuralsort", "softsort", "fast_soft_rank", or "expected": the exact expectation under SoftRank's
+        model); "lambdarank": :class:`LambdaRankLoss`; "ranknet": :class:`RankNetLoss`; "listnet":
+        :class:`ListNetLoss`.
     measure : str, optional
-        A measure string ("gap", "nDCG@10", "AP(rel=2)", ...) with the form the kind uses; required for "soft",
-        "exact" and "lambdarank", refused for "ranknet" and "listnet".
+        A measure string ("gap", "nDCG@10", "AP(rel=2)", ...) with the form the kind uses; required for "soft"
+        and "lambdarank", refused for "ranknet" and "listnet".
     **settings
-        The module's own parameters: ``g``, ``sigma``, ``smoothing`` (soft only), ``k`` and ``backend``
+        The module's own parameters: ``g``, ``sigma``, ``smoothing`` (soft only), ``truncation_level`` and
+        ``backend``
         (lambdarank), ``reduction``, ``max_grade``, ``validate``, as the kind's module takes them.
 
     Returns
@@ -72,7 +71,7 @@ def build(kind: str, measure: str | None = None, **settings: Any) -> torch.nn.Mo
     --------
     >>> import torch
     >>> from gaprank.losses import build
-    >>> loss = build("lambdarank", "gap", g=[0.5, 0.5], k=10)
+    >>> loss = build("lambdarank", "gap", g=[0.5, 0.5], truncation_level=10)
     >>> type(loss).__name__
     'LambdaRankLoss'
     >>> scores = torch.tensor([[0.0, 1.0, 2.0]], requires_grad=True)
@@ -96,7 +95,7 @@ def build(kind: str, measure: str | None = None, **settings: Any) -> torch.nn.Mo
     if measure is None:
         names = ", ".join(objective_names(objective_kind=_OBJECTIVE_KINDS[kind]))
         raise GaprankInputError(f"kind {kind!r} needs a measure: one of {names}")
-    return _made(kind, {"measure": measure, **settings, **({"smoothing": "expected"} if kind == "exact" else {})})
+    return _made(kind, {"measure": measure, **settings})
 
 
 def _made(kind: str, arguments: dict[str, Any]) -> torch.nn.Module:

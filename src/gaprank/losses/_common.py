@@ -38,8 +38,8 @@ def check_loss_settings(measure: Measure | None, **settings: Any) -> None:
         measure.settings()  # ... and well formed
     if "sigma" in settings:
         check_sigma(settings["sigma"])
-    if settings.get("k") is not None:
-        check_positive_int(settings["k"])
+    if settings.get("truncation_level") is not None:
+        check_positive_int(settings["truncation_level"], "truncation_level")
     if "reduction" in settings:
         check_choice(settings["reduction"], "reduction", REDUCTIONS)
     if "validate" in settings and not isinstance(settings["validate"], bool):

@@ -73,7 +73,7 @@ PAIRWISE: dict[str, Entry] = {
     'g': ('array-like, optional',
         "GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as ``g`` in "
         'the string (give one of the two); default uniform over grades 1..c.'),
-    'k': ('int, optional',
+    'truncation_level': ('int, optional',
         "Only pairs whose upper document is in the current top k (LightGBM's truncation rule); default every "
         'pair.'),
     'validate': ('bool, default True',

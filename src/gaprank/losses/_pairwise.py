@@ -30,14 +30,14 @@ from ..metrics import objective_measure
 from ._common import as_batch, check_loss_settings, check_scores_tensor, reduce_loss, refuse_function_transforms, with_gradient
 
 
-def _lambdarank_settings(scores: torch.Tensor, measure: str, *, g, sigma: float, k: int | None, max_grade: int | None,
-                         grade_counts, validate: bool) -> LambdaSettings:
+def _lambdarank_settings(scores: torch.Tensor, measure: str, *, g, sigma: float, truncation_level: int | None,
+                         max_grade: int | None, grade_counts, validate: bool) -> LambdaSettings:
     """LambdaRank's inputs checked (all but the batch's), as its settings."""
     check_scores_tensor(scores)
     refuse_function_transforms(scores, "lambdarank_loss")
     return LambdaSettings(objective_measure(measure).with_params(g=g), sigma=check_sigma(sigma),
-                          truncation=check_positive_int(k), max_grade=max_grade, grade_counts=grade_counts,
-                          validate=validate)
+                          truncation=check_positive_int(truncation_level, "truncation_level"), max_grade=max_grade,
+                          grade_counts=grade_counts, validate=validate)
 
 
 def _ranknet_settings(scores: torch.Tensor, *, sigma: float, validate: bool) -> LambdaSettings:
@@ -60,7 +60,7 @@ def lambdarank_loss(
     measure: str = "gap",
     g: ArrayLike | None = None,
     sigma: float = 1.0,
-    k: int | None = None,
+    truncation_level: int | None = None,
     mask: torch.Tensor | None = None,
     grade_counts: ArrayLike | None = None,
     max_grade: int | None = None,
@@ -81,10 +81,10 @@ def lambdarank_loss(
     LambdaRank). ``measure`` is any measure string with swap deltas: "gap", "eGAP(g=[0.2,0.8])", "AP(rel=2)",
     "nDCG@10", "P@5", "RBP(p=0.8)", "ERR", "Q", "vG", "eRAP(p=[0,0.5,1])", ... (an ``@k`` gives the
     deltas of the measure at cutoff k; docs: The maths, swap deltas in O(c) per pair). Ties in the
-    scores are ranked in input order for Delta M and give :math:`\rho = 1/2`. ``k``: only pairs whose
-    higher-ranked document is in the current top k (LightGBM's truncation rule); for a measure normalised
-    by the ideal ranking without a cutoff of its own ("ndcg"), as in LightGBM, the ideal is then taken
-    at depth k. Queries without two different labels give 0 loss
+    scores are ranked in input order for Delta M and give :math:`\rho = 1/2`. ``truncation_level`` k: only pairs
+    whose higher-ranked document is in the current top k (LightGBM's truncation rule, as in the LambdaMART
+    objectives); for a measure normalised by the ideal ranking without a cutoff of its own ("ndcg"), as in
+    LightGBM, the ideal is then taken at depth k. Queries without two different labels give 0 loss
     and 0 gradient; padding gets exactly 0 gradient. Robertson et al. (2010), sec. 5; Burges et al. (2006).
 
     The grade scale 0..c is fixed by ``measure``'s settings (``g``, ``p``, ...), else by ``max_grade``, else it
@@ -111,7 +111,7 @@ def lambdarank_loss(
         ``g`` in the string (give one of the two); default uniform over grades 1..c.
     sigma : float, default 1.0
         The logistic's steepness: rho_ij = 1 / (1 + exp(sigma (s_i - s_j))).
-    k : int, optional
+    truncation_level : int, optional
         Only pairs whose upper document is in the current top k (LightGBM's truncation rule);
         default every pair.
     mask : torch.Tensor of bool, optional
@@ -152,7 +152,8 @@ def lambdarank_loss(
     >>> bool(scores.grad[0] < 0 < scores.grad[2])   # push the grade-2 document up, the grade-0 down
     True
     """
-    settings = _lambdarank_settings(scores, measure, g=g, sigma=sigma, k=k, max_grade=max_grade,
+    settings = _lambdarank_settings(scores, measure, g=g, sigma=sigma, truncation_level=truncation_level,
+                                    max_grade=max_grade,
                                     grade_counts=grade_counts, validate=validate)
     cost, gradient = lambdas(scores, labels, mask, settings, lambda_backend(backend, settings.measure, scores.device))
     return _attached(scores, mask, cost, gradient, reduction)
@@ -247,35 +248,40 @@ class LambdaRankLoss(_PairLoss):
 
     Parameters
     ----------
-    measure, g, sigma, k, reduction, max_grade, validate, backend
+    measure, g, sigma, truncation_level, reduction, max_grade, validate, backend
         As in :func:`lambdarank_loss`, used on every call.
 
     Examples
     --------
     >>> import torch
     >>> from gaprank.losses import LambdaRankLoss
-    >>> loss = LambdaRankLoss(measure="egap", g=[0.5, 0.5], k=10)
+    >>> loss = LambdaRankLoss(measure="egap", g=[0.5, 0.5], truncation_level=10)
     >>> scores = torch.randn(4, 20, requires_grad=True)
     >>> loss(scores, torch.randint(0, 3, (4, 20))).backward()
     """
 
-    def __init__(self, measure: str = "gap", g: ArrayLike | None = None, sigma: float = 1.0, k: int | None = None,
+    def __init__(self, measure: str = "gap", g: ArrayLike | None = None, sigma: float = 1.0,
+                 truncation_level: int | None = None,
                  reduction: Literal["mean", "sum", "none"] = "mean", max_grade: int | None = None,
                  validate: bool = True, backend: Backend = "auto") -> None:
         super().__init__()
-        self.measure, self.g, self.sigma, self.k, self.reduction = measure, g, sigma, k, reduction
+        self.measure, self.g, self.sigma, self.reduction = measure, g, sigma, reduction
+        self.truncation_level = truncation_level
         self.max_grade, self.validate, self.backend = max_grade, validate, check_backend(backend)
-        check_loss_settings(objective_measure(measure), g=g, sigma=sigma, k=k, reduction=reduction, max_grade=max_grade,
+        check_loss_settings(objective_measure(measure), g=g, sigma=sigma, truncation_level=truncation_level,
+                            reduction=reduction, max_grade=max_grade,
                             validate=validate, backend=backend)
 
     def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:
-        settings = _lambdarank_settings(scores, self.measure, g=self.g, sigma=self.sigma, k=self.k,
+        settings = _lambdarank_settings(scores, self.measure, g=self.g, sigma=self.sigma,
+                                        truncation_level=self.truncation_level,
                                         max_grade=self.max_grade, grade_counts=None, validate=self.validate)
         backend = lambda_backend(self.backend, settings.measure, scores.device)
         return self._attached_lambdas(scores, labels, mask, settings, backend, self.reduction)
 
     def extra_repr(self) -> str:
-        return (f"measure={self.measure!r}, g={self.g}, sigma={self.sigma}, k={self.k}, reduction={self.reduction!r}, "
+        return (f"measure={self.measure!r}, g={self.g}, sigma={self.sigma}, truncation_level={self.truncation_level}, "
+                f"reduction={self.reduction!r}, "
                 f"max_grade={self.max_grade}, validate={self.validate}, backend={self.backend!r}")
 
 

@@ -4,7 +4,7 @@ a table of how each computes the two families of measures it serves:
 * ``"softrank"``: SoftRank (Taylor et al., WSDM 2008) under independent Gaussian scores (:mod:`._softrank`): the AP
   family as the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5), the discounted-gain family (SoftNDCG, gain
   2^l - 1, D(r) = 1/log2(r+1)) with the discount expected under each document's rank distribution;
-* ``"expected"``: :math:`E[M]` under the same Gaussian model (:mod:`._exact`, the AP family);
+* ``"expected"``: :math:`E[M]` under the same Gaussian model (:mod:`._expected`, the AP family);
 * ``"approx"``, ``"neuralsort"``, ``"softsort"``, ``"fast_soft_rank"``: soft ranks (:mod:`._smoothing`), the AP
   family through the threshold identity, the discounted-gain family at soft positions.
 """
@@ -38,7 +38,7 @@ from ._common import (
     reduce_loss,
     refuse_function_transforms,
 )
-from ._exact import expected_kernel_metric
+from ._expected import expected_kernel_metric
 from ._smoothing import (
     RANK_SMOOTHINGS,
     kernel_decomposes,
@@ -67,7 +67,7 @@ Discount = Callable[[torch.Tensor], torch.Tensor]  # the discount at given 1-bas
 class _SmoothingRule:
     """How one smoothing computes the measures it serves.
 
-    ``kind``: the registry's objective kind whose measures it serves ("soft": a smooth form; "exact": an exact
+    ``kind``: the registry's objective kind whose measures it serves ("soft": a smooth form; "expected": an exact
     expectation); ``discounts(s, m, sigma, discount, buffers)``: ``[B, N]`` the discount each document gets (the
     discounted-gain family); ``kernel_metric(s, m, labels, kernel, sigma)``: ``[B]`` an AP-family measure of its
     kernel; ``by_thresholds``: the AP family is taken through the threshold identity, so a kernel must decompose
@@ -96,7 +96,7 @@ _RULES: dict[str, _SmoothingRule] = {
     "softrank": _SmoothingRule("soft", expected_discounts, softrank_kernel_metric,
                                outside_autograd=(GainDiscountForm,)),
     # the expected discount is SoftRank's: an expectation already
-    "expected": _SmoothingRule("exact", expected_discounts, expected_kernel_metric,
+    "expected": _SmoothingRule("expected", expected_discounts, expected_kernel_metric,
                                outside_autograd=(GainDiscountForm, KernelForm)),
     **{name: _SmoothingRule("soft", functools.partial(_soft_position_discounts, smoothing=name),
                             functools.partial(_threshold_kernel_metric, smoothing=name), by_thresholds=True)
@@ -420,7 +420,7 @@ class _SoftMetricLoss(torch.nn.Module):
 
 class SoftMetricLoss(_SoftMetricLoss):
     """The module twin of :func:`soft_metric_loss`: ``M(ideal) - SoftM`` for any measure string with a smooth
-    form, under any ``smoothing``; what :func:`gaprank.losses.build` returns for kinds "soft" and "exact".
+    form, under any ``smoothing``; what :func:`gaprank.losses.build` returns for kind "soft".
 
     Parameters
     ----------

@@ -38,7 +38,7 @@ class Form:
 
     has_swap_deltas = False
     has_smooth = False
-    has_exact = False
+    has_expected = False
     smooth_takes_cutoff = False  # the smooth forms exist at a cutoff @k too
 
     def check(self, measure: str) -> None:
@@ -71,7 +71,7 @@ class KernelForm(Form):
     kernel: Callable[..., Kernel]
     has_swap_deltas = True
     has_smooth = True
-    has_exact = True
+    has_expected = True
 
     def _parts(self) -> tuple[str, ...]:
         return ("kernel",)

@@ -37,7 +37,7 @@ class Measure:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
     def serves(self, objective_kind: str) -> bool:
-        """Whether it is an objective of this kind ("swap_deltas", "soft", "exact"), cutoff included."""
+        """Whether it is an objective of this kind ("swap_deltas", "soft", "expected"), cutoff included."""
         check_objective_kind(objective_kind)
         if not getattr(self.info, objective_kind):
             return False
@@ -249,7 +249,7 @@ def objective_measure(measure: str | Measure, *, objective_kind: str = "swap_del
     ----------
     measure : str or Measure
         A measure string (:func:`parse_measure`).
-    objective_kind : {"swap_deltas", "soft", "exact"}
+    objective_kind : {"swap_deltas", "soft", "expected"}
         LambdaRank / LambdaMART (swap deltas), a soft loss's smooth value, or the exact expectation.
 
     Returns

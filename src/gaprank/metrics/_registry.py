@@ -210,9 +210,9 @@ class MeasureInfo:
         return self.form.has_smooth
 
     @property
-    def exact(self) -> bool:
+    def expected(self) -> bool:
         """It has the exact expectation under the Gaussian score model (``smoothing="expected"``)."""
-        return self.form.has_exact
+        return self.form.has_expected
 
     def resolve(self, given: dict[str, Any]) -> tuple[dict[str, Any], int | None, str]:
         """Check the given keyword values; returns them (unset ones at their defaults), the grade scale
@@ -474,7 +474,7 @@ def find_measure(name: str) -> MeasureInfo | None:
 
 # What an objective of each kind needs of a measure's form, in messages.
 OBJECTIVE_KINDS = {"swap_deltas": "swap deltas (LambdaRank, LambdaMART)", "soft": "smooth (SoftRank) form",
-         "exact": "exact expectation (smoothing='expected', the AP family)"}
+                  "expected": "exact expectation (smoothing='expected', the AP family)"}
 
 
 def objective_names(*, objective_kind: str = "swap_deltas") -> tuple[str, ...]:
@@ -483,7 +483,7 @@ def objective_names(*, objective_kind: str = "swap_deltas") -> tuple[str, ...]:
 
     Parameters
     ----------
-    objective_kind : {"swap_deltas", "soft", "exact"}
+    objective_kind : {"swap_deltas", "soft", "expected"}
         LambdaRank / LambdaMART (swap deltas), a soft loss's smooth value, or the exact expectation.
 
     Returns
