@@ -30,6 +30,14 @@ def isolated_data_and_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def ohsumed_fold1():
+    """The bundled OHSUMED (QueryLevelNorm) fold 1, loaded once per test session (read, never changed)."""
+    from gaprank.data import load_fold
+
+    return load_fold("OHSUMED", 1)
+
+
+@pytest.fixture(scope="session")
 def quick_ohsumed_comparison(tmp_path_factory):
     """The shipped OHSUMED comparison in --quick mode (what CI runs), run once per test session."""
     from training.compare import CompareConfig, run

@@ -5,18 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from shared import pad_by_group
 
 import gaprank.metrics as M
-from gaprank.data import load_fold
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 
 @pytest.fixture(scope="module")
-def ohsumed():
-    fold = load_fold("OHSUMED", 1)
+def ohsumed(ohsumed_fold1):
     from gaprank.data import RankingSplit
 
+    fold = ohsumed_fold1
     return RankingSplit.concatenate([fold.train, fold.vali, fold.test])  # all 106 queries
 
 
@@ -43,7 +43,6 @@ def test_ap_p10_ndcg_match_trec_eval(ohsumed, seed, decimals):
     order = _trec_order(ohsumed, scores)
     feats_order_scores = scores[order]
     labels = ohsumed.labels[order]
-    from gaprank._padding import pad_by_group
 
     s, mask = pad_by_group(feats_order_scores, ohsumed.group_sizes)
     y, _ = pad_by_group(labels, ohsumed.group_sizes)
@@ -69,7 +68,6 @@ def test_ap_with_recall_base_beyond_the_list_matches_trec_eval(ohsumed):
     """Truncate each run to its top 20: trec_eval still divides AP by all judged relevant documents."""
     rng = np.random.default_rng(5)
     scores = rng.normal(size=len(ohsumed.labels))
-    from gaprank._padding import pad_by_group
 
     s, mask = pad_by_group(scores, ohsumed.group_sizes)
     y, _ = pad_by_group(ohsumed.labels, ohsumed.group_sizes)

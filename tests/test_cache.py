@@ -1,6 +1,9 @@
 """gaprank.data's parsed-file cache: the same split as the text parse, served without parsing, rebuilt when
 the source changes (also behind an old modification time) or the entry is damaged, and a warning, with the
-data returned, when the cache cannot be written."""
+data returned, when the cache cannot be written.
+
+One private unit on purpose: the text parser in ``gaprank.data._folds``, replaced to prove a cached read parses
+nothing."""
 
 from __future__ import annotations
 
@@ -13,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gaprank.data import _folds, load_fold
-from gaprank.data._cache import CacheWriteWarning
+from gaprank.data import CacheWriteWarning, _folds, load_fold
 from training.synthetic import SHAPES, write
 
 

@@ -1,6 +1,8 @@
 """trec_eval's measure names in TREC mode (``gaprank eval -m ndcg_cut.10``, ``evaluate_trec(..., "P.10")``),
 checked against trec_eval's own test files and printed outputs (tests/data/trec_eval) and against pytrec_eval
-on graded qrels; run lines with fields after the run tag; "did you mean" hints."""
+on graded qrels; run lines with fields after the run tag; "did you mean" hints.
+
+One private unit on purpose: the table of trec_eval's names (``gaprank.metrics._trec_names``), read whole."""
 
 from __future__ import annotations
 

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from gaprank.cli.main import main
-from gaprank.data import import_dataset, load_fold, locate_dataset, user_data_dir
-from gaprank.data._import import DataImportError
+from gaprank.data import DataImportError, import_dataset, load_fold, locate_dataset, user_data_dir
 from training.synthetic import SHAPES, write
 
 # Queries of the synthetic download: two per partition. What is checked (archives, layouts, refusals) does not

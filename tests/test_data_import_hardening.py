@@ -1,6 +1,9 @@
 """gaprank data import, hardened: Yahoo! set 2 replaced beside set 1, a folder named for another set, unreadable
 and damaged archives, unreadable data directories, signals during an import and what a killed one leaves,
-files outside the set's layout and archives larger than the limit. Each refusal is one line, exit 2."""
+files outside the set's layout and archives larger than the limit. Each refusal is one line, exit 2.
+
+Two private units on purpose: ``parse_size`` (the ``--max-size`` parser) and ``_check``, slowed down in a child
+process so that a signal lands while an import is under way."""
 
 from __future__ import annotations
 
@@ -23,9 +26,17 @@ import pytest
 
 import gaprank
 from gaprank.cli.main import main
-from gaprank.data import DataNotFoundError, find_dataset, load_fold, load_split
-from gaprank.data._import import DataImportError, DataImportWarning, import_dataset, parse_size
-from gaprank.data._locations import DataLocationWarning
+from gaprank.data import (
+    DataImportError,
+    DataImportWarning,
+    DataLocationWarning,
+    DataNotFoundError,
+    find_dataset,
+    import_dataset,
+    load_fold,
+    load_split,
+)
+from gaprank.data._import import parse_size
 
 SRC = Path(gaprank.__file__).resolve().parents[1]
 

@@ -1,4 +1,7 @@
-"""SoftRank's pairwise probabilities and rank distributions: exact identities, Monte Carlo, gradcheck."""
+"""SoftRank's pairwise probabilities and rank distributions: exact identities, Monte Carlo, gradcheck.
+
+Private units on purpose: the engine's rank laws and their compiled kernels' working arrays, below the public
+``gaprank.distributions``."""
 
 from __future__ import annotations
 

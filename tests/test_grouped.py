@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import gaprank
+from gaprank import GaprankInputError
 from gaprank._grouped import GroupedLists, MeasureCall, length_buckets
-from gaprank._inputs import GaprankInputError
 
 
 def _flat(seed=0):

@@ -1,5 +1,7 @@
 """Evaluation in length buckets: every query once, padded at most to twice its length, bounded buckets;
-the values equal one padded evaluation (whole-set grade scale included); memory follows the data."""
+the values equal one padded evaluation (whole-set grade scale included); memory follows the data.
+
+One private unit on purpose: ``length_buckets``, the one bucketing rule, checked on its own bounds."""
 
 from __future__ import annotations
 
@@ -10,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared import pad_by_group
 
 from gaprank import metrics as M
 from gaprank._grouped import length_buckets
-from gaprank._padding import pad_by_group
 from gaprank.lightgbm import ranking_feval
 from gaprank.metrics import evaluate_letor
 

@@ -1,6 +1,8 @@
 """gaprank.lightgbm: native LambdaRank reproduced, gradients against finite differences and the PyTorch
 loss, eval values against gaprank.metrics, edge queries, and LightGBM's own machinery (importance,
-early stopping, LGBMRanker)."""
+early stopping, LGBMRanker).
+
+One private unit on purpose: the cost model that cuts LambdaMART's queries into buckets (``_engine.buckets``)."""
 
 from __future__ import annotations
 
@@ -15,11 +17,10 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 import torch
+from shared import g_for, pad_by_group
 
 import gaprank
 from gaprank import GaprankInputError
-from gaprank._padding import pad_by_group
-from gaprank.data import load_fold
 from gaprank.lightgbm import lambdarank_objective, ranking_feval, sklearn_objective
 
 METRICS = ("gap", "xgap", "egap", "ap", "ndcg")
@@ -27,13 +28,9 @@ G = (0.5, 0.5)
 BASE = dict(verbosity=-1, num_threads=1, seed=7, deterministic=True, force_row_wise=True)
 
 
-def _g(metric):
-    return G if metric in ("gap", "xgap", "egap") else None
-
-
 @pytest.fixture(scope="module")
-def ohsumed():
-    return load_fold("OHSUMED", 1)
+def ohsumed(ohsumed_fold1):
+    return ohsumed_fold1
 
 
 def _random_queries(rng, sizes, max_label=2):
@@ -105,11 +102,11 @@ def test_grad_hess_are_derivatives_of_the_pairwise_cost(metric, truncation):
         y = rng.integers(0, 3, n).astype(float)
         y[:2] = [2, 0]  # at least one pair
         s = rng.normal(size=n)
-        obj = lambdarank_objective(metric, g=_g(metric), sigma=sigma, truncation_level=truncation)
+        obj = lambdarank_objective(metric, g=g_for(metric, G), sigma=sigma, truncation_level=truncation)
         grad, hess = obj.gradients(s, y, [n])
         # the oracle: swap deltas by brute force recomputation (tests/test_swap_deltas.py), frozen
         deltas = gaprank.swap_deltas(torch.tensor(s), torch.tensor(y, dtype=torch.long), measure=metric,
-                                     g=_g(metric)).numpy()
+                                     g=g_for(metric, G)).numpy()
         if metric == "ndcg" and truncation is not None:  # LightGBM's rule: the ideal DCG at the truncation level
             deltas *= _idcg(y, None) / _idcg(y, truncation)
         rank = np.empty(n, int)
@@ -130,19 +127,19 @@ def test_grad_hess_are_derivatives_of_the_pairwise_cost(metric, truncation):
 def test_grad_equals_pytorch_lambdarank_gradient(metric, k):
     rng = np.random.default_rng(3)
     s, y, sizes = _random_queries(rng, [9, 1, 14, 5, 30, 7])
-    grad, _ = lambdarank_objective(metric, g=_g(metric), sigma=0.8, truncation_level=k,
+    grad, _ = lambdarank_objective(metric, g=g_for(metric, G), sigma=0.8, truncation_level=k,
                                    precision="float64").gradients(s, y, sizes)
     # the same queries, padded, through the PyTorch loss (sum over queries: no mean scaling)
     scores, mask = pad_by_group(s, sizes)
     labels, _ = pad_by_group(y.astype(np.int64), sizes)
     st = torch.tensor(scores, requires_grad=True)
-    gaprank.lambdarank_loss(st, torch.tensor(labels), measure=metric, g=_g(metric), sigma=0.8, truncation_level=k,
+    gaprank.lambdarank_loss(st, torch.tensor(labels), measure=metric, g=g_for(metric, G), sigma=0.8, truncation_level=k,
                             mask=torch.tensor(mask), reduction="sum").backward()
     np.testing.assert_allclose(grad, st.grad.numpy()[mask], rtol=1e-12, atol=1e-14)
     assert np.abs(grad).max() > 1e-3
     # the torch engine's default float32 pair arithmetic: the same numbers to float32 rounding (the compiled
     # kernel, which serves this measure by default, computes in float64)
-    objective32 = lambdarank_objective(metric, g=_g(metric), sigma=0.8, truncation_level=k, backend="torch")
+    objective32 = lambdarank_objective(metric, g=g_for(metric, G), sigma=0.8, truncation_level=k, backend="torch")
     grad32, _ = objective32.gradients(s, y, sizes)
     assert grad32.dtype == np.float64
     np.testing.assert_allclose(grad32, grad, rtol=0, atol=1e-6 * np.abs(grad).max())
@@ -194,7 +191,7 @@ def test_float32_pair_arithmetic_on_ohsumed(ohsumed, metric, truncation, norm):
     """The default float32 against float64 on real data and scores from a trained model's range."""
     X, y, group = ohsumed.train.to_flat()
     preds = np.random.default_rng(2).normal(scale=3.0, size=y.size) + 40.0  # a large offset, as late rounds have
-    options = dict(g=_g(metric), truncation_level=truncation, norm=norm)
+    options = dict(g=g_for(metric, G), truncation_level=truncation, norm=norm)
     g64, h64 = lambdarank_objective(metric, **options, precision="float64").gradients(preds, y, group)
     g32, h32 = lambdarank_objective(metric, **options).gradients(preds, y, group)
     np.testing.assert_allclose(g32, g64, rtol=0, atol=1e-6 * np.abs(g64).max())
@@ -217,7 +214,7 @@ def test_gradients_sum_to_zero_and_push_relevant_up():
     rng = np.random.default_rng(8)
     s, y, sizes = _random_queries(rng, [40, 25])
     for metric, precision in itertools.product(METRICS, ("float32", "float64")):
-        grad, hess = lambdarank_objective(metric, g=_g(metric), precision=precision).gradients(s, y, sizes)
+        grad, hess = lambdarank_objective(metric, g=g_for(metric, G), precision=precision).gradients(s, y, sizes)
         tol = (1e-6 if precision == "float32" else 1e-14) * np.abs(grad).sum()
         assert abs(grad[:40].sum()) < tol and abs(grad[40:].sum()) < tol  # lambdas are antisymmetric
         assert (hess >= 0).all()
@@ -232,7 +229,7 @@ def test_no_relevant_and_single_document_queries_get_zero():
     s = np.array([0.3, -1.0, 2.0, 5.0, 0.1, 0.2, 0.0, 0.0, 0.0])
     sizes = [3, 1, 2, 3]  # no relevant; single document; a real pair; all labels equal
     for metric in METRICS:
-        grad, hess = lambdarank_objective(metric, g=_g(metric), norm=True).gradients(s, y, sizes)
+        grad, hess = lambdarank_objective(metric, g=g_for(metric, G), norm=True).gradients(s, y, sizes)
         assert np.isfinite(grad).all() and np.isfinite(hess).all()
         np.testing.assert_array_equal(grad[[0, 1, 2, 3, 6, 7, 8]], 0.0)
         np.testing.assert_array_equal(hess[[0, 1, 2, 3, 6, 7, 8]], 0.0)

@@ -1,5 +1,9 @@
 """PyTorch objectives: oracles (double loops over pairs, Monte Carlo, recomputation), gradcheck,
-sigma -> 0 limits, robustness (padding, degenerate queries, huge score gaps, ties) and errors."""
+sigma -> 0 limits, robustness (padding, degenerate queries, huge score gaps, ties) and errors.
+
+Private units on purpose: the pair engine and its factor plans (block sizes forced small, checked against one
+pass), the expectation's lattice and SoftRank's blocked sums (block sizes), the device-settings cache, and the CUDA
+graphs' bookkeeping (with a stand-in graph on the CPU); everything else goes through the public losses."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from shared import g_for
 
 import gaprank
 import gaprank._engine.pairs as pairwise_module
@@ -27,10 +32,6 @@ from gaprank import GaprankInputError
 G = [0.2, 0.3, 0.5]
 AP_FAMILY = ("gap", "xgap", "egap", "ap")
 METRICS = (*AP_FAMILY, "ndcg")
-
-
-def _g(metric):
-    return G if metric in ("gap", "xgap", "egap") else None
 
 
 def exact_metric(metric, scores, labels, **kw):
@@ -95,7 +96,7 @@ def _double_loop(metric, scores, labels, mask, sigma, k):
 def test_lambdarank_gradient_equals_double_loop(metric, k):
     scores, labels, mask = _random_batch(1)
     scores.requires_grad_(True)
-    loss = L.lambdarank_loss(scores, labels, measure=metric, g=_g(metric), sigma=1.7, truncation_level=k, mask=mask,
+    loss = L.lambdarank_loss(scores, labels, measure=metric, g=g_for(metric, G), sigma=1.7, truncation_level=k, mask=mask,
                              reduction="none")
     loss.sum().backward()
     expected_loss, expected_grad = _double_loop(metric, scores.detach(), labels, mask, 1.7, k)
@@ -170,7 +171,7 @@ def test_lambdarank_compiled_kernel_equals_the_pair_engine(monkeypatch, metric, 
     labels[3] = 1
     mask[4] = False
     mask[4, 0] = True
-    kw = {"g": _g(metric)} if _g(metric) is not None else {}
+    kw = {"g": g_for(metric, G)} if g_for(metric, G) is not None else {}
     results = []
     for use_kernel in (True, False):
         backend = "auto" if use_kernel else "torch"  # the compiled kernel where it serves, or the tensor engine
@@ -702,7 +703,7 @@ def test_lambdarank_gradcheck_away_from_rank_changes(metric):
     # Delta M is fixed while the ranking does not change, so the cost's gradient is the lambda sums.
     scores, labels, mask = _random_batch(4)
     s = scores.clone().requires_grad_(True)
-    fn = lambda x: L.lambdarank_loss(x, labels, measure=metric, g=_g(metric), mask=mask, reduction="none")  # noqa: E731
+    fn = lambda x: L.lambdarank_loss(x, labels, measure=metric, g=g_for(metric, G), mask=mask, reduction="none")  # noqa: E731
     assert torch.autograd.gradcheck(fn, (s,), eps=1e-7, atol=1e-6)
 
 
@@ -773,7 +774,7 @@ def test_softndcg_compiled_and_torch_paths_same_value_and_gradient(monkeypatch, 
 @pytest.mark.parametrize("metric", METRICS)
 def test_paper_mode_sigma_to_zero_is_the_metric(metric):
     scores, labels, mask = _random_batch(9, b=4, n=12)
-    values = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=1e-6, mask=mask)
+    values = L.soft_metric(scores, labels, measure=metric, g=g_for(metric, G), sigma=1e-6, mask=mask)
     expected = exact_metric(metric, scores, labels, mask=mask)
     torch.testing.assert_close(values, expected, rtol=0, atol=1e-9)
 
@@ -781,7 +782,7 @@ def test_paper_mode_sigma_to_zero_is_the_metric(metric):
 @pytest.mark.parametrize("metric", AP_FAMILY)
 def test_exact_mode_sigma_to_zero_is_the_metric(metric):
     scores, labels, mask = _random_batch(10, b=2, n=8)
-    values = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=1e-3, smoothing="expected", mask=mask)
+    values = L.soft_metric(scores, labels, measure=metric, g=g_for(metric, G), sigma=1e-3, smoothing="expected", mask=mask)
     torch.testing.assert_close(values, exact_metric(metric, scores, labels, mask=mask), rtol=0, atol=1e-9)
 
 
@@ -789,7 +790,7 @@ def test_exact_mode_sigma_to_zero_is_the_metric(metric):
 def test_soft_metric_gradcheck_paper(metric):
     scores, labels, mask = _random_batch(11)
     s = scores.clone().requires_grad_(True)
-    fn = lambda x: L.soft_metric_loss(x, labels, measure=metric, g=_g(metric), sigma=0.8, mask=mask,  # noqa: E731
+    fn = lambda x: L.soft_metric_loss(x, labels, measure=metric, g=g_for(metric, G), sigma=0.8, mask=mask,  # noqa: E731
                                       reduction="none")
     assert torch.autograd.gradcheck(fn, (s,))
 
@@ -799,7 +800,7 @@ def test_soft_metric_gradcheck_exact(metric, monkeypatch):
     monkeypatch.setattr(exact_module, "EXACT_BLOCK_ELEMENTS", 500)  # several checkpointed grid blocks
     scores, labels, mask = _random_batch(12, b=2, n=6)
     s = scores.clone().requires_grad_(True)
-    fn = lambda x: L.soft_metric(x, labels, measure=metric, g=_g(metric), sigma=0.8, smoothing="expected", mask=mask)  # noqa: E731
+    fn = lambda x: L.soft_metric(x, labels, measure=metric, g=g_for(metric, G), sigma=0.8, smoothing="expected", mask=mask)  # noqa: E731
     assert torch.autograd.gradcheck(fn, (s,))
 
 
@@ -819,10 +820,10 @@ def test_exact_mode_agrees_with_monte_carlo(metric, n, sigma):
     rng = np.random.default_rng(n)
     scores = torch.tensor(rng.normal(scale=1.5, size=n))
     labels = torch.tensor(rng.integers(0, 4, size=n))
-    value = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=sigma, smoothing="expected").item()
+    value = L.soft_metric(scores, labels, measure=metric, g=g_for(metric, G), sigma=sigma, smoothing="expected").item()
     mean, se = _monte_carlo(metric, scores, labels, sigma, 40_000, seed=n)  # se about 1e-4: 3 se is a 3e-4 check
     assert abs(value - mean) < 3 * se, (value, mean, se)
-    paper = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=sigma).item()
+    paper = L.soft_metric(scores, labels, measure=metric, g=g_for(metric, G), sigma=sigma).item()
     assert paper != pytest.approx(value, abs=1e-6)  # a ratio of expectations, not the expectation
     assert abs(paper - mean) > 10 * se, (paper, mean, se)  # ... which these samples tell apart (21 to 144 se)
 
@@ -849,18 +850,18 @@ def test_grade_counts_enter_the_soft_normaliser():
 # ----------------------------------------------------------------------------- every loss: robustness
 
 LOSSES = {
-    **{f"soft_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, measure=m, g=_g(m), sigma=0.5,
+    **{f"soft_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, measure=m, g=g_for(m, G), sigma=0.5,
                                                                            mask=mask, reduction="none"))(m)
        for m in METRICS},
-    **{f"exact_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, measure=m, g=_g(m), sigma=0.5,
+    **{f"exact_{m}": (lambda m: lambda s, y, mask=None: L.soft_metric_loss(s, y, measure=m, g=g_for(m, G), sigma=0.5,
                                                                             smoothing="expected", mask=mask,
                                                                             reduction="none"))(m)
        for m in AP_FAMILY},
-    **{f"lambda_{m}": (lambda m: lambda s, y, mask=None: L.lambdarank_loss(s, y, measure=m, g=_g(m), truncation_level=5,
+    **{f"lambda_{m}": (lambda m: lambda s, y, mask=None: L.lambdarank_loss(s, y, measure=m, g=g_for(m, G), truncation_level=5,
                                                                             mask=mask, reduction="none"))(m)
        for m in METRICS},
     **{f"{smoothing}_{m}": (lambda m, smoothing: lambda s, y, mask=None: L.soft_metric_loss(
-        s, y, measure=m, g=_g(m), sigma=0.5, smoothing=smoothing, mask=mask, reduction="none"))(m, smoothing)
+        s, y, measure=m, g=g_for(m, G), sigma=0.5, smoothing=smoothing, mask=mask, reduction="none"))(m, smoothing)
        for m in ("gap", "ndcg") for smoothing in ("approx", "neuralsort", "softsort", "fast_soft_rank")},
     "ranknet": lambda s, y, mask=None: L.ranknet_loss(s, y, mask=mask, reduction="none"),
     "listnet": lambda s, y, mask=None: L.listnet_loss(s, y, mask=mask, reduction="none"),
@@ -958,9 +959,9 @@ def test_modules_call_the_functional_core():
 def test_loss_is_regret_against_the_ideal_list():
     scores, labels, mask = _random_batch(18)
     for metric in METRICS:
-        values = L.soft_metric(scores, labels, measure=metric, g=_g(metric), sigma=1e-6, mask=mask)
+        values = L.soft_metric(scores, labels, measure=metric, g=g_for(metric, G), sigma=1e-6, mask=mask)
         ideal = exact_metric(metric, labels.double(), labels, mask=mask)
-        loss = L.soft_metric_loss(scores, labels, measure=metric, g=_g(metric), sigma=1e-6, mask=mask,
+        loss = L.soft_metric_loss(scores, labels, measure=metric, g=g_for(metric, G), sigma=1e-6, mask=mask,
                                   reduction="none")
         torch.testing.assert_close(loss, ideal - values, rtol=0, atol=1e-9)
         assert torch.all(loss >= -1e-12)

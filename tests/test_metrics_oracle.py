@@ -1,5 +1,7 @@
 """Every metric against a loop implementation of its definition (tests/oracles.py), on random batches
-with ties, padding, all-zero queries, missing grades and recall bases beyond the list."""
+with ties, padding, all-zero queries, missing grades and recall bases beyond the list.
+
+One private unit on purpose: ``gaprank.metrics._formulas``, whose formulas are checked one by one."""
 
 from __future__ import annotations
 

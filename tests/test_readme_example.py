@@ -9,13 +9,8 @@ import numpy as np
 import torch
 
 import gaprank
-from gaprank.data import load_fold
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def _ohsumed_fold1():
-    return load_fold("OHSUMED", 1)
 
 
 def _run_readme_example(heading: str) -> dict:
@@ -27,8 +22,8 @@ def _run_readme_example(heading: str) -> dict:
     return namespace
 
 
-def test_readme_training_example_runs_and_beats_the_untrained_model(capsys):
-    fold = _ohsumed_fold1()
+def test_readme_training_example_runs_and_beats_the_untrained_model(capsys, ohsumed_fold1):
+    fold = ohsumed_fold1
     torch.manual_seed(0)
     _run_readme_example("## Train your PyTorch ranker for GAP")
     printed = float(capsys.readouterr().out.strip().removeprefix("tensor(").removesuffix(")"))
@@ -40,8 +35,8 @@ def test_readme_training_example_runs_and_beats_the_untrained_model(capsys):
     assert printed > before + 0.05, (before, printed)
 
 
-def test_readme_lambdamart_example_runs_and_learns(capsys):
-    fold = _ohsumed_fold1()
+def test_readme_lambdamart_example_runs_and_learns(capsys, ohsumed_fold1):
+    fold = ohsumed_fold1
     namespace = _run_readme_example("## LambdaMART for GAP with LightGBM")
     printed = capsys.readouterr().out
     assert "'GAP'" in printed and "'nDCG@10'" in printed

@@ -4,6 +4,8 @@ swap deltas, LambdaRank loss, LambdaMART gradients and smooth forms checked by b
 LambdaRank losses and LambdaMART objectives from one entry; bad entries are refused.
 
 The oracles are tests/oracles.py: plain loops from the papers' definitions, sharing no code with gaprank.
+Private units on purpose: the modules the built-in metrics are written in and ``metric_signature``, which a
+written-out metric must match.
 """
 
 from __future__ import annotations

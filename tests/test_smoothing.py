@@ -1,6 +1,9 @@
 """The soft losses' smoothings (``smoothing=``): the threshold identity on exact ranks, every smoothing's
 sigma -> 0 limit over the registry, gradcheck with padding, the fast soft ranks against a dense projection,
-padding and ties, refusals, half precision and torch.func."""
+padding and ties, refusals, half precision and torch.func.
+
+Private units on purpose: the soft ranks themselves (``soft_ranks``, the fast projection, NeuralSort's spread),
+which the losses only sum, and the ranked lists the threshold identity is checked on."""
 
 from __future__ import annotations
 

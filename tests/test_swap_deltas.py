@@ -1,4 +1,7 @@
-"""Swap deltas (FORMULAS.md result 2) against brute-force recomputation of the metric for every pair."""
+"""Swap deltas (FORMULAS.md result 2) against brute-force recomputation of the metric for every pair.
+
+Private units on purpose: the engine's factor plans and slot layouts, checked against the per-pair factors they
+compute in one product."""
 
 from __future__ import annotations
 

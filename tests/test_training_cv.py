@@ -13,7 +13,6 @@ import torch
 import yaml
 
 from gaprank import GaprankInputError
-from gaprank.data import load_fold
 from gaprank.lightgbm import ranking_feval
 from training._runner import cpu_name
 from training.config import ConfigError, load_config
@@ -22,11 +21,6 @@ from training.cv import CVConfig, LossConfig, ModelConfig, length_batches, main,
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p for folder in ("ohsumed", "mq2008") for p in (ROOT / "configs" / folder).glob("*.yaml")
                  if not p.name.startswith(("lambdamart_", "xgboost_", "compare", "tune")))
-
-
-@pytest.fixture(scope="module")
-def ohsumed_fold1():
-    return load_fold("OHSUMED", 1)
 
 
 def _write(tmp_path: Path, data: dict, name: str = "config.yaml") -> Path:

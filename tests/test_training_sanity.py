@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from shared import g_for
 
 import gaprank
 import gaprank.losses as L
@@ -20,19 +21,15 @@ TARGETS = {
 }
 
 
-def _g(metric):
-    return G if metric in ("gap", "xgap", "egap") else None
-
-
 def _soft(metric, smoothing):
     # the expectation's cost grows with (score range / sigma): a wider sigma keeps this test quick
     # approx at 0.1 starts on a plateau for nDCG here (its loss falls, the metric only after ~20 steps)
     sigma = 0.3 if smoothing in ("expected", "approx") else 0.1
-    return lambda s, y, k: L.soft_metric_loss(s, y, measure=metric, g=_g(metric), sigma=sigma, smoothing=smoothing, mask=k)
+    return lambda s, y, k: L.soft_metric_loss(s, y, measure=metric, g=g_for(metric, G), sigma=sigma, smoothing=smoothing, mask=k)
 
 
 def _lambdarank(metric):
-    return lambda s, y, k: L.lambdarank_loss(s, y, measure=metric, g=_g(metric), mask=k)
+    return lambda s, y, k: L.lambdarank_loss(s, y, measure=metric, g=g_for(metric, G), mask=k)
 
 
 CASES = {  # name: (loss, the metric it targets, train on the 16 shortest queries only -- O(N^3) losses)

@@ -1,5 +1,8 @@
 """gaprank.xgboost: native rank:ndcg reproduced, gradients as the LightGBM objective's (XGBoost's hessian
-scale), the eval metric against gaprank.metrics, and every bad input a clear error."""
+scale), the eval metric against gaprank.metrics, and every bad input a clear error.
+
+One private unit on purpose: ``gaprank.xgboost._dmatrix``, how query sizes and weights are read from a DMatrix
+(its group pointer), which XGBoost exposes differently by version."""
 
 from __future__ import annotations
 

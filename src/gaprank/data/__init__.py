@@ -14,11 +14,13 @@ from ._folds import (
     load_fold,
     load_split,
 )
-from ._import import import_dataset, remove_stale_imports
+from ._cache import CacheWriteWarning
+from ._import import DataImportError, DataImportWarning, import_dataset, remove_stale_imports
 from ._letor import LetorFormatError, PaddedBatch, RankingSplit, read_letor, read_scores
 from ._locations import (
     BundledDataError,
     DataLocation,
+    DataLocationWarning,
     DataNotFoundError,
     bundled_sets,
     data_locations,
@@ -37,6 +39,10 @@ __all__ = [
     "MAX_LABEL",
     "NUM_FEATURES",
     "DataNotFoundError",
+    "DataImportError",
+    "DataImportWarning",
+    "DataLocationWarning",
+    "CacheWriteWarning",
     "Fold",
     "FoldsFileError",
     "fold_fingerprint",
