@@ -13,7 +13,7 @@ from scipy import stats
 
 from gaprank.data import locate_dataset
 from training.compare import CompareConfig, letor_baselines, load_runs, main, paired_tests
-from training.config import ConfigError, load_config
+from training.config import ConfigError, load_config, read_config_data
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -176,7 +176,7 @@ def test_compare_quick_mode_runs_every_shipped_objective(quick_ohsumed_compariso
 
 
 def test_run_names_and_baselines_stay_inside_their_directories(tmp_path):
-    run_config = yaml.safe_load((ROOT / "configs/ohsumed/listnet.yaml").read_text())
+    run_config = read_config_data(ROOT / "configs/ohsumed/listnet.yaml")
     escaping = tmp_path / "escaping.yaml"
     escaping.write_text(yaml.safe_dump({**run_config, "name": "../x"}))
     data = {"name": "x", "output_dir": str(tmp_path / "o"), "runs": [

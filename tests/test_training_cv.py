@@ -15,12 +15,12 @@ import yaml
 from gaprank import GaprankInputError
 from gaprank.lightgbm import ranking_feval
 from training._runner import cpu_name
-from training.config import ConfigError, load_config
+from training.config import ConfigError, load_config, read_config_data
 from training.cv import CVConfig, LossConfig, ModelConfig, length_batches, main, predict, run, run_fold
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p for folder in ("ohsumed", "mq2008") for p in (ROOT / "configs" / folder).glob("*.yaml")
-                 if not p.name.startswith(("lambdamart_", "xgboost_", "compare", "tune")))
+                 if not p.name.startswith(("lambdamart_", "xgboost_", "compare", "tune", "base_")))
 
 
 def _write(tmp_path: Path, data: dict, name: str = "config.yaml") -> Path:
@@ -273,7 +273,7 @@ def test_committed_records_stand_for_every_spelling_of_their_smoothing(record, t
     monkeypatch.setattr(training.config, "available_cores", lambda: held["training"]["num_threads"])
     shipped = ROOT / "configs" / record.parents[2].name.replace("-untuned", "") / f"{record.parents[1].name}.yaml"
     assert same_run_config(held, load_config(shipped, CVConfig))
-    data = yaml.safe_load(shipped.read_text())
+    data = read_config_data(shipped)
     expected = data["loss"].get("smoothing") == "expected"
     if not expected:  # SoftRank: with smoothing unset or "softrank", the same run
         config = load_config(_write(tmp_path, {**data, "loss": {**data["loss"], "smoothing": "softrank"}}), CVConfig)
@@ -530,3 +530,50 @@ def test_tqdm_disable_silences_the_progress_bars(tmp_path, toy_data):
                           capture_output=True, text=True, env=env)
     # standard error is a pipe, not a terminal: one line per fold, no bars
     assert loud.returncode == 0 and "toy Fold1: epoch" in loud.stderr and "\r" not in loud.stderr
+
+
+def test_a_config_takes_its_base_and_replaces_what_it_gives(tmp_path):
+    """``base:``: every key of the base file, the run's own replacing them section by section (a list whole)."""
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({
+        "data": {"dataset": "OHSUMED", "folds": [1, 2]}, "loss": {"kind": "soft", "sigma": 0.5},
+        "training": {"epochs": 3, "learning_rates": [0.1, 0.2]}, "output_dir": str(tmp_path / "base_out")}))
+    run_file = _write(tmp_path, {"base": "base.yaml", "name": "r", "loss": {"measure": "gap", "g": [0.5, 0.5]},
+                                 "training": {"learning_rates": [0.3]}, "output_dir": str(tmp_path / "out")})
+    config = load_config(run_file, CVConfig)
+    assert (config.loss.kind, config.loss.measure, config.loss.sigma) == ("soft", "gap", 0.5)
+    assert config.training.epochs == 3 and config.training.learning_rates == [0.3] and config.data.folds == [1, 2]
+    assert config.output_dir == str(tmp_path / "out")
+
+
+@pytest.mark.parametrize("base, message", [
+    ("missing.yaml", "base missing.yaml does not exist"),
+    ("", "base must name a YAML file beside it"),
+    ("chained.yaml", "has a base of its own; a base is one file"),
+    ("listed.yaml", "must be a mapping of config sections"),
+])
+def test_a_bad_base_is_one_line_naming_the_file(tmp_path, base, message):
+    (tmp_path / "chained.yaml").write_text("base: other.yaml\nname: x\n")
+    (tmp_path / "listed.yaml").write_text("- 1\n- 2\n")
+    run_file = _write(tmp_path, {"base": base, "name": "r"})
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_config(run_file, CVConfig)
+    assert str(caught.value).startswith(str(run_file)) and "\n" not in str(caught.value)
+
+
+def test_each_shipped_run_starts_from_its_data_sets_base():
+    """One base per data set and trainer: a run file holds its name, output and what makes it that run, and no key
+    that repeats its base's value."""
+    from training.lambdamart import LambdaMARTConfig
+
+    for folder in ("ohsumed", "mq2008"):
+        for path in sorted((ROOT / "configs" / folder).glob("*.yaml")):
+            if path.name.startswith(("compare", "tune", "base_")):
+                continue
+            own = yaml.safe_load(path.read_text())
+            assert own["base"] == ("base_cv.yaml" if "loss" in read_config_data(path) else "base_lambdamart.yaml"), path
+            base = yaml.safe_load((path.parent / own["base"]).read_text())
+            for section, values in own.items():
+                if isinstance(values, dict) and isinstance(base.get(section), dict):
+                    repeated = [key for key, value in values.items() if base[section].get(key, object()) == value]
+                    assert not repeated, f"{path.name}: {section}.{repeated} repeats the base"
+            load_config(path, CVConfig if "loss" in own or "loss" in base else LambdaMARTConfig)

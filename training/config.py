@@ -5,6 +5,10 @@ A config section is a dataclass; its fields' annotations say what is allowed (``
 and ``dict[str, Any]`` for pass-through options). Unknown keys, wrong types and missing required keys
 raise :class:`ConfigError`; nothing is looked up by name at run time.
 
+A file may start from a base: ``base: base_cv.yaml`` (a path relative to the file) takes every key of that file,
+and the file's own keys replace the base's, section by section (a section's keys one by one; a list or a value
+whole). A data set's runs share one base per trainer, so that a run file holds only what makes it that run.
+
 A ``num_threads`` field (``training.num_threads``, ``booster.num_threads``) also takes ``auto``: the cores
 this process may use (:func:`auto_threads`), resolved when the config is read, so that a run's record holds
 the number it ran with.
@@ -198,12 +202,52 @@ def build_config(cls: type[T], data: Any) -> T:
 
 
 def load_config(path: str | Path, cls: type[T]) -> T:
-    """Read a YAML file into ``cls``; every problem is a :class:`ConfigError` naming the file."""
+    """Read a YAML file (and its base) into ``cls``; every problem is a :class:`ConfigError` naming the file."""
     path = Path(path)
+    data = read_config_data(path)
+    try:
+        return _build(cls, data, "")
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+BASE_KEY = "base"
+
+
+def read_config_data(path: str | Path) -> Any:
+    """A config file's data as plain YAML values, its ``base`` merged in (the mapping :func:`load_config` builds)."""
+    path = Path(path)
+    data = _read_yaml(path)
+    if not isinstance(data, dict) or BASE_KEY not in data:
+        return data
+    base_name = data.pop(BASE_KEY)
+    if not isinstance(base_name, str) or not base_name.strip():
+        raise ConfigError(f"{path}: base must name a YAML file beside it; got {base_name!r}")
+    base_path = path.parent / base_name
+    base = _read_yaml(base_path, f"{path}: base {base_name}")
+    if not isinstance(base, dict):
+        raise ConfigError(f"{path}: base {base_path} must be a mapping of config sections")
+    if BASE_KEY in base:
+        raise ConfigError(f"{path}: base {base_path} has a base of its own; a base is one file")
+    return merged(base, data)
+
+
+def merged(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``own``'s keys replacing its keys: a mapping in both merged key by key, anything else whole."""
+    out = dict(base)
+    for key, value in own.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _read_yaml(path: Path, what: str | None = None) -> Any:
+    """The YAML values of ``path``; a missing, unreadable or malformed file is a :class:`ConfigError` naming it
+    (``what``: how the message names it, for a base)."""
+    name = what or f"config file {path}"
     if path.is_dir():
-        raise ConfigError(f"config {path} is a directory; give a YAML file")
+        raise ConfigError(f"{name} is a directory; give a YAML file")
     if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist")
+        raise ConfigError(f"{name} does not exist" + (f" ({path})" if what else ""))
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -211,15 +255,11 @@ def load_config(path: str | Path, cls: type[T]) -> T:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except ConfigError as exc:
         raise ConfigError(f"{path}, {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
-    try:
-        return _build(cls, data, "")
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
 
 
 def to_dict(obj: Any) -> Any:
@@ -252,4 +292,4 @@ def with_params(config: Any, params: dict[str, Any]) -> Any:
 
 
 __all__ = ["ConfigError", "auto_threads", "available_cores", "local_processes", "build_config",
-           "load_config", "to_dict", "with_params"]
+           "load_config", "merged", "read_config_data", "to_dict", "with_params"]
