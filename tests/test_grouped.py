@@ -153,3 +153,32 @@ def test_training_batches_are_length_sorted_runs_padded_like_buckets():
     every = np.concatenate(split.grouped.batches(8))
     assert sorted(every.tolist()) == list(range(split.num_queries))
     assert np.all(np.diff(split.group_sizes[every]) >= 0)
+
+
+def test_query_runs_and_group_pointers_are_the_same_groups():
+    """A LETOR file's runs of query ids and XGBoost's group pointer give the groups their sizes say; a query whose
+    rows are apart, or a pointer that does not cover the rows, is one line."""
+    runs = GroupedLists.from_query_runs([5, 5, 6, 6, 6, 9])
+    assert runs.group_sizes.tolist() == [2, 3, 1] and runs.query_ids.tolist() == [5, 6, 9]
+    assert runs.starts.tolist() == [0, 2, 5]
+    pointer = GroupedLists.from_pointer(np.array([0, 2, 5, 6], dtype=np.uint32), 6)
+    assert pointer.group_sizes.tolist() == [2, 3, 1]
+    with pytest.raises(GaprankInputError, match="rows of query 5 are not contiguous"):
+        GroupedLists.from_query_runs([5, 6, 5])
+    with pytest.raises(GaprankInputError, match="qid must be a non-empty 1-D array"):
+        GroupedLists.from_query_runs([], what="qid")
+    for bad in ([0, 2, 2, 6], [1, 6], [0, 5]):
+        with pytest.raises(GaprankInputError, match="do not cover the 6 rows"):
+            GroupedLists.from_pointer(np.array(bad), 6)
+
+
+def test_pair_buckets_hold_each_query_once_sorted_by_length_with_the_padding_row_given():
+    grouped = GroupedLists([4, 1, 3, 0, 2])
+    buckets = grouped.pair_buckets([0, 1, 2, 4], rows=None, fill=10)
+    queries = np.concatenate([bucket.queries for bucket in buckets])
+    assert sorted(queries.tolist()) == [0, 1, 2, 4]
+    assert grouped.group_sizes[queries].tolist() == sorted(grouped.group_sizes[queries].tolist())
+    for bucket in buckets:
+        assert (bucket.rows[~bucket.mask] == 10).all()
+        for query, row, real in zip(bucket.queries, bucket.rows, bucket.mask, strict=True):
+            assert row[real].tolist() == list(range(grouped.starts[query], grouped.starts[query] + grouped.group_sizes[query]))

@@ -2,7 +2,8 @@
 loss, eval values against gaprank.metrics, edge queries, and LightGBM's own machinery (importance,
 early stopping, LGBMRanker).
 
-One private unit on purpose: the cost model that cuts LambdaMART's queries into buckets (``_engine.buckets``)."""
+One private unit on purpose: the cost model that cuts LambdaMART's queries into buckets
+(``_grouped.pair_cost_cut``)."""
 
 from __future__ import annotations
 
@@ -161,9 +162,9 @@ def test_bucketing_does_not_change_gradients():
         start += n
 
 
-def test_bucket_bounds_are_the_cheapest_cut():
+def test_pair_cost_cut_is_the_cheapest_cut():
     """The dynamic programme against every way of cutting a few lengths into contiguous buckets."""
-    from gaprank._engine.buckets import BUCKET_COST, SLOT_COST, bucket_bounds
+    from gaprank._grouped import BUCKET_COST, SLOT_COST, pair_cost_cut
 
     def cost(sizes, bounds, rows):
         total = 0.0
@@ -177,7 +178,7 @@ def test_bucket_bounds_are_the_cheapest_cut():
     for rows in (None, 30):
         for _ in range(20):
             sizes = np.sort(rng.choice([2, 3, 5, 9, 40, 80, 120, 300, 700, 1000], size=rng.integers(1, 9)))
-            bounds = bucket_bounds(sizes, rows)
+            bounds = pair_cost_cut(sizes, rows)
             assert bounds[0][0] == 0 and bounds[-1][1] == sizes.size
             assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
             cuts = [i for i in range(1, sizes.size) if sizes[i] != sizes[i - 1]]

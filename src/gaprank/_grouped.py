@@ -1,15 +1,19 @@
-"""Grouped lists: the queries of a data set, cut into length buckets and evaluated measure by measure.
+"""Grouped lists: the queries of a data set, cut into buckets of similar length and padded; the one layer every
+caller that works query by query goes through.
 
-Every evaluation over many queries goes through :class:`GroupedLists` (LETOR and TREC evaluation,
-``RankingEval``, the torchmetrics adapter): the queries, given as flat rows grouped by query, flat rows with
-a query id each, or a padded ``[batch, list]`` array with its mask, are cut by one rule
-(:func:`length_buckets`) into buckets of similar length, each padded only to its own longest query, and
-each measure is called once per bucket; the values come back per query, in the queries' order.
+:class:`GroupedLists` takes the queries as flat rows grouped by query (documents per query), flat rows with a query
+id each (:meth:`~GroupedLists.from_query_ids`; contiguous runs of ids: :meth:`~GroupedLists.from_query_runs`), a
+group pointer (XGBoost's ``group_ptr``: :meth:`~GroupedLists.from_pointer`) or a padded ``[batch, list]`` array
+with its mask (:meth:`~GroupedLists.from_padded`). Its callers:
 
-The measures' conventions are the caller's: it passes each measure's keywords (conventions, the whole
-set's grade scale) in a :class:`MeasureCall`. Training batches are runs of a fixed number of queries sorted by
-length (:meth:`GroupedLists.batches`), padded the same way (:meth:`GroupedLists.padded`). LambdaMART's engine
-cuts its buckets by its own cost model (:mod:`gaprank._engine.buckets`): a unit of computation of its own.
+* evaluation (LETOR and TREC evaluation, ``RankingEval``, the torchmetrics adapter): the queries cut by
+  :func:`length_buckets` (lengths within a factor of two), each measure called once per bucket, the values back
+  per query in the queries' order; the measures' conventions are the caller's (a :class:`MeasureCall`);
+* training batches: runs of a fixed number of queries sorted by length (:meth:`GroupedLists.batches`), padded
+  the same way (:meth:`GroupedLists.padded`);
+* LambdaMART's pair engine: the queries cut where padding costs its pair blocks least
+  (:meth:`GroupedLists.pair_buckets`, :func:`pair_cost_cut`);
+* Dask's partitions, cut at query boundaries.
 """
 
 from __future__ import annotations
@@ -28,6 +32,13 @@ from ._typing import ArrayLike
 # Cells of one padded bucket: its queries x its longest query. Large enough that a bucket's fixed cost
 # (a few dozen tensor operations) is spread thin, small enough that no bucket's tables take much memory.
 BUCKET_CELLS = 1 << 20
+# The cost model that cuts queries, sorted by length, into the pair engine's buckets, padded to their longest query.
+# In units of one pair of the pair blocks: a bucket costs a fixed few dozen tensor operations (about as much as
+# 70,000 pairs), each pair of its [B, rows, W] blocks one unit, and each padded slot about 10 units (the swap-delta
+# factors, sorting); the estimates are in docs/benchmarks.md. Small data sets get a few buckets, large ones many
+# tight ones.
+BUCKET_COST = 70_000.0
+SLOT_COST = 10.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,32 @@ def length_buckets(group_sizes: np.ndarray, max_cells: int = BUCKET_CELLS) -> li
             queries = members[first:first + per_bucket]
             buckets.append(LengthBucket(queries, *padded_rows(starts, sizes, queries, fill=0)))
     return buckets
+
+
+def pair_cost_cut(sorted_sizes: np.ndarray, rows: int | None) -> list[tuple[int, int]]:
+    """Cut queries sorted by length into buckets ``[first, last)`` of least modelled cost for the pair engine.
+
+    A bucket of ``B`` queries whose longest has ``W`` documents costs ``BUCKET_COST + B (R W + SLOT_COST W)``,
+    R = min(rows, W - 1) upper ranks (W - 1 when ``rows`` is None). Exact dynamic programming over the distinct
+    lengths (equal lengths never need to be split).
+    """
+    if sorted_sizes.size == 0:
+        return []
+    lengths, counts = np.unique(sorted_sizes, return_counts=True)
+    before = np.concatenate([[0], np.cumsum(counts)])  # queries shorter than lengths[i]
+    best = np.zeros(lengths.size + 1)
+    start = np.zeros(lengths.size + 1, dtype=np.int64)
+    for j in range(1, lengths.size + 1):  # a bucket holding lengths[i..j-1], padded to lengths[j-1]
+        width = float(lengths[j - 1])
+        upper = width - 1 if rows is None else min(float(rows), width - 1)  # the last rank is no upper one
+        costs = best[:j] + BUCKET_COST + (before[j] - before[:j]) * (upper * width + SLOT_COST * width)
+        start[j] = int(np.argmin(costs))
+        best[j] = costs[start[j]]
+    bounds, j = [], lengths.size
+    while j > 0:
+        bounds.append((int(before[start[j]]), int(before[j])))
+        j = int(start[j])
+    return bounds[::-1]
 
 
 @dataclass(frozen=True)
@@ -172,6 +209,40 @@ class GroupedLists:
         return grouped
 
     @classmethod
+    def from_query_runs(cls, query_ids: ArrayLike, *, what: str = "query ids",
+                        max_cells: int = BUCKET_CELLS) -> GroupedLists:
+        """Documents whose query ids come in runs, one run per query (a LETOR file's order): the queries in the
+        order of their runs (their ids in :attr:`query_ids`). A query whose rows are not contiguous is refused
+        (``what`` names the ids in messages)."""
+        ids = np.asarray(query_ids)
+        if ids.ndim != 1 or ids.size == 0:
+            raise GaprankInputError(f"{what} must be a non-empty 1-D array, one query id per row; got shape {ids.shape}")
+        starts = np.concatenate([[0], np.flatnonzero(ids[1:] != ids[:-1]) + 1])
+        run_ids = ids[starts]
+        if np.unique(run_ids).size != run_ids.size:
+            _, first = np.unique(run_ids, return_index=True)
+            repeated = run_ids[np.setdiff1d(np.arange(run_ids.size), first)[0]].item()  # 5, not np.int64(5)
+            raise GaprankInputError(f"the rows of query {repeated!r} are not contiguous; sort the rows by query "
+                                    "(a stable sort keeps each query's document order)")
+        grouped = cls(np.diff(np.concatenate([starts, [ids.size]])), max_cells=max_cells)
+        grouped.query_ids = run_ids
+        return grouped
+
+    @classmethod
+    def from_pointer(cls, pointer: ArrayLike, num_rows: int, *, max_cells: int = BUCKET_CELLS) -> GroupedLists:
+        """A group pointer (XGBoost's ``group_ptr``): the first row of each query, then ``num_rows``; every query
+        holds at least one row."""
+        bounds = np.asarray(pointer).astype(np.int64)
+        if bounds.ndim != 1 or bounds.size < 2:
+            raise GaprankInputError(f"a group pointer holds each query's first row and then the number of rows; got "
+                                    f"shape {bounds.shape}")
+        sizes = np.diff(bounds)
+        if bounds[0] != 0 or (sizes < 1).any() or bounds[-1] != num_rows:
+            raise GaprankInputError(f"the query groups do not cover the {num_rows} rows (the group pointer ends at "
+                                    f"{bounds[-1]})")
+        return cls(sizes, max_cells=max_cells)
+
+    @classmethod
     def from_padded(cls, mask: ArrayLike, *, max_cells: int = BUCKET_CELLS) -> GroupedLists:
         """A padded ``[batch, list]`` layout: query i is row i, its documents the True slots of ``mask`` in
         list order (a row without any is a query without documents)."""
@@ -210,6 +281,18 @@ class GroupedLists:
             raise GaprankInputError(f"a batch holds at least one query; got {size}")
         order = np.argsort(self.group_sizes, kind="stable")
         return [order[first:first + size] for first in range(0, order.size, size)]
+
+    def pair_buckets(self, queries: ArrayLike, rows: int | None, *, fill: int = 0) -> list[LengthBucket]:
+        """The queries ``queries`` (indices) sorted by length (stable) and cut by :func:`pair_cost_cut` (``rows``:
+        the upper ranks that take part in pairs, None: all), each bucket padded to its longest query, its padding
+        slots pointing at row ``fill``: the pair engine's buckets."""
+        chosen = np.asarray(queries, dtype=np.int64)
+        chosen = chosen[np.argsort(self.group_sizes[chosen], kind="stable")]
+        buckets = []
+        for first, last in pair_cost_cut(self.group_sizes[chosen], rows):
+            part = chosen[first:last]
+            buckets.append(LengthBucket(part, *padded_rows(self.starts, self.group_sizes, part, fill=fill)))
+        return buckets
 
     def padded(self, queries: ArrayLike) -> LengthBucket:
         """The queries ``queries`` (indices, in that order) padded to the longest of them, as one bucket."""

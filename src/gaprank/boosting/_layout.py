@@ -9,10 +9,10 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import torch
 
-from .._engine.buckets import bucket_bounds
 from .._engine.slots import SlotLayout
+from .._grouped import GroupedLists
 from .._inputs import GaprankInputError, check_labels
-from .._padding import check_group_sizes, padded_rows
+from .._padding import check_group_sizes
 from .._typing import ArrayLike
 
 
@@ -50,7 +50,8 @@ class Bucket:
 
 @dataclass
 class QueryLayout:
-    """Flat rows grouped by query, as buckets of padded queries, and the same buckets as one
+    """Flat rows grouped by query (:class:`~gaprank._grouped.GroupedLists`), as the pair engine's buckets of padded
+    queries (:meth:`~gaprank._grouped.GroupedLists.pair_buckets`), and the same buckets as one
     :class:`~gaprank._engine.slots.SlotLayout` (bucket after bucket, query-major).
 
     ``only_rankable`` keeps only the queries with at least two different labels (the only ones a
@@ -74,21 +75,18 @@ class QueryLayout:
         """``rows``: how many upper ranks of each query take part in pairs (None: all), for the cost model."""
         y = check_flat_labels(labels)
         # an empty group (a query id np.bincount counts but no row has) is skipped, as native lambdarank does
-        sizes = check_group_sizes(group, y.size, allow_empty=True)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        grouped = GroupedLists(check_group_sizes(group, y.size, allow_empty=True))
+        sizes, starts = grouped.group_sizes, grouped.starts
         queries = np.flatnonzero(sizes > 0)
         if only_rankable and queries.size:
             differ = np.maximum.reduceat(y, starts[queries]) > np.minimum.reduceat(y, starts[queries])
             queries = queries[differ]
-        queries = queries[np.argsort(sizes[queries], kind="stable")]
         buckets, chosen_sizes = [], []
         labels_with_sentinel = torch.from_numpy(np.append(y, 0))
-        for first, last in bucket_bounds(sizes[queries], rows):
-            chosen = queries[first:last]
-            rows_np, mask = padded_rows(starts, sizes, chosen, fill=y.size)  # padding reads the sentinel label
-            rows_t = torch.from_numpy(rows_np)
-            buckets.append(Bucket(rows_t, torch.from_numpy(mask), labels_with_sentinel[rows_t]))
-            chosen_sizes.append(sizes[chosen])
+        for bucket in grouped.pair_buckets(queries, rows, fill=y.size):  # padding reads the sentinel label
+            rows_t = torch.from_numpy(bucket.rows)
+            buckets.append(Bucket(rows_t, torch.from_numpy(bucket.mask), labels_with_sentinel[rows_t]))
+            chosen_sizes.append(sizes[bucket.queries])
         slots = SlotLayout([(int(b.rows.shape[0]), int(b.rows.shape[1])) for b in buckets],
                            torch.from_numpy(np.concatenate(chosen_sizes) if chosen_sizes else np.zeros(0, np.int64)))
         return cls(y.size, y, sizes, buckets, slots, _concat_flat([b.rows for b in buckets]),

@@ -20,7 +20,7 @@ same factor plan and equal to the torch engine to float64 rounding; measures wit
 (ERR, Q, RR, Rprec, Success) keep the torch engine described below.
 
 Per data set (cached, so once per training run): the rankable queries are cut into length buckets by
-a cost model (:func:`gaprank._engine.buckets.bucket_bounds`) and laid end to end on one axis of
+a cost model (:func:`gaprank._grouped.pair_cost_cut`) and laid end to end on one axis of
 slots (:class:`gaprank._engine.slots.SlotLayout`); the factor plan (the kernels or IDCGs, which
 depend only on grade counts) and the pair engine, with every buffer and view they use, are built
 once. Per round: one sort per bucket, then the swap-delta factors and the pair blocks, where each

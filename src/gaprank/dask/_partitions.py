@@ -6,23 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from .._grouped import GroupedLists
 from .._inputs import GaprankInputError
 from .._typing import ArrayLike
-
-
-def _query_runs(qid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start row and size of each query; the rows of a query must be contiguous."""
-    if qid.ndim != 1 or qid.size == 0:
-        raise GaprankInputError(f"qid must be a non-empty 1-D array, one query id per row; got shape {qid.shape}")
-    change = np.flatnonzero(qid[1:] != qid[:-1]) + 1
-    starts = np.concatenate([[0], change])
-    ids = qid[starts]
-    if np.unique(ids).size != ids.size:
-        _, first = np.unique(ids, return_index=True)
-        repeated = ids[np.setdiff1d(np.arange(ids.size), first)[0]]
-        raise GaprankInputError(f"the rows of query {repeated!r} are not contiguous; sort the rows by query "
-                                "(a stable sort keeps each query's document order)")
-    return starts, np.diff(np.concatenate([starts, [qid.size]]))
 
 
 def partition_by_query(X: ArrayLike, y: ArrayLike, qid: ArrayLike, npartitions: int) -> tuple[Any, Any, Any]:
@@ -63,7 +49,8 @@ def partition_by_query(X: ArrayLike, y: ArrayLike, qid: ArrayLike, npartitions: 
     if features.ndim != 2 or labels.shape != (features.shape[0],) or ids.shape != labels.shape:
         raise GaprankInputError(f"X must be (rows, features) with y and qid one per row; got X {features.shape}, "
                                 f"y {labels.shape}, qid {ids.shape}")
-    starts, sizes = _query_runs(ids)
+    queries = GroupedLists.from_query_runs(ids, what="qid")
+    starts, sizes = queries.starts, queries.group_sizes
     if not isinstance(npartitions, (int, np.integer)) or not 1 <= npartitions <= sizes.size:
         raise GaprankInputError(f"npartitions must be an integer in 1..{sizes.size} (the number of queries); "
                                 f"got {npartitions!r}")
@@ -109,8 +96,7 @@ def check_query_partitions(qid: Any) -> None:
         values = np.asarray(part)
         if values.size == 0:
             continue
-        starts, _ = _query_runs(values)
-        for query in values[starts].tolist():
+        for query in values[GroupedLists.from_query_runs(values, what="qid").starts].tolist():
             if query in owner:
                 raise GaprankInputError(f"query {query!r} is split across partitions {owner[query]} and {index}: each "
                                         "worker would rank its part as a separate list and the gradients would be "

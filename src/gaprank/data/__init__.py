@@ -1,6 +1,7 @@
 """LETOR / SVMlight and TREC data: reading, folds, padded and flat views."""
 
 from .._grouped import GroupedLists, LengthBucket
+from ._cache import CacheWriteWarning
 from ._datasets import DATASETS, DatasetInfo, dataset_info
 from ._files import to_json, write_atomic, write_json_atomic
 from ._folds import (
@@ -14,7 +15,6 @@ from ._folds import (
     load_fold,
     load_split,
 )
-from ._cache import CacheWriteWarning
 from ._import import DataImportError, DataImportWarning, import_dataset, remove_stale_imports
 from ._letor import LetorFormatError, PaddedBatch, RankingSplit, read_letor, read_scores
 from ._locations import (

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._grouped import GroupedLists
 from .._inputs import GaprankInputError
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings, RankingEval
@@ -31,16 +32,14 @@ def query_sizes(dmatrix: Any) -> np.ndarray:
 
 
 def _sizes_from_pointer(group_pointer: np.ndarray, num_rows: int) -> np.ndarray:
-    """The query sizes a ``group_ptr`` gives, checked to cover ``num_rows`` rows."""
-    pointer = group_pointer.astype(np.int64)
-    if pointer.size < 2:
+    """The query sizes a ``group_ptr`` gives (:meth:`GroupedLists.from_pointer`), checked to cover ``num_rows``."""
+    if group_pointer.size < 2:
         raise GaprankInputError("the DMatrix has no query groups: build it with qid= (one query id per row, rows "
                                 "of a query together) or call set_group(sizes)")
-    sizes = np.diff(pointer)
-    if pointer[0] != 0 or (sizes < 1).any() or pointer[-1] != num_rows:
-        raise GaprankInputError(f"the DMatrix's query groups do not cover its {num_rows} rows "
-                                f"(group_ptr ends at {pointer[-1]})")
-    return sizes
+    try:
+        return GroupedLists.from_pointer(group_pointer, num_rows).group_sizes
+    except GaprankInputError as exc:
+        raise GaprankInputError(f"the DMatrix's group_ptr: {exc}") from None
 
 
 def _query_weights(dmatrix: Any, sizes: np.ndarray) -> np.ndarray | None:
