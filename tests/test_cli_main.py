@@ -77,8 +77,7 @@ def test_baseline_says_what_it_fitted_and_a_misspelt_data_set_gets_a_hint(tmp_pa
     (["--letor", "{f}", "--scores", "{f}", "-m", "GAP"], "-m/--measure is not an option of LETOR mode"),
     (["--letor", "{f}", "--feature", "1", "--complete"], "--complete is not an option of LETOR mode"),
     (["--letor", "{f}", "--feature", "1", "--ties", "stable"], "--ties is not an option of LETOR mode"),
-    (["--qrels", "{f}", "--run", "{f}", "-m", "GAP", "--conventions", "letor4"],
-     "--conventions is not an option of TREC mode"),
+    (["--qrels", "{f}", "--run", "{f}", "-m", "GAP", "--scores", "{f}"], "--scores is not an option of TREC mode"),
     (["--qrels", "{f}", "--run", "{f}", "-m", "GAP", "--feature", "2"], "--feature is not an option of TREC mode"),
 ])
 def test_an_option_of_the_other_eval_mode_is_refused_not_ignored(argv, message, tmp_path, capsys):

@@ -97,24 +97,30 @@ def test_measure_names_parse_like_ir_measures():
             parse_measure(bad)
 
 
-def test_trec_mode_ndcg_means_what_trec_eval_and_ir_measures_mean(trec_files, capsys):
-    """nDCG in TREC mode: the grade as gain, 1/log2(r+1) discount (trec_eval's ndcg and ndcg_cut,
-    ir_measures' nDCG); the output says which it used."""
+def test_trec_mode_ndcg_means_gaprank_s_and_trec_eval_s_names_mean_trec_eval_s(trec_files, capsys):
+    """nDCG in TREC mode is gaprank's (gain 2^grade - 1), as everywhere; trec_eval's ndcg and ndcg_cut.10, or
+    --conventions trec, give trec_eval's and ir_measures' (the grade as gain); the output says which it used."""
     qrels_path, run_path, qrels, run = trec_files
     assert max(v for judged in qrels.values() for v in judged.values()) == 2  # graded: exp2 would differ
-    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "nDCG", "-m", "nDCG@10",
-                 "-m", "nDCG(gain=exp2)@10", "--per-query", "--format", "json"]) == 0
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "ndcg", "-m", "ndcg_cut.10",
+                 "-m", "nDCG@10", "-m", "nDCG(gain=linear)@10", "--per-query", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     theirs = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg", "ndcg_cut"}).evaluate(run)
     for q, values in out["per_query"].items():
-        assert values["nDCG"] == pytest.approx(theirs[q]["ndcg"], rel=1e-9)
+        assert values["ndcg"] == pytest.approx(theirs[q]["ndcg"], rel=1e-9)
+        assert values["ndcg_cut.10"] == pytest.approx(theirs[q]["ndcg_cut_10"], rel=1e-9)
+        assert values["nDCG(gain=linear)@10"] == pytest.approx(theirs[q]["ndcg_cut_10"], rel=1e-9)
+    assert out["nDCG@10"] != pytest.approx(out["ndcg_cut.10"], rel=1e-3)
+    assert out["settings"]["nDCG@10"] == {"gain": "2^grade - 1 (exp2)", "discount": "1/log2(r+1)"}
+    assert out["settings"]["ndcg_cut.10"]["gain"] == "grade (linear)"
+    assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "nDCG@10", "-m", "AP",
+                 "--conventions", "trec", "--per-query", "--format", "json"]) == 0
+    trec = json.loads(capsys.readouterr().out)
+    for q, values in trec["per_query"].items():
         assert values["nDCG@10"] == pytest.approx(theirs[q]["ndcg_cut_10"], rel=1e-9)
-    assert out["nDCG(gain=exp2)@10"] != pytest.approx(out["nDCG@10"], rel=1e-3)
-    assert out["settings"]["nDCG@10"] == {"gain": "grade (linear)", "discount": "1/log2(r+1)"}
-    assert out["settings"]["nDCG(gain=exp2)@10"]["gain"] == "2^grade - 1 (exp2)"
     assert main(["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "nDCG@10", "-m", "AP"]) == 0
     captured = capsys.readouterr()
-    assert "# nDCG@10: gain grade (linear), discount 1/log2(r+1)" in captured.err
+    assert "# nDCG@10: gain 2^grade - 1 (exp2), discount 1/log2(r+1)" in captured.err
     assert captured.out.startswith("nDCG@10\tall\t")
 
 

@@ -94,16 +94,21 @@ def test_gap_at_one_threshold_equals_ir_measures_ap(trec):
 
 def test_evaluate_trec_equals_ir_measures_own_ndcg_ap_and_rr(trec):
     """The TREC evaluation gaprank's ir_measures measures run on equals ir_measures' own nDCG@10, nDCG, AP and RR
-    (pytrec_eval) per query, on graded qrels with ties."""
+    (pytrec_eval) per query, on graded qrels with ties: ir_measures' nDCG under trec's conventions (gain = the grade),
+    and as gaprank spells that nDCG."""
     from gaprank.metrics import evaluate_trec
 
     _, _, qrels, run = trec
     pairs = {"nDCG@10": ir_measures.nDCG @ 10, "nDCG": ir_measures.nDCG, "AP": ir_measures.AP, "RR": ir_measures.RR,
              "AP(rel=2)": ir_measures.AP(rel=2)}
-    ours = evaluate_trec(qrels, run, list(pairs), complete=True)
+    ours = evaluate_trec(qrels, run, list(pairs), complete=True, conventions="trec")
+    spelt = evaluate_trec(qrels, run, ["nDCG(gain=linear)@10", "nDCG(gain=linear)"], complete=True)
     theirs = {(str(m.measure), m.query_id): m.value for m in ir_measures.iter_calc(list(pairs.values()), qrels, run)}
     for name, measure in pairs.items():
         for q, value in zip(ours.query_ids, ours.per_query[name], strict=True):
+            assert value == pytest.approx(theirs[(str(measure), q)], abs=1e-12), (name, q)
+    for name, measure in (("nDCG(gain=linear)@10", ir_measures.nDCG @ 10), ("nDCG(gain=linear)", ir_measures.nDCG)):
+        for q, value in zip(spelt.query_ids, spelt.per_query[name], strict=True):
             assert value == pytest.approx(theirs[(str(measure), q)], abs=1e-12), (name, q)
 
 

@@ -300,7 +300,9 @@ def test_feval_values_equal_metrics_in_all_three_call_forms():
     X = rng.normal(size=(sum(sizes), 5))
     y = np.clip(np.round(X[:, 0] + rng.normal(size=len(X)) * 0.5), 0, 2)
     y[12:15] = 0  # a query with no relevant document
-    feval = ranking_feval(["GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10", "nDCG(gain=linear)@5"], g=G)
+    feval = ranking_feval(["GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10", "nDCG(gain=linear)@5"], g=G,
+                          conventions="letor3")
+    assert feval.names == ["GAP", "eGAP", "xGAP", "nDCG@10 (letor3)", "MAP", "P@10 (letor3)", "nDCG(gain=linear)@5 (letor3)"]
     scores = rng.normal(size=len(X)).round(1)  # rounded: ties, kept in row order
     expected = _expected_letor3(scores, y, sizes, G)
     # the feval averages per-query values it computes in length buckets: equal up to summation order
@@ -309,14 +311,15 @@ def test_feval_values_equal_metrics_in_all_three_call_forms():
     train_form = feval(scores, data)
     sklearn_form = feval(y, scores, None, np.asarray(sizes))
     assert train_form == sklearn_form
-    assert [(name, pytest.approx(expected[name], abs=1e-15, rel=1e-14), True) for name in expected] == train_form
+    assert [(name, pytest.approx(expected[measure], abs=1e-15, rel=1e-14), True)
+            for name, measure in zip(feval.names, expected, strict=True)] == train_form
     # and inside lgb.train: the recorded value after the last round = the metrics on its predictions
     history = {}
     booster = lgb.train({**BASE, "objective": lambdarank_objective("gap", g=G), "min_data_in_leaf": 3},
                         lgb.Dataset(X, y, group=sizes), 4, valid_sets=[data], valid_names=["v"], feval=feval,
                         callbacks=[lgb.record_evaluation(history)])
     final = _expected_letor3(booster.predict(X), y, sizes, G)
-    for name, value in final.items():
+    for name, value in zip(feval.names, final.values(), strict=True):
         assert history["v"][name][-1] == pytest.approx(value, rel=1e-12)
 
 

@@ -190,7 +190,7 @@ def test_evaluator_reports_gaprank_values_and_writes_like_sentence_transformers(
     assert evaluator.primary_metric == "toy_gap"
     scores = [model.predict([[r["query"], d] for d in r["docs"]]) for r in rows]
     for key, function, kwargs in [("toy_gap", gaprank.gap, {"g": [0.5, 0.5]}), ("toy_egap", gaprank.egap, {"g": [0.5, 0.5]}),
-                                  ("toy_ndcg@10", gaprank.ndcg, {"k": 10, "gain": "linear"}),
+                                  ("toy_ndcg@10", gaprank.ndcg, {"k": 10}),
                                   ("toy_err", gaprank.err, {"max_grade": 2})]:
         expected = np.mean([function(s, np.array(r["labels"]), **kwargs) for s, r in zip(scores, rows, strict=True)])
         assert results[key] == pytest.approx(expected, abs=1e-6), key

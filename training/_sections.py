@@ -29,7 +29,9 @@ class EvaluationConfig:
     selection: str = "GAP"  # the measure maximised on the validation fold (epoch / iteration / tuning)
     measures: list[str] = field(default_factory=lambda: list(DEFAULT_MEASURES))
     g: list[float] | None = field(default_factory=lambda: [0.5, 0.5])  # for GAP/xGAP/eGAP
-    conventions: Literal["letor3", "letor4"] = "letor3"
+    # an evaluation tool's rules (LETOR's short lists, its discount), to reproduce its tables; none: each measure
+    # string as gaprank's metric functions read it
+    conventions: Literal["letor3", "letor4", "trec"] | None = None
 
     def validate(self) -> None:
         for name in [self.selection, *self.measures]:

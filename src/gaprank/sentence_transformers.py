@@ -135,9 +135,10 @@ class GradedRerankingEvaluator(BaseEvaluator):
 
     Each sample is a query with its documents and their graded labels; the model scores every (query,
     document) pair in one ``predict`` call, and each list is ranked by those scores (ties in document order).
-    The measures follow trec_eval's conventions (nDCG's gain is the grade, discount 1/log2(r+1); the recall
-    base is the sample's documents). Results are returned, logged and written to a CSV file, and stored in the
-    model card, as sentence-transformers' own evaluators do.
+    Each measure string means what it means everywhere in gaprank (``"NDCG@10"``: gain 2^grade - 1, discount
+    1/log2(r+1); the recall base is the sample's documents); ``conventions="trec"`` reads the strings as
+    trec_eval and sentence-transformers' own evaluators do (nDCG's gain the grade). Results are returned, logged
+    and written to a CSV file, and stored in the model card, as sentence-transformers' own evaluators do.
 
     Parameters
     ----------
@@ -148,6 +149,9 @@ class GradedRerankingEvaluator(BaseEvaluator):
         gaprank measure strings; the first is the primary metric.
     g : sequence of float, optional
         GAP's, xGAP's and eGAP's user model (default uniform over the grades 1..c of all samples).
+    conventions : {"trec", "letor3", "letor4"}, optional
+        Named rules for the settings a measure string leaves open (:class:`gaprank.boosting.RankingEval`); the
+        metric keys stay the strings as given. Default none.
     name : str
         Prefixed to the metric keys and the CSV file name.
     batch_size : int
@@ -166,11 +170,11 @@ class GradedRerankingEvaluator(BaseEvaluator):
     """
 
     def __init__(self, samples: Sequence[dict[str, Any]], measures: Sequence[str] = DEFAULT_MEASURES, *,
-                 g: ArrayLike | None = None, name: str = "", batch_size: int = 64, show_progress_bar: bool = False,
-                 write_csv: bool = True, prompt_name: str | None = None) -> None:
+                 g: ArrayLike | None = None, conventions: str | None = None, name: str = "", batch_size: int = 64,
+                 show_progress_bar: bool = False, write_csv: bool = True, prompt_name: str | None = None) -> None:
         super().__init__()
         self.queries, self.documents, self.labels = self._read_samples(samples)
-        self.scorer = RankingEval(list(measures), g=g, conventions="trec")
+        self.scorer = RankingEval(list(measures), g=g, conventions=conventions)
         self.measures = list(measures)
         self.g = None if g is None else [float(v) for v in np.asarray(g, dtype=np.float64).reshape(-1)]
         self.name = name

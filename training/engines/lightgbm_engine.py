@@ -100,15 +100,16 @@ def train(config: Any, fold: Any) -> Trained:
     train = lgb.Dataset(X, y, group=group, free_raw_data=False)
     vali = lgb.Dataset(Xv, yv, group=gv, reference=train, free_raw_data=False)
     history: dict[str, dict[str, list[float]]] = {}
+    feval = ranking_feval([ev.selection], g=ev.g, conventions=ev.conventions)
     start = time.perf_counter()
     booster = lgb.train(
         lightgbm_params(config), train, num_boost_round=config.booster.num_boost_round, valid_sets=[vali],
-        valid_names=["vali"], feval=ranking_feval([ev.selection], g=ev.g, conventions=ev.conventions),
+        valid_names=["vali"], feval=feval,
         callbacks=[lgb.early_stopping(config.booster.early_stopping_rounds, verbose=False),
                    lgb.record_evaluation(history)],
     )
     seconds = time.perf_counter() - start
     best = booster.best_iteration or booster.current_iteration()
     return Trained(lambda features: booster.predict(features, num_iteration=best), int(best),
-                    int(booster.current_iteration()), list(history["vali"][ev.selection]), seconds,
+                    int(booster.current_iteration()), list(history["vali"][feval.names[0]]), seconds,
                     booster.feature_importance("gain").tolist())

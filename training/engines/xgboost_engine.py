@@ -79,13 +79,15 @@ def train(config: Any, fold: Any) -> Trained:
     else:
         obj = gx.XGBoostObjective(LambdaMARTObjective(o))
     history: dict[str, dict[str, list[float]]] = {}
+    selection = gx.metric([ev.selection], g=ev.g, conventions=ev.conventions)
     start = time.perf_counter()
     booster = xgb.train(params, train, num_boost_round=b.num_boost_round, obj=obj, evals=[(vali, "vali")],
-                        custom_metric=gx.metric([ev.selection], g=ev.g, conventions=ev.conventions), maximize=True,
+                        custom_metric=selection, maximize=True,
                         early_stopping_rounds=b.early_stopping_rounds, evals_result=history, verbose_eval=False)
     seconds = time.perf_counter() - start
     best = booster.best_iteration + 1  # XGBoost counts from 0
     gains = booster.get_score(importance_type="total_gain")
     importance = [float(gains.get(f"f{i}", 0.0)) for i in range(X.shape[1])]
     return Trained(lambda features: booster.predict(xgb.DMatrix(features), iteration_range=(0, best)), int(best),
-                    int(booster.num_boosted_rounds()), list(history["vali"][ev.selection]), seconds, importance)
+                    int(booster.num_boosted_rounds()), list(history["vali"][selection.evaluator.names[0]]), seconds,
+                    importance)

@@ -100,12 +100,16 @@ def _eval_trec(args: argparse.Namespace) -> None:
     run = read_run(args.run)
     if not any(q in qrels for q in run) and not args.complete:
         raise GaprankInputError(f"no query of {args.run} has judgments in {args.qrels}")
-    result = evaluate_trec(qrels, run, args.measure, g=_parse_g(args.g), ties=args.ties, complete=args.complete)
+    result = evaluate_trec(qrels, run, args.measure, g=_parse_g(args.g), ties=args.ties, complete=args.complete,
+                           conventions=args.conventions)
     qids, means = result.query_ids, result.means
     if args.format == "json":
         per_query = {q: {name: float(v[i]) for name, v in result.per_query.items()} for i, q in enumerate(qids)}
         _print_table(per_query, means, "json", args.per_query, result.settings)
         return
+    if args.conventions is not None:
+        print(f"# conventions {args.conventions}: what a measure string leaves open follows {args.conventions}",
+              file=sys.stderr)
     for name, used in result.settings.items():
         said = [f"gaprank's {used['measure']}"] if "measure" in used else []
         said += [f"gain {used['gain']}, discount {used['discount']}"] if "gain" in used else []
@@ -118,7 +122,7 @@ def _eval_trec(args: argparse.Namespace) -> None:
 
 
 # each mode's own options: given in the other mode they would be ignored, so they are refused
-_LETOR_ONLY = {"scores": "--scores", "feature": "--feature", "conventions": "--conventions"}
+_LETOR_ONLY = {"scores": "--scores", "feature": "--feature"}
 _TREC_ONLY = {"measure": "-m/--measure", "complete": "--complete", "ties": "--ties"}
 
 
@@ -280,18 +284,21 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "--letor")
     ev.add_argument("--feature", metavar="K", type=int, help="LETOR mode: rank by feature K of the --letor file "
                                                              "instead of --scores")
-    ev.add_argument("--conventions", choices=["letor3", "letor4"],
+    ev.add_argument("--conventions", choices=["letor3", "letor4", "trec"],
                     help="LETOR mode: the LETOR tool whose conventions NDCG/P/MAP follow (default: letor3; "
-                         "MQ2007/MQ2008 use letor4)")
+                         "MQ2007/MQ2008 use letor4). TREC mode: rules for the settings a measure string leaves "
+                         "open (trec: as trec_eval and ir_measures, nDCG's gain the grade); default none, each "
+                         "string as gaprank's metric functions read it")
     ev.add_argument("--qrels", metavar="FILE", help="TREC mode: qrels file, qid iter docid grade (graded)")
     ev.add_argument("--run", metavar="FILE", help="TREC mode: run file, qid Q0 docid rank score tag (fields after "
                                                   "the tag are ignored, as by trec_eval)")
     ev.add_argument("-m", "--measure", action="append", default=[],
-                    help="TREC mode: a measure, repeatable: GAP, nDCG@10, P@10, AP, 'RBP(p=0.9)', ... As in trec_eval "
-                         "and ir_measures, nDCG's gain is the grade and its discount 1/log2(r+1) unless the string "
-                         "says otherwise, e.g. 'nDCG(gain=exp2)@10'. trec_eval's names are accepted for the "
-                         "measures gaprank computes equally: map, map_cut.k, P.k, ndcg, ndcg_cut.k, recip_rank, "
-                         "Rprec, recall.k, success.k (P_10 as trec_eval prints it, too)")
+                    help="TREC mode: a measure, repeatable: GAP, nDCG@10, P@10, AP, 'RBP(p=0.9)', ... Each means "
+                         "what it means everywhere in gaprank (nDCG@10: gain 2^grade - 1, discount 1/log2(r+1); "
+                         "'nDCG(gain=linear)@10' for the grade as gain). trec_eval's names are accepted for the "
+                         "measures gaprank computes equally, and mean trec_eval's measure: map, map_cut.k, P.k, "
+                         "ndcg, ndcg_cut.k (gain = the grade), recip_rank, Rprec, recall.k, success.k (P_10 as "
+                         "trec_eval prints it, too)")
     ev.add_argument("--complete", action="store_true",
                     help="TREC mode: also score qrels queries absent from the run (trec_eval -c)")
     ev.add_argument("--ties", choices=["trec_eval", "stable", "pessimistic", "optimistic"],

@@ -28,23 +28,25 @@ class LightGBMEval(_EngineNeutralEval):
             preds, labels, sizes = first, second.get_label(), second.get_group()
         else:
             labels, preds, sizes = first, second, group
-        return [(name, value, True) for name, value in self.evaluate(preds, labels, sizes).items()]
+        values = self.evaluate(preds, labels, sizes).values()
+        return [(name, value, True) for name, value in zip(self.names, values, strict=True)]
 
 
 def ranking_feval(
     measures: Sequence[str] = ("GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10"),
     *,
     g: ArrayLike | None = None,
-    conventions: str | Conventions = "letor3",
+    conventions: str | Conventions | None = None,
 ) -> LightGBMEval:
     """Ranking measures for LightGBM: ``lgb.train(feval=...)`` and ``LGBMRanker.fit(eval_metric=...)``.
 
     Each measure is a :func:`gaprank.metrics.parse_measure` name ("GAP", "nDCG@10", "P(rel=2)@5", ...);
-    its value is the mean over the data set's queries of the :mod:`gaprank.metrics` function, with the
-    named ``conventions`` ("letor3": LETOR 3.0's Eval-Score tool -- NDCG gain 2^l - 1 and discount
-    1/max(1, log2 n), queries shorter than k score 0 at k, no relevant document scores 0; ties in row
-    order). ``g`` goes to GAP/xGAP/eGAP. Every value is reported as higher-is-better, so LightGBM's
-    early stopping works on any of them.
+    its value is the mean over the data set's queries of the :mod:`gaprank.metrics` function, as everywhere
+    in gaprank. Named ``conventions`` reproduce an evaluation tool's numbers ("letor3": LETOR 3.0's Eval-Score
+    tool -- NDCG discount 1/max(1, log2 n), queries shorter than k score 0 at k, no relevant document scores 0;
+    ties in row order), and a measure they change is reported as ``"nDCG@10 (letor3)"``. ``g`` goes to
+    GAP/xGAP/eGAP. Every value is reported as higher-is-better, so LightGBM's early stopping works on any of
+    them.
 
     Parameters
     ----------

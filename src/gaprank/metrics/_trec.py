@@ -20,13 +20,10 @@ import numpy as np
 from .._grouped import GroupedLists, MeasureCall
 from .._inputs import MAX_GRADE, GaprankInputError, check_choice
 from .._typing import ArrayLike
-from ._letor_eval import CONVENTIONS
+from ._letor_eval import Conventions, get_conventions
 from ._names import Measure
 from ._trec_names import trec_measure
 
-# How TREC evaluation reads a measure string that leaves a setting open: as trec_eval and ir_measures (whose
-# measure syntax gaprank's strings copy) read it
-TREC_CONVENTIONS = CONVENTIONS["trec"]
 TREC_TIE_RULES = ("trec_eval", "stable", "pessimistic", "optimistic")
 _DISCOUNT_TEXT = {"log2p1": "1/log2(r+1)", "jk": "1/max(1, log2 r)"}
 
@@ -91,8 +88,9 @@ def text_ids(table: Mapping[Any, Mapping[Any, Any]], what: str) -> dict[str, dic
 
 def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
                   measures: str | Measure | Sequence[str | Measure], *, g: ArrayLike | None = None,
-                  ties: str = "trec_eval", complete: bool = False) -> TrecEvaluation:
-    """Evaluate a run against graded qrels with trec_eval's conventions.
+                  ties: str = "trec_eval", complete: bool = False,
+                  conventions: str | Conventions | None = None) -> TrecEvaluation:
+    """Evaluate a run against graded qrels as trec_eval does: its tie rule, the qrels' recall base.
 
     Parameters
     ----------
@@ -101,11 +99,12 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     run : mapping
         ``{query id: {document id: score}}``, finite scores.
     measures : str, Measure or sequence of them
-        Measure strings (:func:`~gaprank.metrics.parse_measure`): ``"GAP"``, ``"nDCG@10"``, ``"RR"``, ...
-        nDCG and DCG read as trec_eval's (gain = the grade, discount 1/log2(r+1)) unless the string sets them.
-        trec_eval's own names are accepted for the measures gaprank computes equally: ``map``,
-        ``map_cut.k``, ``P.k``, ``ndcg``, ``ndcg_cut.k``, ``recip_rank``, ``Rprec``, ``recall.k``,
-        ``success.k`` (``P_10`` as trec_eval prints it, too); the results keep the name as given.
+        Measure strings (:func:`~gaprank.metrics.parse_measure`): ``"GAP"``, ``"nDCG@10"``, ``"RR"``, ...,
+        each the value of its metric function (``"nDCG@10"``: gain 2^grade - 1, as :func:`gaprank.ndcg`).
+        trec_eval's own names are accepted for the measures gaprank computes equally, and mean trec_eval's
+        measure: ``map``, ``map_cut.k``, ``P.k``, ``ndcg``, ``ndcg_cut.k`` (gain = the grade), ``recip_rank``,
+        ``Rprec``, ``recall.k``, ``success.k`` (``P_10`` as trec_eval prints it, too); the results keep the
+        name as given.
     g : array-like, optional
         GAP's, xGAP's and eGAP's threshold probabilities when their strings set none (default uniform over
         the qrels' grades 1..c).
@@ -114,6 +113,10 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
         functions' ``ties``, from the run's order.
     complete : bool
         Also score the qrels' queries absent from the run (trec_eval ``-c``).
+    conventions : {"trec", "letor3", "letor4"} or Conventions, optional
+        Named rules for the settings a string leaves open: "trec" reads ``"nDCG@10"`` as trec_eval and
+        ir_measures do (gain = the grade); default none (each string as the metric functions read it).
+        :attr:`TrecEvaluation.settings` says which gain and discount each nDCG and DCG used.
 
     Returns
     -------
@@ -146,10 +149,11 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
     _check_grade_scales(qrels, parsed, num_grades)
     settings: dict[str, dict[str, str]] = {}
     defaults: dict[str, dict[str, Any]] = {}
+    named = None if conventions is None else get_conventions(conventions)
     for label, measure in parsed:
-        defaults[label] = {key: value for key, value in TREC_CONVENTIONS.keywords(measure).items()
-                           if key not in ("ties", "empty_value")}
-        used = {**defaults[label], **measure.kwargs}
+        defaults[label] = {} if named is None else {key: value for key, value in named.keywords(measure).items()
+                                                    if key not in ("ties", "empty_value")}
+        used = {**{param.keyword: param.default for param in measure.info.params}, **defaults[label], **measure.kwargs}
         if label != measure.name:  # a trec_eval name: say which gaprank measure computed it
             settings[label] = {"measure": measure.name}
         if "gain" in used:  # nDCG, DCG: say which gain and discount were used

@@ -57,7 +57,8 @@ def trec_eval_alias(name: str) -> str | None:
     ----------
     name : str
         ``map``, ``map_cut.10``, ``P.10``, ``P_10``, ``ndcg``, ``ndcg_cut.10``, ``ndcg_cut_10``,
-        ``recip_rank``, ``Rprec``, ``recall.100``, ``success.5`` (any case).
+        ``recip_rank``, ``Rprec``, ``recall.100``, ``success.5``, spelt as trec_eval spells them (its names are
+        case-sensitive): ``nDCG`` and ``MAP`` are gaprank's measure strings, ``ndcg`` and ``map`` trec_eval's.
 
     Returns
     -------
@@ -86,8 +87,8 @@ def trec_eval_alias(name: str) -> str | None:
         raise GaprankInputError("measure 'rbp': trec_eval's rbp (p = 0.9, gains from the grades) is not gaprank's "
                                 "RBP (p = 0.8, documents of grade >= rel relevant); write RBP(p=0.9), equal to "
                                 "trec_eval's rbp on binary qrels, or RBP for gaprank's")
-    if key not in _ALIAS:
-        return None
+    if key not in _ALIAS or (base != _ALIAS[key] and find_measure(base) is not None):
+        return None  # not trec_eval's spelling of a name gaprank has: gaprank's measure string (nDCG, MAP)
     canonical = _ALIAS[key]
     target, takes_cutoff = TREC_EVAL_ALIASES[canonical]
     if cutoff is None:

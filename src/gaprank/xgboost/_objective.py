@@ -93,7 +93,7 @@ class XGBoostMetric:
 
     def __call__(self, predt: np.ndarray, dmatrix: Any) -> list[tuple[str, float]]:
         values = self.evaluator.evaluate(predt, _dmatrix.labels(dmatrix), query_sizes(dmatrix))
-        return list(values.items())
+        return list(zip(self.evaluator.names, values.values(), strict=True))
 
 
 def objective(
@@ -174,13 +174,14 @@ def objective(
 
 
 def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
-           conventions: str | Conventions = "letor3") -> XGBoostMetric:
+           conventions: str | Conventions | None = None) -> XGBoostMetric:
     """gaprank's measures as ``custom_metric`` of ``xgboost.train``: the mean of each over the DMatrix's queries.
 
     Names as in :func:`gaprank.metrics.parse_measure` ("GAP", "eGAP", "xGAP", "NDCG@10", "MAP",
-    "P@10", ...), evaluated with the named ``conventions`` (LETOR 3.0 or 4.0 rules for short lists and
-    queries without relevant documents). XGBoost's early stopping watches the last value returned: list
-    the measure to select on last, and pass ``maximize=True``.
+    "P@10", ...), each the value of its metric function; named ``conventions`` (LETOR 3.0 or 4.0 rules for
+    short lists and queries without relevant documents) change that, and a measure they change is reported as
+    ``"NDCG@10 (letor3)"``. XGBoost's early stopping watches the last value returned: list the measure to select
+    on last, and pass ``maximize=True``.
 
     Parameters
     ----------
@@ -188,8 +189,9 @@ def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
         The measures to report, in order.
     g : array-like, optional
         GAP's user model for GAP, xGAP and eGAP.
-    conventions : {"letor3", "letor4"} or Conventions
-        The evaluation tool whose conventions nDCG and P@k follow.
+    conventions : {"letor3", "letor4", "trec"} or Conventions, optional
+        The evaluation tool whose conventions nDCG and P@k follow; default none (each measure as its string
+        says).
 
     Returns
     -------
@@ -201,7 +203,10 @@ def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
     >>> import numpy as np, xgboost as xgb
     >>> import gaprank.xgboost
     >>> dvali = xgb.DMatrix(np.eye(4), label=[2, 0, 1, 0], qid=[1, 1, 2, 2])
-    >>> gaprank.xgboost.metric(["GAP", "NDCG@10"], g=[0.5, 0.5])(np.array([0.9, 0.1, 0.2, 0.8]), dvali)
-    [('GAP', 0.75), ('NDCG@10', 0.0)]
+    >>> predt = np.array([0.9, 0.1, 0.2, 0.8])
+    >>> gaprank.xgboost.metric(["GAP", "NDCG@10"], g=[0.5, 0.5])(predt, dvali)
+    [('GAP', 0.75), ('NDCG@10', 0.8154648767857288)]
+    >>> gaprank.xgboost.metric(["GAP", "NDCG@10"], g=[0.5, 0.5], conventions="letor3")(predt, dvali)
+    [('GAP', 0.75), ('NDCG@10 (letor3)', 0.0)]
     """
     return XGBoostMetric(RankingEval(measures, g=g, conventions=conventions))
