@@ -111,7 +111,7 @@ def test_a_bad_kind_measure_or_setting_is_refused_in_one_line(kind, measure, set
 
 
 def test_every_kind_builds_with_every_smoothing():
-    for smoothing in ("softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"):
+    for smoothing in L.SMOOTHINGS:
         assert build("soft", "gap", g=G, smoothing=smoothing).smoothing == smoothing
     assert isinstance(build("lambdarank", "nDCG@10"), LambdaRankLoss)
     assert isinstance(build("ranknet"), RankNetLoss) and isinstance(build("listnet"), ListNetLoss)

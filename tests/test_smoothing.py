@@ -7,6 +7,7 @@ which the losses only sum, and the ranked lists the threshold identity is checke
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -326,6 +327,103 @@ def test_neuralsorts_spread_by_sorting_equals_the_pair_sum():
     m[2] = False
     pairs = ((s[:, :, None] - s[:, None, :]).abs() * m[:, :, None]).sum(1) * m
     np.testing.assert_allclose(_spread(s, m).numpy(), pairs.numpy(), rtol=0, atol=1e-12)
+    # its gradient is the symmetric one: sum_m (g_j + g_m) sign(s_j - s_m) over real m, sign(0) = 0
+    s[0, 7] = s[0, 5]  # three tied
+    weights = torch.randn(3, 9, dtype=torch.float64, generator=gen)
+    t = s.clone().requires_grad_(True)
+    (_spread(t, m) * weights).sum().backward()
+    g = weights * m
+    sign = torch.sign(s[:, :, None] - s[:, None, :]) * m[:, :, None] * m[:, None, :]
+    reference = ((g[:, :, None] + g[:, None, :]) * sign).sum(2) * m
+    np.testing.assert_allclose(t.grad.numpy(), reference.numpy(), rtol=0, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda x: _spread(x, m), (torch.randn(3, 9, dtype=torch.float64,
+                                                                          generator=gen).requires_grad_(True),))
+
+
+SMOOTHED = {"gap": "GAP(g=[0.2,0.3,0.5])", "ap": "AP", "xgap": "xGAP(g=[0.2,0.3,0.5])", "ndcg": "nDCG", "nDCG@3": "nDCG@3",
+            "rbp": "RBP(p=0.7)"}
+
+
+@pytest.mark.parametrize("smoothing", L.SMOOTHINGS)
+@pytest.mark.parametrize("measure", list(SMOOTHED))
+def test_every_smoothing_is_order_invariant_and_treats_tied_documents_alike(smoothing, measure):
+    """Exact ties (duplicate documents, constant scores at initialisation): a permutation of the documents permutes
+    the gradient, and two documents with one score and one grade get one gradient, for every smoothing and family."""
+    text = SMOOTHED[measure]
+    if smoothing == "expected" and not parse_measure(text).info.expected:
+        pytest.skip(f"{text} has no exact expectation")
+    scores = torch.tensor([[0.0, 0.0, 1.0, 0.0, 0.5, 0.5, -0.3, 1.0]], dtype=torch.float64)
+    labels = torch.tensor([[1, 1, 3, 1, 0, 0, 2, 3]])
+
+    def value_and_gradient(s, y):
+        s = s.clone().requires_grad_(True)
+        value = L.soft_metric(s, y, measure=text, sigma=0.7, smoothing=smoothing, max_grade=3)
+        value.sum().backward()
+        return value.detach(), s.grad[0]
+
+    value, grad = value_and_gradient(scores, labels)
+    for tied in ([0, 1, 3], [4, 5], [2, 7]):
+        assert float((grad[tied] - grad[tied[0]]).abs().max()) <= 1e-13, (tied, grad)
+    for seed in range(3):
+        order = torch.randperm(8, generator=torch.Generator().manual_seed(seed))
+        permuted_value, permuted_grad = value_and_gradient(scores[:, order], labels[:, order])
+        assert float((permuted_value - value).abs()) <= 1e-13
+        assert float((permuted_grad - grad[order]).abs().max()) <= 1e-13
+
+
+def _paper_approx_ndcg(scores, labels, sigma, k=None):
+    """Qin, Liu and Li's ApproxNDCG, as Rax and allRank compute it: approximate ranks 1 + sum_m sigmoid((s_m - s_n)
+    / sigma), gain 2^l - 1 over 1/log2(1 + rank) at the approximate rank (0 beyond k), over the ideal DCG at k."""
+    s, y = scores.tolist(), labels.tolist()
+    ranks = [1 + sum(1 / (1 + math.exp(-(s[m] - s[n]) / sigma)) for m in range(len(s)) if m != n) for n in range(len(s))]
+    dcg = sum((2 ** y[n] - 1) / math.log2(1 + ranks[n]) for n in range(len(s)) if k is None or ranks[n] <= k)
+    ideal = sorted(y, reverse=True)[:k]
+    return dcg / sum((2 ** g - 1) / math.log2(2 + i) for i, g in enumerate(ideal))
+
+
+@pytest.mark.parametrize("k", [None, 3])
+def test_approx_is_qin_s_approx_ndcg_and_the_interpolated_discount_has_its_own_name(k):
+    """s = [1, 0], y = [0, 1], sigma = 1: 0.68991 in Rax and allRank; "approx_interpolated" is gaprank's form."""
+    one = L.soft_metric(torch.tensor([1.0, 0.0], dtype=torch.float64), torch.tensor([0, 1]), measure="ndcg", sigma=1.0,
+                        smoothing="approx")
+    assert float(one) == pytest.approx(0.6899119819751924, abs=1e-12)
+    interpolated = L.soft_metric(torch.tensor([1.0, 0.0], dtype=torch.float64), torch.tensor([0, 1]), measure="ndcg",
+                                 sigma=1.0, smoothing="approx_interpolated")
+    assert float(interpolated) == pytest.approx(0.7301880302313242, abs=1e-12)
+    gen = torch.Generator().manual_seed(7)
+    for _ in range(20):
+        size = int(torch.randint(2, 12, (1,), generator=gen))
+        scores = torch.randn(size, dtype=torch.float64, generator=gen) * 2
+        labels = torch.randint(0, 4, (size,), generator=gen)
+        if int(labels.max()) == 0:
+            continue
+        sigma = float(torch.rand(1, generator=gen)) * 2 + 0.05
+        text = "nDCG" if k is None else f"nDCG@{k}"
+        ours = float(L.soft_metric(scores, labels, measure=text, sigma=sigma, smoothing="approx"))
+        assert ours == pytest.approx(_paper_approx_ndcg(scores, labels, sigma, k), abs=1e-12)
+
+
+def test_neuralsort_sinkhorn_is_neuralndcg_as_allrank_computes_it():
+    """s = [1, 0, -1], y = [2, 0, 1], tau = 1: 0.851796 with NeuralSort's row-stochastic matrix and in allRank
+    without Sinkhorn scaling, 0.897441 with it (allRank's neuralNDCG); its matrix is doubly stochastic."""
+    from gaprank.losses._smoothing import relaxed_permutation
+
+    s, y = torch.tensor([[1.0, 0.0, -1.0]], dtype=torch.float64), torch.tensor([[2, 0, 1]])
+    plain = L.soft_metric(s, y, measure="ndcg", sigma=1.0, smoothing="neuralsort")
+    scaled = L.soft_metric(s, y, measure="ndcg", sigma=1.0, smoothing="neuralsort_sinkhorn")
+    assert float(plain) == pytest.approx(0.851796, abs=1e-6) and float(scaled) == pytest.approx(0.897441, abs=1e-6)
+    scores = torch.randn(3, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[1, 4:] = False
+    p = relaxed_permutation(scores, mask, 2.0, "neuralsort_sinkhorn")  # a temperature where 50 scalings converge
+    for matrix, real in zip(p, mask, strict=True):
+        n = int(real.sum())
+        block = matrix[:n][:, real]  # real ranks x real documents
+        np.testing.assert_allclose(block.sum(0).numpy(), 1, atol=1e-6)
+        np.testing.assert_allclose(block.sum(1).numpy(), 1, atol=1e-6)
+        outside = torch.ones_like(matrix, dtype=torch.bool)
+        outside[:n, real] = False
+        assert float(matrix[outside].abs().sum()) == 0  # padding's rows and columns hold 0
 
 
 @pytest.mark.parametrize("smoothing", RANK_SMOOTHINGS)

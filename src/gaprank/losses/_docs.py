@@ -37,19 +37,27 @@ SMOOTH: dict[str, Entry] = {
     'sigma': ('float, default 1.0',
         "The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the value goes "
         'to the measure. "softrank" and "expected": the standard deviation of each score in SoftRank\'s '
-        'Gaussian model (Taylor et al.\'s sigma_s); "approx": the sigmoid\'s temperature; "neuralsort" and '
-        '"softsort": the softmax temperature of the relaxed permutation; "fast_soft_rank": the regularisation'
-        ' strength epsilon of the projection onto the permutahedron.'),
-    'smoothing': ('{"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"',
-        'How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank\'s ratio of '
+        'Gaussian model (Taylor et al.\'s sigma_s); "approx" and "approx_interpolated": the sigmoid\'s '
+        'temperature (Rax\'s temperature, 1/alpha of allRank\'s approxNDCGLoss); "neuralsort", '
+        '"neuralsort_sinkhorn" and "softsort": the softmax temperature of the relaxed permutation (allRank\'s '
+        'temperature tau); "fast_soft_rank": the regularisation strength epsilon of the projection onto the '
+        'permutahedron (torchsort\'s regularization_strength).'),
+    'smoothing': ('str, default "softrank"',
+        'How the ranks are smoothed, one of ``gaprank.losses.SMOOTHINGS`` (docs: Choosing a smooth loss). '
+        '"softrank": SoftRank\'s ratio of '
         'expectations, the GAP paper\'s SoftGAP (Robertson et al. 2010, sec. 5); "expected": the expectation '
         'of the measure under the same Gaussian model (the AP family; float64); "approx": approximate ranks 1'
-        ' + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort" and "softsort": the relaxed'
-        ' sorting permutations of Grover et al. (2019) and Prillo and Eisenschlos (2020); "fast_soft_rank": '
-        'the soft ranks of Blondel et al. (2020), by projection onto the permutahedron, O(n log n) time and '
-        'O(n) memory. The last four take the AP family through the threshold identity (AP, GAP, xGAP, eGAP; '
-        'vG and eRAP are refused) and the discounted-gain family at soft positions; none takes ERR, Q, RR, '
-        "Rprec or Success (their value is not a sum over documents of a function of the document's rank)."),
+        ' + sum_m sigmoid((s_m - s_n)/sigma) with the discount at the soft rank, Qin, Liu and Li\'s ApproxNDCG '
+        '(2010), as Rax, allRank and TF-Ranking compute it; "approx_interpolated": the same ranks with the '
+        'discount interpolated between the integer ranks around them (gaprank\'s form: with a cutoff k, a '
+        'slope from rank k to k + 1); "neuralsort" and "softsort": the relaxed sorting permutations of Grover '
+        'et al. (2019) and Prillo and Eisenschlos (2020); "neuralsort_sinkhorn": NeuralSort\'s made doubly '
+        'stochastic by Sinkhorn scaling, NeuralNDCG (Pobrotyn and Bialobrzeski 2021) as allRank computes it '
+        '(at most 50 scalings, tolerance 1e-6; O(n^2) memory a scaling); "fast_soft_rank": the soft ranks of '
+        'Blondel et al. (2020), by projection onto the permutahedron, O(n log n) time and O(n) memory. All but '
+        'the first two take the AP family through the threshold identity (AP, GAP, xGAP, eGAP; vG and eRAP '
+        'are refused) and the discounted-gain family at soft positions; none takes ERR, Q, RR, Rprec or '
+        "Success (their value is not a sum over documents of a function of the document's rank)."),
     'validate': ('bool, default True',
         'Check the inputs (finite scores, integer labels within the scale). False is for trusted inputs on a '
         'GPU: nothing is read back from the device, and the grade scale must be fixed (``max_grade`` or a '

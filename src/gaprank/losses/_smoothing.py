@@ -5,7 +5,7 @@ Each smoothing gives every real document n a soft rank :math:`\rho(n)` among a s
 one scale parameter; as it goes to 0 with distinct scores each soft rank is the exact rank):
 
 * ``approx`` (Qin, Liu and Li 2010): :math:`\rho(n) = 1 + \sum_{m \ne n} \mathrm{sigmoid}((s_m - s_n)/\sigma)`;
-  O(n^2).
+  O(n^2). ``approx_interpolated``: the same ranks, with the discount interpolated (below).
 * ``neuralsort`` (Grover et al. 2019): the relaxed permutation
   :math:`P[r, \cdot] = \mathrm{softmax}(((n + 1 - 2r) s - A 1)/\sigma)`, :math:`A_{mn} = |s_m - s_n|`;
   O(n^2).
@@ -27,8 +27,10 @@ every grade :math:`t \ge u` (the grades above a pivot's own all count as its own
 
 :math:`\rho_j(n)` the rank of n among the documents of grade :math:`\ge j` (:math:`\rho_0` among all):
 :math:`c + 1` soft rankings, no pair terms. The discounted-gain family takes the discount at soft positions:
-interpolated linearly between the integer ranks at :math:`\rho_0(n)` (approx, fast_soft_rank), or
-:math:`\sum_r D(r) P[r, n]` (neuralsort, softsort).
+:math:`D(\rho_0(n))` at the soft rank itself (approx: Qin et al.'s ApproxNDCG, as Rax, allRank and TF-Ranking
+compute it), interpolated linearly between the integer ranks around :math:`\rho_0(n)` (approx_interpolated,
+fast_soft_rank: gaprank's form, exact at integer ranks, and with a cutoff k a slope from rank k to k + 1 where
+the discount at the rank itself drops to 0 at once), or :math:`\sum_r D(r) P[r, n]` (neuralsort, softsort).
 """
 
 from __future__ import annotations
@@ -42,8 +44,6 @@ import torch
 from .._engine import fast_soft_ranks
 from .._inputs import GaprankInputError
 from ..metrics import Kernel
-
-PERMUTATION_SMOOTHINGS = ("neuralsort", "softsort")
 
 
 def _subnormal_floor(dtype: torch.dtype) -> float:
@@ -77,7 +77,42 @@ def _row_weights(values: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
 
 
 def _spread(s: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    r"""``[R, N]``: :math:`\sum_{m\ real} |s_m - s_n|`, from the sorted scores' prefix sums (O(N log N))."""
+    r"""``[R, N]``: :math:`\sum_{m\ real} |s_m - s_n|`, from the sorted scores' prefix sums (O(N log N)), with the
+    gradient that treats tied scores alike (:class:`_Spread`)."""
+    return _Spread.apply(s, m)
+
+
+class _Spread(torch.autograd.Function):
+    r""":func:`_spread_values` with the symmetric subgradient :math:`\partial/\partial s_j = \sum_m (g_j + g_m)
+    \operatorname{sign}(s_j - s_m)`, sign(0) = 0: two tied documents get the same gradient, whatever their order
+    (autograd through the sort gives a tied pair +1 and -1 in sorting order). Taken in O(N log N) from the sorted
+    scores: the counts and gradient sums of the scores below and above each one. Written with torch operations,
+    so a second derivative (0 in the scores, almost everywhere) is available too."""
+
+    @staticmethod
+    def forward(s, m):  # type: ignore[override]  # noqa: D102 - autograd protocol
+        return _spread_values(s, m)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: D102
+        s, m = ctx.saved_tensors
+        key = s.detach().masked_fill(~m, torch.inf)
+        ordered, order = torch.sort(key, dim=-1, stable=True)
+        g = torch.where(m, grad, torch.zeros_like(grad))
+        sums = torch.nn.functional.pad(torch.cumsum(g.gather(1, order), -1), (1, 0))  # [R, N + 1]: before each
+        below = torch.searchsorted(ordered, key, side="left")  # real scores below each score
+        up_to = torch.searchsorted(ordered, key, side="right")  # ... below or tied
+        n = m.sum(-1, keepdim=True)
+        flow = (g * (below - (n - up_to)).to(g.dtype) + sums.gather(1, below)
+                - (sums.gather(1, n) - sums.gather(1, up_to)))
+        return torch.where(m, flow, torch.zeros_like(flow)), None
+
+
+def _spread_values(s: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     order = torch.sort(s.detach().masked_fill(~m, torch.inf), dim=-1, stable=True).indices
     real = torch.gather(m, 1, order)
     ordered = torch.where(real, s.gather(1, order), torch.zeros_like(s))
@@ -93,15 +128,46 @@ def relaxed_permutation(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothin
     """``[R, N ranks, N documents]``: NeuralSort's or SoftSort's relaxed sorting permutation (descending) of
     each row's real documents; columns of padding are 0. Rows past a list's length hold no meaning: the
     callers weigh them by 0 (:func:`_row_weights`). The losses take NeuralSort through :func:`permutation_mix`;
-    its permutation here is the plain autograd reference."""
+    its permutation here is the plain autograd reference. "neuralsort_sinkhorn": NeuralSort's made doubly
+    stochastic (:func:`sinkhorn_scaling`)."""
     if smoothing == "neuralsort":
         return _neuralsort_permutation(s, *_neuralsort_terms(s, m, sigma))
+    if smoothing == "neuralsort_sinkhorn":
+        return sinkhorn_scaling(_neuralsort_permutation(s, *_neuralsort_terms(s, m, sigma)), m)
     hide = _hidden_columns(m)
     scaled = s / sigma
-    top = torch.sort(scaled.masked_fill(~m, -torch.inf), dim=-1, descending=True).values
+    top = _TieSymmetricSort.apply(scaled.masked_fill(~m, -torch.inf))[0]
     top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
     columns = scaled.masked_fill(hide, torch.inf)  # |top - inf| = inf: padding's logits are -inf
     return torch.softmax(_NegativeDistance.apply(top, columns), dim=-1)
+
+
+class _TieSymmetricSort(torch.autograd.Function):
+    """Each row sorted descending, with the gradient of a run of tied values shared equally by the tied entries
+    (autograd through the sort hands each sorted position's gradient to one of them, in sorting order): the mean
+    over the orders the tie could be broken in, so tied documents get the same gradient."""
+
+    @staticmethod
+    def forward(x):  # type: ignore[override]  # noqa: D102 - autograd protocol
+        values, order = torch.sort(x, dim=-1, descending=True)
+        return values, order
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # the separate form torch.func's transforms need
+        values, order = output
+        ctx.mark_non_differentiable(order)
+        ctx.save_for_backward(values, order)
+
+    @staticmethod
+    def backward(ctx, grad, _):  # noqa: D102
+        values, order = ctx.saved_tensors
+        new_run = torch.ones_like(values, dtype=torch.bool)
+        new_run[:, 1:] = values[:, 1:] != values[:, :-1]
+        run = torch.cumsum(new_run.to(torch.int64), -1) - 1  # [R, N]: the tie run of each sorted position
+        totals = torch.zeros_like(grad).scatter_add(1, run, grad)
+        sizes = torch.zeros_like(grad).scatter_add(1, run, torch.ones_like(grad))
+        shared = (totals / sizes.clamp_min(1.0)).gather(1, run)
+        return torch.zeros_like(shared).scatter(1, order, shared)
 
 
 def _hidden_columns(m: torch.Tensor) -> torch.Tensor:
@@ -126,6 +192,34 @@ def _neuralsort_logits(s: torch.Tensor, coefficient: torch.Tensor, bias: torch.T
 
 def _neuralsort_permutation(s: torch.Tensor, coefficient: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     return torch.softmax(_neuralsort_logits(s, coefficient, bias), dim=-1)
+
+
+SINKHORN_ITERATIONS = 50  # allRank's neuralNDCG: at most 50 scalings, ...
+SINKHORN_TOLERANCE = 1e-6  # ... stopping once every row and column sums to 1 within this
+
+
+def sinkhorn_scaling(p: torch.Tensor, m: torch.Tensor, iterations: int = SINKHORN_ITERATIONS,
+                     tolerance: float = SINKHORN_TOLERANCE) -> torch.Tensor:
+    """``[R, N ranks, N documents]``: each list's relaxed permutation made doubly stochastic over its ``n`` real
+    documents and its first ``n`` ranks by Sinkhorn scaling (Pobrotyn and Bialobrzeski 2021, as allRank's
+    ``neuralNDCG``): columns then rows divided by their sums, until both sum to 1 within ``tolerance`` or
+    ``iterations`` have run. A list stops when it has converged (allRank stops when the whole batch has), so a
+    list's value does not depend on the others in its batch. Padding's rows and columns are 0."""
+    ranks = torch.arange(p.shape[1], device=p.device)[None, :] < m.sum(-1, keepdim=True)  # [R, N]: real ranks
+    real = ranks[:, :, None] & m[:, None, :]
+    # padding ranks x padding documents hold 1, as allRank sets them, so that they can sum to 1 too
+    p = torch.where(real, p, (~ranks[:, :, None] & ~m[:, None, :]).to(p.dtype))
+    active = torch.ones(p.shape[0], dtype=torch.bool, device=p.device)
+    for _ in range(iterations):
+        scaled = p / p.sum(1, keepdim=True).clamp_min(1e-10)  # allRank's floor
+        scaled = scaled / scaled.sum(2, keepdim=True).clamp_min(1e-10)
+        p = torch.where(active[:, None, None], scaled, p)
+        converged = (((scaled.sum(2) - 1.0).abs().amax(-1) < tolerance)
+                     & ((scaled.sum(1) - 1.0).abs().amax(-1) < tolerance))
+        active = active & ~converged
+        if not bool(active.any()):  # one read back an iteration, as allRank's
+            break
+    return torch.where(real, p, torch.zeros_like(p))
 
 
 def permutation_mix(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str, weights: torch.Tensor) -> torch.Tensor:
@@ -205,22 +299,44 @@ def soft_ranks(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str) -
     return SOFT_RANKS[smoothing](s, m, sigma)
 
 
-def soft_positions(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str,
-                   discount: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-    """``[B, N]``: the discount at each real document's soft position; ``discount`` the discount at given 1-based
-    ranks (float64). Relaxed permutations: :math:`\\sum_r D(r) P[r, n]`; soft ranks: D interpolated linearly
-    between the integer ranks around :math:`\\rho(n)`."""
+Discount = Callable[[torch.Tensor], torch.Tensor]  # the discount at given 1-based ranks (float64)
+
+
+def soft_positions(s: torch.Tensor, m: torch.Tensor, sigma: float, smoothing: str, discount: Discount) -> torch.Tensor:
+    """``[B, N]``: the discount each real document gets under ``smoothing`` (:data:`SOFT_POSITIONS`), 0 at
+    padding; ``discount`` the discount at given 1-based ranks (float64)."""
+    return SOFT_POSITIONS[smoothing](s, m, sigma, discount)
+
+
+def _discount_at_soft_rank(s: torch.Tensor, m: torch.Tensor, sigma: float, discount: Discount, *,
+                           smoothing: str) -> torch.Tensor:
+    """:math:`D(\\rho(n))`: the discount at the soft rank itself, as Qin et al.'s ApproxNDCG takes it (and Rax,
+    allRank and TF-Ranking)."""
+    ranks = soft_ranks(s, m, sigma, smoothing)
+    at = torch.where(m, ranks, torch.ones_like(ranks))  # padding at rank 1: a finite discount, masked below
+    return torch.where(m, discount(at.to(torch.float64)).to(s.dtype), torch.zeros_like(s))
+
+
+def _interpolated_discount(s: torch.Tensor, m: torch.Tensor, sigma: float, discount: Discount, *,
+                           smoothing: str) -> torch.Tensor:
+    """D interpolated linearly between the integer ranks around :math:`\\rho(n)` (gaprank's own form)."""
     size = s.shape[1]
     table = discount(torch.arange(1, size + 2, dtype=torch.float64, device=s.device)).to(s.dtype)
-    if smoothing in PERMUTATION_SMOOTHINGS:
-        mixed = permutation_mix(s, m, sigma, smoothing, _row_weights(table[:size], m)[:, None, :])
-        return torch.where(m, mixed[:, 0], torch.zeros_like(s))
     ranks = soft_ranks(s, m, sigma, smoothing).clamp(1.0, float(max(size, 1)))
     low = torch.floor(ranks).detach()
     frac = ranks - low
     index = (low.long() - 1).clamp(0, size - 1)
     below, above = table[index], table[index + 1]
     return torch.where(m, below + frac * (above - below), torch.zeros_like(ranks))
+
+
+def _mixed_discount(s: torch.Tensor, m: torch.Tensor, sigma: float, discount: Discount, *,
+                    smoothing: str) -> torch.Tensor:
+    """:math:`\\sum_r D(r) P[r, n]` over the relaxed permutation's column of n."""
+    size = s.shape[1]
+    table = discount(torch.arange(1, size + 1, dtype=torch.float64, device=s.device)).to(s.dtype)
+    mixed = permutation_mix(s, m, sigma, smoothing, _row_weights(table, m)[:, None, :])
+    return torch.where(m, mixed[:, 0], torch.zeros_like(s))
 
 
 def threshold_coefficients(kernel: Kernel) -> tuple[torch.Tensor, torch.Tensor]:
@@ -284,8 +400,19 @@ def refuse_kernel(measure: str, name: str, smoothing: str) -> GaprankInputError:
 # each rank smoothing's soft ranks, (s [R, N], m [R, N], sigma) -> [R, N]
 SOFT_RANKS: dict[str, Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]] = {
     "approx": approx_ranks,
+    "approx_interpolated": approx_ranks,
     "neuralsort": functools.partial(_permutation_ranks, smoothing="neuralsort"),
+    "neuralsort_sinkhorn": functools.partial(_permutation_ranks, smoothing="neuralsort_sinkhorn"),
     "softsort": functools.partial(_permutation_ranks, smoothing="softsort"),
     "fast_soft_rank": fast_soft_ranks,
 }
-RANK_SMOOTHINGS = tuple(SOFT_RANKS)
+# ... and the discount each document gets, (s, m, sigma, discount) -> [R, N]
+SOFT_POSITIONS: dict[str, Callable[[torch.Tensor, torch.Tensor, float, Discount], torch.Tensor]] = {
+    "approx": functools.partial(_discount_at_soft_rank, smoothing="approx"),
+    "approx_interpolated": functools.partial(_interpolated_discount, smoothing="approx"),
+    "neuralsort": functools.partial(_mixed_discount, smoothing="neuralsort"),
+    "neuralsort_sinkhorn": functools.partial(_mixed_discount, smoothing="neuralsort_sinkhorn"),
+    "softsort": functools.partial(_mixed_discount, smoothing="softsort"),
+    "fast_soft_rank": functools.partial(_interpolated_discount, smoothing="fast_soft_rank"),
+}
+RANK_SMOOTHINGS = tuple(SOFT_POSITIONS)

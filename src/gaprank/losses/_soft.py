@@ -49,7 +49,8 @@ from ._smoothing import (
 )
 from ._softrank import expected_discounts, softrank_kernel_metric
 
-Smoothing = Literal["softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"]
+Smoothing = Literal["softrank", "expected", "approx", "approx_interpolated", "neuralsort", "neuralsort_sinkhorn", "softsort",
+                    "fast_soft_rank"]
 # why the rank-law paths refuse torch.func's transforms
 _RANK_LAWS_WHY = "its gradient is computed outside autograd's graph (SoftRank's rank laws, or the expectation's blocks)"
 # half-precision scores: computed in float32, the result in the scores' dtype
@@ -206,19 +207,24 @@ def soft_metric(
     ``measure``: a measure string of the AP family (through its kernel: "gap", "xgap", "egap", "ap",
     "AP(rel=2)", "vG", "eRAP(p=[0,0.5,1])", ...) or of the discounted-gain family (SoftRank's expected
     discounts: "ndcg" is SoftNDCG, "nDCG@10", "P@5", "RBP(p=0.8)", ...).
-    ``sigma`` is the standard deviation of every document's score, so
-    :math:`\pi_{mn} = \Phi((s_m - s_n)/(\sigma\sqrt 2))`. ``smoothing="softrank"``: the GAP paper's SoftGAP,
+    ``sigma`` is the smoothing's one scale: with "softrank" and "expected" the standard deviation of every
+    document's score, so :math:`\pi_{mn} = \Phi((s_m - s_n)/(\sigma\sqrt 2))`; a temperature or a regularisation
+    strength with the others (see ``sigma``). ``smoothing="softrank"``: the GAP paper's SoftGAP,
     :math:`\sum_n (K_{nn} + \sum_m \pi_{mn} K_{mn}) / (1 + \sum_m \pi_{mn})` (Robertson et al. 2010,
     sec. 5; a ratio of expectations). ``smoothing="expected"``: :math:`E[M]` exactly under the model
     (Poisson-binomial count above each pivot, Gauss-Legendre in x, a shared trapezoid grid in the
     pivot's score; computed in float64; cost O(T N^2 c) per query, T ~ 4 range/sigma + 64), for the AP
-    family. The other four smoothings replace the Gaussian model by soft ranks (see ``smoothing``; docs:
-    Choosing a smooth loss); tied scores share the mean of the ranks they span.
+    family. The other smoothings replace the Gaussian model by soft ranks (see ``smoothing``; docs:
+    Choosing a smooth loss); tied scores share the mean of the ranks they span. The discounted-gain family's
+    gain is 2^l - 1 (the measure string's ``gain=linear`` for l). At tied scores every smoothing's gradient is
+    symmetric: a permutation of the documents permutes the gradient, and two documents with one score and one
+    grade get one gradient.
     Returns ``[B]`` (a scalar for a 1-D query) in the scores' dtype; 0 where the metric is undefined
     (no relevant document). Equal scores give :math:`\pi = 1/2`. ``max_grade`` and ``validate`` as in
-    :func:`~gaprank.losses.lambdarank_loss`: unvalidated, "softrank", "approx", "neuralsort" and "softsort" read
-    nothing back from the device; "expected" still reads the scores' span (its grid depends on it), and
-    "fast_soft_rank" finds its blocks on the CPU.
+    :func:`~gaprank.losses.lambdarank_loss`: unvalidated, "softrank", "approx", "approx_interpolated",
+    "neuralsort" and "softsort" read nothing back from the device; "expected" still reads the scores' span (its
+    grid depends on it), "neuralsort_sinkhorn" reads once a scaling (whether it has converged, as allRank does),
+    and "fast_soft_rank" finds its blocks on the CPU.
 
     Parameters
     ----------
@@ -234,21 +240,28 @@ def soft_metric(
     sigma : float
         The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the
         value goes to the measure. "softrank" and "expected": the standard deviation of each score
-        in SoftRank's Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature;
-        "neuralsort" and "softsort": the softmax temperature of the relaxed permutation;
-        "fast_soft_rank": the regularisation strength epsilon of the projection onto the
-        permutahedron.
+        in SoftRank's Gaussian model (Taylor et al.'s sigma_s); "approx" and "approx_interpolated":
+        the sigmoid's temperature (Rax's temperature, 1/alpha of allRank's approxNDCGLoss);
+        "neuralsort", "neuralsort_sinkhorn" and "softsort": the softmax temperature of the relaxed
+        permutation (allRank's temperature tau); "fast_soft_rank": the regularisation strength
+        epsilon of the projection onto the permutahedron (torchsort's regularization_strength).
     g : array-like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
         ``g`` in the string (give one of the two); default uniform over grades 1..c.
-    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
-        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
-        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the
-        expectation of the measure under the same Gaussian model (the AP family; float64); "approx":
-        approximate ranks 1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort"
-        and "softsort": the relaxed sorting permutations of Grover et al. (2019) and Prillo and
-        Eisenschlos (2020); "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection
-        onto the permutahedron, O(n log n) time and O(n) memory. The last four take the AP family
+    smoothing : str, default "softrank"
+        How the ranks are smoothed, one of ``gaprank.losses.SMOOTHINGS`` (docs: Choosing a smooth
+        loss). "softrank": SoftRank's ratio of expectations, the GAP paper's SoftGAP (Robertson et
+        al. 2010, sec. 5); "expected": the expectation of the measure under the same Gaussian model
+        (the AP family; float64); "approx": approximate ranks 1 + sum_m sigmoid((s_m - s_n)/sigma)
+        with the discount at the soft rank, Qin, Liu and Li's ApproxNDCG (2010), as Rax, allRank and
+        TF-Ranking compute it; "approx_interpolated": the same ranks with the discount interpolated
+        between the integer ranks around them (gaprank's form: with a cutoff k, a slope from rank k
+        to k + 1); "neuralsort" and "softsort": the relaxed sorting permutations of Grover et al.
+        (2019) and Prillo and Eisenschlos (2020); "neuralsort_sinkhorn": NeuralSort's made doubly
+        stochastic by Sinkhorn scaling, NeuralNDCG (Pobrotyn and Bialobrzeski 2021) as allRank
+        computes it (at most 50 scalings, tolerance 1e-6; O(n^2) memory a scaling);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the
+        permutahedron, O(n log n) time and O(n) memory. All but the first two take the AP family
         through the threshold identity (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the
         discounted-gain family at soft positions; none takes ERR, Q, RR, Rprec or Success (their
         value is not a sum over documents of a function of the document's rank).
@@ -331,18 +344,25 @@ def soft_metric_loss(
     sigma : float, default 1.0
         The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the
         value goes to the measure. "softrank" and "expected": the standard deviation of each score
-        in SoftRank's Gaussian model (Taylor et al.'s sigma_s); "approx": the sigmoid's temperature;
-        "neuralsort" and "softsort": the softmax temperature of the relaxed permutation;
-        "fast_soft_rank": the regularisation strength epsilon of the projection onto the
-        permutahedron.
-    smoothing : {"softrank", "expected", "approx", "neuralsort", "softsort", "fast_soft_rank"}, default "softrank"
-        How the ranks are smoothed (docs: Choosing a smooth loss). "softrank": SoftRank's ratio of
-        expectations, the GAP paper's SoftGAP (Robertson et al. 2010, sec. 5); "expected": the
-        expectation of the measure under the same Gaussian model (the AP family; float64); "approx":
-        approximate ranks 1 + sum_m sigmoid((s_m - s_n)/sigma) (Qin, Liu and Li 2010); "neuralsort"
-        and "softsort": the relaxed sorting permutations of Grover et al. (2019) and Prillo and
-        Eisenschlos (2020); "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection
-        onto the permutahedron, O(n log n) time and O(n) memory. The last four take the AP family
+        in SoftRank's Gaussian model (Taylor et al.'s sigma_s); "approx" and "approx_interpolated":
+        the sigmoid's temperature (Rax's temperature, 1/alpha of allRank's approxNDCGLoss);
+        "neuralsort", "neuralsort_sinkhorn" and "softsort": the softmax temperature of the relaxed
+        permutation (allRank's temperature tau); "fast_soft_rank": the regularisation strength
+        epsilon of the projection onto the permutahedron (torchsort's regularization_strength).
+    smoothing : str, default "softrank"
+        How the ranks are smoothed, one of ``gaprank.losses.SMOOTHINGS`` (docs: Choosing a smooth
+        loss). "softrank": SoftRank's ratio of expectations, the GAP paper's SoftGAP (Robertson et
+        al. 2010, sec. 5); "expected": the expectation of the measure under the same Gaussian model
+        (the AP family; float64); "approx": approximate ranks 1 + sum_m sigmoid((s_m - s_n)/sigma)
+        with the discount at the soft rank, Qin, Liu and Li's ApproxNDCG (2010), as Rax, allRank and
+        TF-Ranking compute it; "approx_interpolated": the same ranks with the discount interpolated
+        between the integer ranks around them (gaprank's form: with a cutoff k, a slope from rank k
+        to k + 1); "neuralsort" and "softsort": the relaxed sorting permutations of Grover et al.
+        (2019) and Prillo and Eisenschlos (2020); "neuralsort_sinkhorn": NeuralSort's made doubly
+        stochastic by Sinkhorn scaling, NeuralNDCG (Pobrotyn and Bialobrzeski 2021) as allRank
+        computes it (at most 50 scalings, tolerance 1e-6; O(n^2) memory a scaling);
+        "fast_soft_rank": the soft ranks of Blondel et al. (2020), by projection onto the
+        permutahedron, O(n log n) time and O(n) memory. All but the first two take the AP family
         through the threshold identity (AP, GAP, xGAP, eGAP; vG and eRAP are refused) and the
         discounted-gain family at soft positions; none takes ERR, Q, RR, Rprec or Success (their
         value is not a sum over documents of a function of the document's rank).
