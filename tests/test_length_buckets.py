@@ -70,7 +70,7 @@ def test_a_skewed_trec_run_takes_memory_of_the_data_not_of_the_longest_query(tmp
     qrels, run = write_case(tmp_path, [10] * 2000 + [20_000])
     script = (PEAK + "import contextlib, io, json, sys\nfrom gaprank.cli.main import main\n"
               "out = io.StringIO()\nwith contextlib.redirect_stdout(out):\n"
-              f"    status = main(['eval', '--qrels', {str(qrels)!r}, '--run', {str(run)!r}, '-m', 'nDCG@10', '-m', 'GAP',"
+              f"    status = main(['eval', '--qrels', {str(qrels)!r}, '--run', {str(run)!r}, '-m', 'ndcg_cut.10', '-m', 'GAP',"
               " '--format', 'json', '--per-query'])\n"
               "print(json.dumps({'status': status, 'peak_mb': _peak_mb(), 'out': json.loads(out.getvalue())}))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -83,4 +83,4 @@ def test_a_skewed_trec_run_takes_memory_of_the_data_not_of_the_longest_query(tmp
     ours = result["out"]["per_query"]
     assert len(ours) == 2001
     for qid, values in theirs.items():
-        assert ours[qid]["nDCG@10"] == pytest.approx(values["ndcg_cut_10"], abs=1e-12)
+        assert ours[qid]["ndcg_cut.10"] == pytest.approx(values["ndcg_cut_10"], abs=1e-12)

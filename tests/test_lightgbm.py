@@ -302,7 +302,7 @@ def test_feval_values_equal_metrics_in_all_three_call_forms():
     y[12:15] = 0  # a query with no relevant document
     feval = ranking_feval(["GAP", "eGAP", "xGAP", "nDCG@10", "MAP", "P@10", "nDCG(gain=linear)@5"], g=G,
                           conventions="letor3")
-    assert feval.names == ["GAP", "eGAP", "xGAP", "nDCG@10 (letor3)", "MAP", "P@10 (letor3)", "nDCG(gain=linear)@5 (letor3)"]
+    assert feval.names == ["GAP", "eGAP", "xGAP", "nDCG@10[letor3]", "MAP", "P@10[letor3]", "nDCG(gain=linear)@5[letor3]"]
     scores = rng.normal(size=len(X)).round(1)  # rounded: ties, kept in row order
     expected = _expected_letor3(scores, y, sizes, G)
     # the feval averages per-query values it computes in length buckets: equal up to summation order

@@ -90,7 +90,7 @@ def test_a_named_convention_changes_a_value_and_says_so(tmp_path, capsys):
     """LETOR 3.0's tool scores a list shorter than k as 0 at k: asked for by name, reported under the name."""
     feval = ranking_feval(["nDCG@10", "GAP", "P@10"], conventions="letor3")
     assert [(name, value) for name, value, _ in feval(LABELS, SCORES, None, [4])] == [
-        ("nDCG@10 (letor3)", 0.0), ("GAP", pytest.approx(_reference("GAP"))), ("P@10 (letor3)", 0.0)]
+        ("nDCG@10[letor3]", 0.0), ("GAP", pytest.approx(_reference("GAP"))), ("P@10[letor3]", 0.0)]
     trec = evaluate_trec({"1": dict(zip("abcd", LABELS.tolist(), strict=True))},
                          {"1": dict(zip("abcd", SCORES.tolist(), strict=True))}, ["nDCG@10", "ndcg_cut.10"],
                          conventions=None)

@@ -36,7 +36,7 @@ def _small(tmp_path: Path, **loss) -> dict:
         "loss": loss or {"kind": "lambdarank", "measure": "gap", "g": [0.5, 0.5]},
         "training": {"epochs": 4, "batch_size": 16, "learning_rates": [0.001, 0.01], "patience": None,
                      "num_threads": 1},
-        "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"]},
+        "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"], "conventions": "letor3"},
         "output_dir": str(tmp_path / "out"),
     }
 
@@ -89,7 +89,7 @@ def test_test_scores_are_gaprank_metrics_of_the_selected_model(tmp_path, ohsumed
             loss_fn(model(b.features), b.labels, b.mask).backward()
             optimizer.step()
     test = ohsumed_fold1.test
-    expected = ranking_feval(["NDCG@10", "MAP", "P@10", "GAP"], g=[0.5, 0.5]).evaluate(
+    expected = ranking_feval(["NDCG@10", "MAP", "P@10", "GAP"], g=[0.5, 0.5], conventions="letor3").evaluate(
         predict(model, torch.as_tensor(test.features, dtype=torch.float32)), test.labels, test.group_sizes)
     for measure, value in expected.items():
         assert record["test"][measure] == pytest.approx(value, abs=1e-12)

@@ -30,7 +30,7 @@ def _quick(tmp_path: Path, **objective) -> dict:
         "objective": objective or {"measure": "gap", "g": [0.5, 0.5], "truncation_level": 30},
         "booster": {"num_boost_round": 12, "early_stopping_rounds": 3, "learning_rate": 0.1, "num_leaves": 7,
                     "num_threads": 1},
-        "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"]},
+        "evaluation": {"selection": "GAP", "measures": ["NDCG@10", "MAP", "P@10", "GAP"], "conventions": "letor3"},
         "output_dir": str(tmp_path / "out"),
     }
 

@@ -95,7 +95,7 @@ def test_metric_values_are_gaprank_metrics():
     starts = np.concatenate([[0], np.cumsum(sizes)])
     per_query = [gaprank.gap(s[a:b][None], y[a:b][None], g=[0.5, 0.5]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
     assert got["GAP"] == pytest.approx(float(np.mean(per_query)))
-    assert list(got) == ["GAP", "MAP", "NDCG@10 (letor4)", "P@10"]  # LETOR 4.0 pads P@10, as gaprank does
+    assert list(got) == ["GAP", "MAP", "NDCG@10[letor4]", "P@10"]  # LETOR 4.0 pads P@10, as gaprank does
 
 
 def test_an_objective_reused_on_another_data_set_gives_that_sets_gradients():

@@ -548,7 +548,8 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
     baselines = letor_baselines(baselines_path, config.measures) if baselines_path is not None else {}
     summary: dict[str, Any] = {
         "objectives": objectives,
-        "conventions": get_conventions(first.evaluation.conventions).describe(),
+        "conventions": (None if first.evaluation.conventions is None
+                        else get_conventions(first.evaluation.conventions).describe()),
         "g": first.evaluation.g,
         "dataset": first.data.dataset,
         "folds": [f"Fold{n}" for n in first.data.folds],

@@ -40,7 +40,7 @@ class RankingEval:
     A measure string means what the metric function of its name computes (``"nDCG@10"`` is :func:`gaprank.ndcg`
     at k = 10), as everywhere in gaprank. Named ``conventions`` (an evaluation tool's rules: LETOR's short lists
     scored 0, its discount) change that, so the boosters' adapters report a measure they change under its string
-    and the conventions' name (:attr:`names`: ``"nDCG@10 (letor3)"``).
+    and the conventions' name (:attr:`names`: ``"nDCG@10[letor3]"``).
 
     Parameters
     ----------
@@ -56,7 +56,8 @@ class RankingEval:
     ----------
     names : list of str
         The name each measure is reported under by the LightGBM and XGBoost adapters: its string, followed by
-        the conventions' name in parentheses where they change its value.
+        the conventions' name in brackets where they change its value (no space: XGBoost splits its eval log
+        at spaces).
 
     Examples
     --------
@@ -64,9 +65,9 @@ class RankingEval:
     >>> from gaprank.boosting import RankingEval
     >>> scores, labels = np.array([0.9, 0.1, 0.2, 0.8]), np.array([2, 0, 1, 0])
     >>> RankingEval(["GAP", "nDCG@10"], g=[0.5, 0.5]).evaluate(scores, labels, [2, 2])
-    {'GAP': 0.75, 'nDCG@10': 0.8155...}
+    {'GAP': 0.75, 'nDCG@10': 0.8154648767857288}
     >>> RankingEval(["GAP", "nDCG@10"], g=[0.5, 0.5], conventions="letor3").names  # queries shorter than 10 score 0
-    ['GAP', 'nDCG@10 (letor3)']
+    ['GAP', 'nDCG@10[letor3]']
     """
 
     def __init__(self, measures: Sequence[str], *, g: ArrayLike | None = None,
@@ -84,7 +85,7 @@ class RankingEval:
         # g joins the measures that take it and whose strings set none
         self.measures = [m.with_defaults(g=self.g) for m in self.measures]
         self.conventions = None if conventions is None else get_conventions(conventions)
-        self.names = [m.name if not self._changed(m) else f"{m.name} ({self.conventions.name})"  # type: ignore[union-attr]
+        self.names = [m.name if not self._changed(m) else f"{m.name}[{self.conventions.name}]"  # type: ignore[union-attr]
                       for m in self.measures]
         self._layouts = LayoutCache(_GroupedLabels.build)
 

@@ -44,7 +44,7 @@ def ranking_feval(
     its value is the mean over the data set's queries of the :mod:`gaprank.metrics` function, as everywhere
     in gaprank. Named ``conventions`` reproduce an evaluation tool's numbers ("letor3": LETOR 3.0's Eval-Score
     tool -- NDCG discount 1/max(1, log2 n), queries shorter than k score 0 at k, no relevant document scores 0;
-    ties in row order), and a measure they change is reported as ``"nDCG@10 (letor3)"``. ``g`` goes to
+    ties in row order), and a measure they change is reported as ``"nDCG@10[letor3]"``. ``g`` goes to
     GAP/xGAP/eGAP. Every value is reported as higher-is-better, so LightGBM's early stopping works on any of
     them.
 

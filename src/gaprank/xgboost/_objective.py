@@ -180,7 +180,7 @@ def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
     Names as in :func:`gaprank.metrics.parse_measure` ("GAP", "eGAP", "xGAP", "NDCG@10", "MAP",
     "P@10", ...), each the value of its metric function; named ``conventions`` (LETOR 3.0 or 4.0 rules for
     short lists and queries without relevant documents) change that, and a measure they change is reported as
-    ``"NDCG@10 (letor3)"``. XGBoost's early stopping watches the last value returned: list the measure to select
+    ``"NDCG@10[letor3]"``. XGBoost's early stopping watches the last value returned: list the measure to select
     on last, and pass ``maximize=True``.
 
     Parameters
@@ -207,6 +207,6 @@ def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
     >>> gaprank.xgboost.metric(["GAP", "NDCG@10"], g=[0.5, 0.5])(predt, dvali)
     [('GAP', 0.75), ('NDCG@10', 0.8154648767857288)]
     >>> gaprank.xgboost.metric(["GAP", "NDCG@10"], g=[0.5, 0.5], conventions="letor3")(predt, dvali)
-    [('GAP', 0.75), ('NDCG@10 (letor3)', 0.0)]
+    [('GAP', 0.75), ('NDCG@10[letor3]', 0.0)]
     """
     return XGBoostMetric(RankingEval(measures, g=g, conventions=conventions))
