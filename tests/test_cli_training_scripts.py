@@ -37,8 +37,8 @@ def test_progress_to_a_file_is_one_line_per_fold(tmp_path, toy_data, capsys, mon
     run(config, progress=True)  # standard error is pytest's capture, not a terminal
     err = capsys.readouterr().err
     assert "\r" not in err and "epoch/s" not in err and "s/epoch" not in err
-    lines = err.splitlines()
-    assert len(lines) == 2, err
+    announced, *lines = err.splitlines()
+    assert announced == "toy: training 2 folds (Fold1, Fold2)" and len(lines) == 2, err  # said before training
     for line, fold in zip(lines, ("Fold1", "Fold2"), strict=True):
         assert re.fullmatch(rf"toy {fold}: epoch \d, learning_rate 0\.0?01, vali GAP [0-9.]+; \d+\.\d s; "
                             r"test NDCG@10 [01]\.\d{4}, GAP [01]\.\d{4}", line), line

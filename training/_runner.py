@@ -16,6 +16,8 @@ counts as unfinished, and the output directory is locked (``filelock``) while a 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import dataclasses
 import json
 import os
@@ -24,7 +26,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,44 @@ from .config import available_cores, local_processes, output_path, to_dict
 
 LOCK_NAME = ".lock"
 REPO = Path(__file__).resolve().parents[1]  # the repository: relative config paths and the commit
+RESULTS = REPO / "results"  # the committed results: read by every run, written only when a command asks
+SCRATCH = REPO / "runs"  # where a run whose results live in results/ writes otherwise (not tracked)
+_publishing: contextvars.ContextVar[bool] = contextvars.ContextVar("publishing", default=False)
+
+
+@contextlib.contextmanager
+def publishing(allowed: bool) -> Iterator[None]:
+    """Within: runs write into the committed ``results/`` as their configs say (the command asked for it with
+    ``--out``); outside, they write to :data:`SCRATCH` instead (:func:`destination`)."""
+    token = _publishing.set(allowed)
+    try:
+        yield
+    finally:
+        _publishing.reset(token)
+
+
+def destination(output_dir: str | Path) -> Path:
+    """Where a run whose results live in ``output_dir`` writes: ``output_dir``, unless it is inside the
+    repository's committed ``results/`` and the command did not ask to write there (``--out results/...``): then
+    its counterpart under ``runs/``, so that following the docs never changes a tracked file. The committed
+    records are still read, and reused where they stand for the run."""
+    path = output_path(output_dir)
+    if _publishing.get():
+        return path
+    try:
+        relative = path.resolve().relative_to(RESULTS.resolve())
+    except ValueError:
+        return path
+    return SCRATCH / relative
+
+
+def announce_training(name: str, folds: list[int], seconds: list[float | None]) -> None:
+    """One line on standard error before folds are trained: how many, and how long the earlier records of the
+    same folds took where there are any, so that a long retrain is never a silent one."""
+    known = [s for s in seconds if s is not None]
+    took = f"; the earlier records of {len(known)} of them took {sum(known) / 60:.1f} min" if known else ""
+    print(f"{name}: training {len(folds)} fold{'s' if len(folds) != 1 else ''} ({', '.join(f'Fold{n}' for n in folds)})"
+          f"{took}", file=sys.stderr, flush=True)
 
 
 class OutputInUse(GaprankInputError):
@@ -276,19 +316,35 @@ def run_folds(
     if outside:
         raise GaprankInputError(f"{config.name}: fold{'s' if len(outside) > 1 else ''} {outside} not among the "
                                 f"config's data.folds {configured}")
-    out = output_path(config.output_dir)
+    published = output_path(config.output_dir)
+    out = destination(published)
     with locked(out):
         (out / "folds").mkdir(parents=True, exist_ok=True)
         log = out / "log.jsonl"
+        if out != published and _progress_wanted(progress):
+            print(f"{config.name}: writing to {out} ({published} is read, never written; --out {published} writes "
+                  "there)", file=sys.stderr)
         by_fold, trained = {}, []
+        records, reasons, provenances = {}, {}, {}
+        for number in configured:  # what each fold has, before any is trained
+            path = out / "folds" / f"Fold{number}.json"
+            provenance = provenances[number] = fold_provenance(config, number, versions)
+            record = _read_record(path, log, number, progress)
+            if record is None and out != published:  # the committed record, copied over where it stands for the run
+                record = _read_record(published / "folds" / f"Fold{number}.json", log, number, progress)
+                if record is not None and stale_reason(record, provenance, config) is None and not force:
+                    write_json_atomic(path, record)
+            records[number] = record
+            reasons[number] = "--force" if force else ("no finished record" if record is None else
+                                                       stale_reason(record, provenance, config))
+        to_train = [n for n in chosen if reasons[n] is not None]
+        if to_train and _progress_wanted(progress):
+            announce_training(config.name, to_train, [(records[n] or {}).get("seconds") for n in to_train])
         bars = show_progress(progress)
         lines = _progress_wanted(progress) and not bars  # standard error is a file: a line per fold, not bars
         for number in tqdm(configured, desc=config.name, unit="fold", file=sys.stderr, disable=not bars):
             path = out / "folds" / f"Fold{number}.json"
-            provenance = fold_provenance(config, number, versions)
-            record = _read_record(path, log, number, progress)
-            reason = "--force" if force else ("no finished record" if record is None else
-                                              stale_reason(record, provenance, config))
+            provenance, record, reason = provenances[number], records[number], reasons[number]
             if reason is None:
                 if number in chosen:
                     log_event(log, event="fold_skipped", fold=number, reason="finished with the same config, data and version")
@@ -341,8 +397,9 @@ def run_folds(
 
 
 def output_root(output_dir: str, quick: bool) -> Path:
-    """Where a script writes: ``output_dir``, or ``<output_dir>-quick`` for ``--quick`` (CI's smoke runs)."""
-    return Path(str(output_path(output_dir)) + ("-quick" if quick else ""))
+    """Where a script writes: ``output_dir``, or ``<output_dir>-quick`` for ``--quick`` (CI's smoke runs), under
+    ``runs/`` instead of the committed ``results/`` unless the command asked (:func:`destination`)."""
+    return destination(str(output_path(output_dir)) + ("-quick" if quick else ""))
 
 
 def quick_variant(config: Any, **changes: Any) -> Any:
@@ -387,7 +444,8 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
     parser.add_argument("--folds", help="comma-separated subset of the config's folds, e.g. 1,2")
     parser.add_argument("--force", action="store_true", help="retrain folds that already have results")
     parser.add_argument("--quick", action="store_true", help=quick_help)
-    parser.add_argument("--out", help="write under this directory instead of the config's output_dir")
+    parser.add_argument("--out", help="write under this directory instead of runs/<the config's output_dir under "
+                                      "results/> (--out results/... updates the committed results)")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config, config_class)
@@ -395,7 +453,8 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
             config = dataclasses.replace(config, output_dir=str(output_path(args.out, "--out")))
         if args.quick:
             config = quick(config)
-        result = run(config, folds=parse_folds(args.folds, config.data.dataset), force=args.force)
+        with publishing(args.out is not None):
+            result = run(config, folds=parse_folds(args.folds, config.data.dataset), force=args.force)
         baselines = baselines_table(config.data.dataset, config.data.data_dir, config.evaluation.measures)
     except GaprankInputError as exc:
         if launched_rank() == 0:  # under torchrun every rank meets the same error; one says it

@@ -50,7 +50,15 @@ from gaprank.metrics import get_conventions, objective_measure
 
 from . import tune as tuning
 from ._baselines import find_baselines, letor_baselines
-from ._runner import checkout_commit, locked, log_event, machine_description, output_root, script_parser
+from ._runner import (
+    checkout_commit,
+    locked,
+    log_event,
+    machine_description,
+    output_root,
+    publishing,
+    script_parser,
+)
 from ._trainers import REPO, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, load_config, output_path, to_dict, with_params
 
@@ -611,12 +619,14 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m training.compare " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     try:
         config = load_config(args.config, CompareConfig)
-        if args.replot:
-            root = output_path(args.out, "--out") if args.out is not None else output_root(config.output_dir, args.quick)
-            drawn = replot(root, command=command)
-            print(f"drew {', '.join(drawn)} in {root}/")
-            return 0
-        result = run(config, quick=args.quick, force=args.force, out=args.out, command=command)
+        with publishing(args.out is not None):
+            if args.replot:
+                root = output_path(args.out, "--out") if args.out is not None else output_root(config.output_dir,
+                                                                                               args.quick)
+                drawn = replot(root, command=command)
+                print(f"drew {', '.join(drawn)} in {root}/")
+                return 0
+            result = run(config, quick=args.quick, force=args.force, out=args.out, command=command)
     except GaprankInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -31,6 +31,7 @@ import dataclasses
 import json
 import math
 import multiprocessing
+import shutil
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -43,9 +44,9 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 
-from ._runner import checkout_commit, locked, output_root, run_config_key, script_parser
+from ._runner import checkout_commit, locked, output_root, publishing, run_config_key, script_parser
 from ._trainers import DIVERGED, TRAINERS, RunEntry, check_seeds
-from .config import ConfigError, available_cores, load_config, to_dict, with_params
+from .config import ConfigError, available_cores, load_config, output_path, to_dict, with_params
 
 
 @dataclass
@@ -290,9 +291,17 @@ def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> d
     """Run (or resume) every objective's study (``parallel_studies`` at a time); returns
     ``{name: {"trials", "best_value", "params", ...}}`` in the config's order."""
     studies = load_studies(config, quick=quick)
-    root = studies_path(config, quick=quick).parent
+    path = studies_path(config, quick=quick)
+    root = path.parent
     order = [item.entry.name for item in studies]
     with locked(root):
+        published = output_path(str(output_path(config.output_dir)) + ("-quick" if quick else "")) / path.name
+        if path != published and not path.exists() and published.is_file():
+            # the committed studies, copied: their finished trials are resumed from, never written
+            shutil.copyfile(published, path)
+            if progress:
+                print(f"tuning: writing to {root} (the studies in {published.parent} are read, never written; --out "
+                      f"{published.parent} writes there)", file=sys.stderr)
         done: dict[str, Any] = {}
 
         def record(name: str, result: dict[str, Any]) -> None:
@@ -316,10 +325,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = script_parser("python -m training.tune", __doc__, "configs/ohsumed/tune.yaml")
     parser.add_argument("--quick", action="store_true", help="2 trials, the first fold, a few epochs / rounds (CI)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--out", help="write under this directory instead of runs/<the config's output_dir under "
+                                      "results/> (--out results/... updates the committed studies)")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config, TuneConfig)
-        results = tune(config, quick=args.quick, progress=not args.quiet)
+        if args.out is not None:
+            config = dataclasses.replace(config, output_dir=str(output_path(args.out, "--out")))
+        with publishing(args.out is not None):
+            results = tune(config, quick=args.quick, progress=not args.quiet)
     except GaprankInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
