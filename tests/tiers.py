@@ -24,6 +24,8 @@ TIERS = {
             "test_training_compare", "test_threads_fork", "test_data_import_hardening",
             # the compiled kernels' threads: fresh interpreters with signals, Ctrl-C, forks and 8 Python threads
             "test_lanes",
+            # gaprank warmup and a first compile, each in a fresh interpreter with an empty numba cache
+            "test_warmup",
             # the doctests of the sentence-transformers adapter (src/gaprank/sentence_transformers.py), like its tests
             "sentence_transformers",
             # gaprank data import and gaprank baseline (a least-squares fit on MQ2008 Fold 1) in two processes

@@ -25,6 +25,7 @@ Nothing here changes numba's or torch's settings.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 import warnings
@@ -145,9 +146,38 @@ def _warn_compiled_in_each_process() -> None:
                       "writable folder to keep them)", CompileCacheWarning, stacklevel=5)
 
 
+COMPILE_NOTICE = ("gaprank: compiling its numba kernels for this machine (a few seconds for each kind of "
+                  "call, once: numba caches them for later processes); `gaprank warmup` compiles them all ahead")
+_compile_notice = {"listening": False, "given": False}
+
+
+def _listen_for_the_first_compile() -> None:
+    """Have numba's compile event (fired on a cache miss only, never on a cache load) say once, through the
+    ``gaprank`` logger, that a gaprank kernel is being compiled: the first call's pause is then never silent."""
+    if _compile_notice["listening"] or numba is None:
+        return
+    _compile_notice["listening"] = True
+
+    class _FirstCompile(numba.core.event.Listener):
+        def on_start(self, event: Any) -> None:
+            if _compile_notice["given"]:
+                return
+            dispatcher = (event.data or {}).get("dispatcher")
+            module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+            if module.startswith("gaprank."):
+                _compile_notice["given"] = True
+                logging.getLogger("gaprank").warning(COMPILE_NOTICE)
+
+        def on_end(self, event: Any) -> None:
+            pass
+
+    numba.core.event.register("numba:compile", _FirstCompile())
+
+
 def jit(function: Callable[..., Any], **options: Any) -> Any:
     """``numba.njit(cache=True, **options)(function)``, without the disk cache where numba has no writable place
-    for it."""
+    for it. The first compile of a process is announced (:data:`COMPILE_NOTICE`)."""
+    _listen_for_the_first_compile()
     try:
         return numba.njit(cache=True, **options)(function)
     except RuntimeError as exc:  # numba's "cannot cache function ...: no locator available for file ..."

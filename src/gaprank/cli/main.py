@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -204,6 +205,25 @@ def _data_warnings() -> Iterator[None]:
         yield
 
 
+def _cmd_warmup(args: argparse.Namespace) -> None:
+    import time
+
+    import numba
+
+    from ._warmup import compile_kernels
+
+    start = time.perf_counter()
+    logger = logging.getLogger("gaprank")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # this command is the notice that kernels are being compiled
+    try:
+        calls = compile_kernels()
+    finally:
+        logger.setLevel(level)
+    where = getattr(numba.config, "CACHE_DIR", "") or "numba's default cache (__pycache__ beside gaprank's modules)"
+    print(f"compiled gaprank's kernels in {time.perf_counter() - start:.1f} s ({calls} calls); cached in {where}")
+
+
 def _cmd_data_list(args: argparse.Namespace) -> None:
     with _data_warnings():
         _data_list(args)
@@ -348,6 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--max-size", default="100G",
                      help="the largest uncompressed size an archive may declare, e.g. 500M, 200G (default 100G)")
     imp.set_defaults(handler=_cmd_data_import)
+
+    warm = sub.add_parser("warmup", help="compile gaprank's kernels now, so that no first call pauses",
+                          description="Compile every numba kernel gaprank uses (about 15 s) into numba's disk cache, "
+                                      "which later processes load: run it once after installing, e.g. in a Docker "
+                                      "build or a CI step.")
+    warm.set_defaults(handler=_cmd_warmup)
     return parser
 
 
