@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,3 +47,32 @@ def test_contributing_gives_ci_s_commands_and_working_links():
     for link in re.findall(r"\]\(([^)#:]+)\)", text):
         assert (ROOT / link).is_file(), link
     assert "docs/adding-a-measure.md" in text
+
+
+@pytest.mark.parametrize("adapter, package, extra", [
+    ("gaprank.torchmetrics", "torchmetrics", "torchmetrics"),
+    ("gaprank.ir_measures", "ir_measures", "ir-measures"),
+    ("gaprank.sentence_transformers", "sentence_transformers", "sentence-transformers"),
+])
+def test_an_adapter_without_its_library_names_the_extra_to_install(adapter, package, extra, monkeypatch):
+    import importlib
+    import sys
+
+    for name in [package, *(key for key in sys.modules if key.startswith(package + "."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed (its submodules loaded by other tests too)
+    monkeypatch.delitem(sys.modules, adapter, raising=False)
+    with pytest.raises(ModuleNotFoundError, match=rf'^{adapter} needs {package}, which is not installed here: '
+                                                  rf'pip install "gaprank\[{extra}\]"$'):
+        importlib.import_module(adapter)
+
+
+def test_dask_partitions_without_dask_name_the_extra(monkeypatch):
+    import sys
+
+    import numpy as np
+
+    from gaprank.dask import partition_by_query
+
+    monkeypatch.setitem(sys.modules, "dask.array", None)
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "gaprank\[dask\]"'):
+        partition_by_query(np.zeros((2, 1)), [1, 0], [1, 1], 1)

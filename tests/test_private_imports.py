@@ -10,6 +10,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "gaprank"
 SHARED_PRIVATE_MODULES = {"_engine", "_inputs", "_typing", "_padding", "_grouped", "_compiled_setup", "_docstrings", "_autograd",
+                          "_extras",
                           "_elementwise"}
 
 

@@ -29,12 +29,18 @@ import numbers
 from collections.abc import Iterator
 from typing import Any
 
-import ir_measures
 import numpy as np
 import torch
-from ir_measures import providers
-from ir_measures.measures import base as measures_base
-from ir_measures.util import Metric, QrelsConverter, RunConverter
+
+from ._extras import missing_extra
+
+try:
+    import ir_measures
+    from ir_measures import providers
+    from ir_measures.measures import base as measures_base
+    from ir_measures.util import Metric, QrelsConverter, RunConverter
+except ImportError as _exc:
+    raise missing_extra("ir_measures", "ir-measures", "gaprank.ir_measures") from _exc
 
 from ._inputs import GaprankInputError
 from .metrics import Measure as GaprankMeasureString

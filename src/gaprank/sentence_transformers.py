@@ -21,11 +21,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._extras import require
 from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades
 from ._typing import ArrayLike
 from .boosting import RankingEval
 from .losses import swap_deltas
 from .metrics import objective_measure
+
+require("sentence_transformers", "sentence-transformers", "gaprank.sentence_transformers")
 
 try:  # sentence-transformers 6
     from sentence_transformers.base.evaluation.evaluator import BaseEvaluator

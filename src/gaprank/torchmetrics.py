@@ -26,8 +26,14 @@ from typing import Any
 
 import numpy as np
 import torch
-from torchmetrics.retrieval.base import RetrievalMetric, _retrieval_aggregate
-from torchmetrics.utilities.data import dim_zero_cat
+
+from ._extras import missing_extra
+
+try:
+    from torchmetrics.retrieval.base import RetrievalMetric, _retrieval_aggregate
+    from torchmetrics.utilities.data import dim_zero_cat
+except ImportError as _exc:
+    raise missing_extra("torchmetrics", "torchmetrics", "gaprank.torchmetrics") from _exc
 
 from ._grouped import GroupedLists, MeasureCall
 from ._inputs import MAX_GRADE, GaprankInputError, check_integer_grades, check_positive_int

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .._extras import require
 from .._grouped import GroupedLists
 from .._inputs import GaprankInputError
 from .._typing import ArrayLike
@@ -41,8 +42,7 @@ def partition_by_query(X: ArrayLike, y: ArrayLike, qid: ArrayLike, npartitions: 
     >>> X.chunks[0], group.compute().tolist(), group.chunks[0]
     ((5, 3), [2, 3, 3], (2, 1))
     """
-    import dask.array as da
-
+    da = require("dask.array", "dask", "gaprank.dask")
     features = np.asarray(X)
     labels = np.asarray(y)
     ids = np.asarray(qid)
