@@ -68,3 +68,14 @@ def test_every_config_path_a_script_s_help_names_exists(script):
     assert paths or script == "training.synthetic"
     for path in paths:
         assert (ROOT / path).is_file(), f"python -m {script} --help names {path}, which does not exist"
+
+
+@pytest.mark.parametrize("script", ["training.cv", "training.lambdamart", "training.compare", "training.tune"])
+def test_help_is_plain_text(script, capsys):
+    """--help shows the module doc as a terminal reads it: no reST roles or double backquotes."""
+    import importlib
+
+    with pytest.raises(SystemExit):
+        importlib.import_module(script).main(["--help"])
+    shown = capsys.readouterr().out
+    assert "usage:" in shown and "``" not in shown and ":mod:" not in shown and ":func:" not in shown

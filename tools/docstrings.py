@@ -1,7 +1,8 @@
 """Write the Parameters entries that several docstrings share into the source, from the one text of each.
 
 A shared entry is written once: the metrics' in ``gaprank.metrics._docs``, the losses' in ``gaprank.losses._docs``,
-the LambdaMART objective factories' in ``LambdaMARTSettings``'s docstring. This script writes each into every
+the torchmetrics classes' in ``gaprank.torchmetrics._PARAMETERS``, the LambdaMART objective factories' in
+``LambdaMARTSettings``'s docstring. This script writes each into every
 docstring that documents that parameter, so the source, ``help()``, IDEs and the API pages all show static text;
 an entry that is a function's own (not in its table) stays as written. ``--check`` changes nothing and fails,
 naming the docstrings, when one is out of date (a test runs it).
@@ -40,6 +41,10 @@ def documented() -> Iterator[tuple[Callable[..., Any], dict[str, Entry]]]:
         yield function, entries
     for path, entries in loss_docs.DOCUMENTED.items():
         yield _named(path), entries
+    from gaprank import torchmetrics
+
+    for name in ("RetrievalGAP", "RetrievalXGAP", "RetrievalEGAP"):
+        yield getattr(torchmetrics, name), torchmetrics._PARAMETERS
     settings = parameters(inspect.getdoc(LambdaMARTSettings) or "")
     for path in ("gaprank.lightgbm._objective:lambdarank_objective", "gaprank.lightgbm._objective:sklearn_objective",
                  "gaprank.xgboost._objective:objective"):

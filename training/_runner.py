@@ -22,6 +22,7 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -424,9 +425,18 @@ def parse_folds(text: str | None, dataset: str) -> list[int] | None:
     return folds
 
 
+def plain_text(doc: str | None) -> str | None:
+    """A module doc as a terminal shows it: reST's roles (``:mod:`x```) and literals (````x````) as their text."""
+    if doc is None:
+        return None
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", doc)
+    return re.sub(r"``([^`]+)``", r"\1", text)
+
+
 def script_parser(prog: str, doc: str | None, example: str) -> argparse.ArgumentParser:
     """The command line every training script starts from: its module doc as help, and ``--config``."""
-    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=prog, description=plain_text(doc),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, help=f"YAML config, e.g. {example}")
     return parser
 

@@ -12,7 +12,7 @@ Entry = tuple[str, str]  # (type, description)
 
 def entry_lines(name: str, kind: str, text: str) -> list[str]:
     """A numpydoc entry's lines: ``name : kind``, then the text wrapped at 96 columns, indented by 4."""
-    return [f"{name} : {kind}", *textwrap.wrap(text, 96, initial_indent="    ", subsequent_indent="    ")]
+    return [f"{name} : {kind}" if kind else name, *textwrap.wrap(text, 96, initial_indent="    ", subsequent_indent="    ")]
 
 
 def with_parameters(function: Callable[..., Any], own: dict[str, Entry], *, shared: dict[str, Entry],

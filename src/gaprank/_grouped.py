@@ -165,7 +165,7 @@ class GroupedLists:
 
     Parameters
     ----------
-    group_sizes : array-like
+    group_sizes : array_like
         Documents per query (non-negative integers; a query without documents evaluates to each measure's
         value on an empty list).
     max_cells : int
@@ -333,7 +333,7 @@ class GroupedLists:
         ----------
         calls : sequence of MeasureCall
             The measures, with their keywords; their names must be unique.
-        scores, labels : array-like
+        scores, labels : array_like
             In the input's layout (flat rows, or ``[batch, list]`` for :meth:`from_padded`).
 
         Returns

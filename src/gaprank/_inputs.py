@@ -28,6 +28,8 @@ TIE_RULES = ("stable", "pessimistic", "optimistic")
 # nDCG's gain 2^l - 1 must stay finite and exact. 30 is also where LightGBM's and XGBoost's ranking
 # objectives stop (their default label_gain tables hold grades 0..30).
 MAX_GRADE = 30
+"""The highest grade a label may have: grades are integers 0..30 (2^30 - 1 is exact in float64, and LightGBM's and
+XGBoost's label_gain tables stop there)."""
 # The largest cutoff or count any argument takes: larger than any list, and it fits every index type a
 # kernel uses (a bigger one was 0 for the metric but overflowed in the objectives).
 MAX_COUNT = 2**31 - 1

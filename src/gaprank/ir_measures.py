@@ -3,12 +3,14 @@ gaprank measure ir_measures lacks, computed by gaprank.
 
 Importing this module registers them with ir_measures (its measure registry and its default provider
 pipeline), so ``ir_measures.calc_aggregate``, ``ir_measures.iter_calc``, ``ir_measures.parse_measure`` and
-``pyterrier.Experiment(..., eval_metrics=[...])`` take them beside ir_measures' own, no Java needed::
+``pyterrier.Experiment(..., eval_metrics=[...])`` take them beside ir_measures' own, no Java needed:
 
-    import ir_measures
-    from gaprank.ir_measures import GAP, eGAP
+```python
+import ir_measures
+from gaprank.ir_measures import GAP, eGAP
 
-    ir_measures.calc_aggregate([GAP(g=[0.5, 0.5]), eGAP@10, ir_measures.nDCG@10], qrels, run)
+ir_measures.calc_aggregate([GAP(g=[0.5, 0.5]), eGAP@10, ir_measures.nDCG@10], qrels, run)
+```
 
 PyTerrier reads a string in ``eval_metrics`` as a trec_eval name, so pass these measures as objects (or
 ``ir_measures.parse_measure("GAP(g={1:0.5,2:0.5})")``).
@@ -46,7 +48,8 @@ from ._inputs import GaprankInputError
 from .metrics import Measure as GaprankMeasureString
 from .metrics import MeasureInfo, ParamInfo, evaluate_trec, measures, parse_measure, text_ids
 
-__all__ = ["GaprankMeasure", "GaprankProvider", "register_measures", "provider"]
+__all__ = ["GaprankMeasure", "GaprankProvider", "register_measures", "provider", "GAP", "xGAP", "eGAP", "vG", "eRAP",
+           "eRRBP", "Q", "SR", "DCG"]
 
 
 class GaprankMeasure(measures_base.Measure):
@@ -249,6 +252,21 @@ def register_measures() -> dict[str, GaprankMeasure]:
 
 
 _PROVIDED = register_measures()
-GAP, xGAP, eGAP, vG, eRAP, eRRBP, Q, SR, DCG = (_PROVIDED[name] for name in
-                                               ("GAP", "xGAP", "eGAP", "vG", "eRAP", "eRRBP", "Q", "SR", "DCG"))
-__all__ += ["GAP", "xGAP", "eGAP", "vG", "eRAP", "eRRBP", "Q", "SR", "DCG"]
+GAP = _PROVIDED["GAP"]
+"""Graded Average Precision, ``GAP(g=[0.5, 0.5]) @ 10``: :func:`gaprank.gap`."""
+xGAP = _PROVIDED["xGAP"]
+"""Extended GAP, ``xGAP(g=[0.5, 0.5])``: :func:`gaprank.xgap`."""
+eGAP = _PROVIDED["eGAP"]
+"""Expected GAP, ``eGAP(g=[0.5, 0.5]) @ 10``: :func:`gaprank.egap`."""
+vG = _PROVIDED["vG"]
+"""Kishida's generalized average precision, ``vG``: :func:`gaprank.generalized_ap`."""
+eRAP = _PROVIDED["eRAP"]
+"""Expected rank-biased AP, ``eRAP(p=[0, 0.5, 1])``: :func:`gaprank.erap`."""
+eRRBP = _PROVIDED["eRRBP"]
+"""Expected rank-biased precision over graded relevance, ``eRRBP(p=[0, 0.5, 1], q=0.8)``: :func:`gaprank.errbp`."""
+Q = _PROVIDED["Q"]
+"""Sakai's Q-measure, ``Q(beta=1)``: :func:`gaprank.q_measure`."""
+SR = _PROVIDED["SR"]
+"""The sliding ratio, ``SR @ 10``: :func:`gaprank.sliding_ratio`."""
+DCG = _PROVIDED["DCG"]
+"""Discounted cumulative gain, ``DCG @ 10`` (gain 2^grade - 1): :func:`gaprank.dcg`."""

@@ -156,58 +156,153 @@ class _GradedRetrievalMetric(RetrievalMetric):
         return torch.as_tensor(value[0], dtype=preds.dtype, device=preds.device)
 
 
-def _document(cls: type[_GradedRetrievalMetric], summary: str, value: str) -> None:
-    cls.__doc__ = f"""{summary} (:func:`gaprank.{cls.measure_name.lower()}`) as a torchmetrics retrieval metric.
+# the torchmetrics metrics' parameters, written once: tools/docstrings.py writes them into each class's docstring
+_PARAMETERS: dict[str, tuple[str, str]] = {
+    'g': ('sequence of float, optional',
+        'User threshold probabilities g_1..g_c (default uniform over grades 1..c, c the largest target seen '
+        'when computing: pass ``g`` to compare values across runs).'),
+    'top_k': ('int, optional',
+        "Only ranks 1..k count (divided by every relevant document of the query, as trec_eval's cut measures "
+        'are, unless ``normalize_by="retrieved"``).'),
+    'empty_target_action': ('{"neg", "pos", "skip", "error"}',
+        'A query whose measure is undefined (no relevant document) counts 0 ("neg"), 1 ("pos"), is left out '
+        '("skip", 0 when every query is) or raises ("error").'),
+    'ignore_index': ('int, optional',
+        'Documents whose target equals it are dropped.'),
+    'aggregation': ('{"mean", "median", "min", "max"} or callable',
+        'How the per-query values are aggregated.'),
+    'normalize_by': ('{"all", "retrieved"}',
+        'Which relevant documents the measure divides by. ``"all"`` (default): every relevant document of the'
+        ' query, retrieved or not (trec_eval\'s ``map_cut``). ``"retrieved"``: only those retrieved, that is '
+        "ranked within ``top_k`` and scored above 0, as torchmetrics' ``RetrievalMAP`` counts them; the value"
+        ' is then the measure of the retrieved documents alone, and a query with relevant documents but none '
+        "retrieved scores 0. With ``g=[1]`` and binary targets this gives ``RetrievalMAP``'s values."),
+    '**kwargs': ('',
+        "torchmetrics' ``Metric`` keywords (``dist_sync_on_step``, ``process_group``, ...)."),
+}
+
+
+class RetrievalGAP(_GradedRetrievalMetric):
+    r"""Graded Average Precision (:func:`gaprank.gap`) as a torchmetrics retrieval metric.
 
     Parameters
     ----------
     g : sequence of float, optional
-        User threshold probabilities g_1..g_c (default uniform over grades 1..c, c the largest target seen
-        when computing: pass ``g`` to compare values across runs).
+        User threshold probabilities g_1..g_c (default uniform over grades 1..c, c the largest
+        target seen when computing: pass ``g`` to compare values across runs).
     top_k : int, optional
-        Only ranks 1..k count (divided by every relevant document of the query, as trec_eval's cut measures
-        are, unless ``normalize_by="retrieved"``).
-    empty_target_action : {{"neg", "pos", "skip", "error"}}
-        A query whose measure is undefined (no relevant document) counts 0 ("neg"), 1 ("pos"), is left out
-        ("skip", 0 when every query is) or raises ("error").
+        Only ranks 1..k count (divided by every relevant document of the query, as trec_eval's cut
+        measures are, unless ``normalize_by="retrieved"``).
+    empty_target_action : {"neg", "pos", "skip", "error"}
+        A query whose measure is undefined (no relevant document) counts 0 ("neg"), 1 ("pos"), is
+        left out ("skip", 0 when every query is) or raises ("error").
     ignore_index : int, optional
         Documents whose target equals it are dropped.
-    aggregation : {{"mean", "median", "min", "max"}} or callable
+    aggregation : {"mean", "median", "min", "max"} or callable
         How the per-query values are aggregated.
-    normalize_by : {{"all", "retrieved"}}
-        Which relevant documents the measure divides by. ``"all"`` (default): every relevant document of the
-        query, retrieved or not (trec_eval's ``map_cut``). ``"retrieved"``: only those retrieved, that is
-        ranked within ``top_k`` and scored above 0, as torchmetrics' ``RetrievalMAP`` counts them; the value is
-        then the measure of the retrieved documents alone, and a query with relevant documents but none
-        retrieved scores 0. With ``g=[1]`` and binary targets this gives ``RetrievalMAP``'s values.
+    normalize_by : {"all", "retrieved"}
+        Which relevant documents the measure divides by. ``"all"`` (default): every relevant
+        document of the query, retrieved or not (trec_eval's ``map_cut``). ``"retrieved"``: only
+        those retrieved, that is ranked within ``top_k`` and scored above 0, as torchmetrics'
+        ``RetrievalMAP`` counts them; the value is then the measure of the retrieved documents
+        alone, and a query with relevant documents but none retrieved scores 0. With ``g=[1]`` and
+        binary targets this gives ``RetrievalMAP``'s values.
     **kwargs
         torchmetrics' ``Metric`` keywords (``dist_sync_on_step``, ``process_group``, ...).
 
     Examples
     --------
     >>> import torch
-    >>> from gaprank.torchmetrics import {cls.__name__}
-    >>> metric = {cls.__name__}(g=[0.5, 0.5])
+    >>> from gaprank.torchmetrics import RetrievalGAP
+    >>> metric = RetrievalGAP(g=[0.5, 0.5])
     >>> metric.update(torch.tensor([0.9, 0.5, 0.1, 0.8, 0.3]), torch.tensor([1, 0, 2, 2, 1]),
     ...               indexes=torch.tensor([0, 0, 0, 1, 1]))
     >>> round(float(metric.compute()), 4)
-    {value}
+    0.8333
     """
 
-
-class RetrievalGAP(_GradedRetrievalMetric):
     measure_name = "GAP"
 
 
 class RetrievalXGAP(_GradedRetrievalMetric):
+    r"""Extended Graded Average Precision (:func:`gaprank.xgap`) as a torchmetrics retrieval metric.
+
+    Parameters
+    ----------
+    g : sequence of float, optional
+        User threshold probabilities g_1..g_c (default uniform over grades 1..c, c the largest
+        target seen when computing: pass ``g`` to compare values across runs).
+    top_k : int, optional
+        Only ranks 1..k count (divided by every relevant document of the query, as trec_eval's cut
+        measures are, unless ``normalize_by="retrieved"``).
+    empty_target_action : {"neg", "pos", "skip", "error"}
+        A query whose measure is undefined (no relevant document) counts 0 ("neg"), 1 ("pos"), is
+        left out ("skip", 0 when every query is) or raises ("error").
+    ignore_index : int, optional
+        Documents whose target equals it are dropped.
+    aggregation : {"mean", "median", "min", "max"} or callable
+        How the per-query values are aggregated.
+    normalize_by : {"all", "retrieved"}
+        Which relevant documents the measure divides by. ``"all"`` (default): every relevant
+        document of the query, retrieved or not (trec_eval's ``map_cut``). ``"retrieved"``: only
+        those retrieved, that is ranked within ``top_k`` and scored above 0, as torchmetrics'
+        ``RetrievalMAP`` counts them; the value is then the measure of the retrieved documents
+        alone, and a query with relevant documents but none retrieved scores 0. With ``g=[1]`` and
+        binary targets this gives ``RetrievalMAP``'s values.
+    **kwargs
+        torchmetrics' ``Metric`` keywords (``dist_sync_on_step``, ``process_group``, ...).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.torchmetrics import RetrievalXGAP
+    >>> metric = RetrievalXGAP(g=[0.5, 0.5])
+    >>> metric.update(torch.tensor([0.9, 0.5, 0.1, 0.8, 0.3]), torch.tensor([1, 0, 2, 2, 1]),
+    ...               indexes=torch.tensor([0, 0, 0, 1, 1]))
+    >>> round(float(metric.compute()), 4)
+    0.8125
+    """
+
     measure_name = "xGAP"
 
 
 class RetrievalEGAP(_GradedRetrievalMetric):
+    r"""Expected Graded Average Precision (:func:`gaprank.egap`) as a torchmetrics retrieval metric.
+
+    Parameters
+    ----------
+    g : sequence of float, optional
+        User threshold probabilities g_1..g_c (default uniform over grades 1..c, c the largest
+        target seen when computing: pass ``g`` to compare values across runs).
+    top_k : int, optional
+        Only ranks 1..k count (divided by every relevant document of the query, as trec_eval's cut
+        measures are, unless ``normalize_by="retrieved"``).
+    empty_target_action : {"neg", "pos", "skip", "error"}
+        A query whose measure is undefined (no relevant document) counts 0 ("neg"), 1 ("pos"), is
+        left out ("skip", 0 when every query is) or raises ("error").
+    ignore_index : int, optional
+        Documents whose target equals it are dropped.
+    aggregation : {"mean", "median", "min", "max"} or callable
+        How the per-query values are aggregated.
+    normalize_by : {"all", "retrieved"}
+        Which relevant documents the measure divides by. ``"all"`` (default): every relevant
+        document of the query, retrieved or not (trec_eval's ``map_cut``). ``"retrieved"``: only
+        those retrieved, that is ranked within ``top_k`` and scored above 0, as torchmetrics'
+        ``RetrievalMAP`` counts them; the value is then the measure of the retrieved documents
+        alone, and a query with relevant documents but none retrieved scores 0. With ``g=[1]`` and
+        binary targets this gives ``RetrievalMAP``'s values.
+    **kwargs
+        torchmetrics' ``Metric`` keywords (``dist_sync_on_step``, ``process_group``, ...).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gaprank.torchmetrics import RetrievalEGAP
+    >>> metric = RetrievalEGAP(g=[0.5, 0.5])
+    >>> metric.update(torch.tensor([0.9, 0.5, 0.1, 0.8, 0.3]), torch.tensor([1, 0, 2, 2, 1]),
+    ...               indexes=torch.tensor([0, 0, 0, 1, 1]))
+    >>> round(float(metric.compute()), 4)
+    0.7917
+    """
+
     measure_name = "eGAP"
-
-
-for _cls, _summary, _value in [(RetrievalGAP, "Graded Average Precision", "0.8333"),
-                               (RetrievalXGAP, "Extended Graded Average Precision", "0.8125"),
-                               (RetrievalEGAP, "Expected Graded Average Precision", "0.7917")]:
-    _document(_cls, _summary, _value)

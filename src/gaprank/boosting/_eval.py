@@ -46,7 +46,7 @@ class RankingEval:
     ----------
     measures : sequence of str
         Measure strings (:func:`gaprank.metrics.parse_measure`), e.g. ``["GAP", "nDCG@10", "P(rel=2)@5"]``.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model for GAP, xGAP and eGAP.
     conventions : {"letor3", "letor4", "trec"} or Conventions, optional
         An evaluation tool's rules for nDCG, P@k and short lists (:data:`gaprank.metrics.CONVENTIONS`), to

@@ -21,10 +21,10 @@ def partition_by_query(X: ArrayLike, y: ArrayLike, qid: ArrayLike, npartitions: 
 
     Parameters
     ----------
-    X : array-like of shape (rows, features)
-    y : array-like of shape (rows,)
+    X : array_like of shape (rows, features)
+    y : array_like of shape (rows,)
         Integer relevance grades.
-    qid : array-like of shape (rows,)
+    qid : array_like of shape (rows,)
         The query of each row.
     npartitions : int
         The number of partitions; at most the number of queries.

@@ -36,19 +36,19 @@ def swap_deltas(
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     measure : str or Measure
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10', ...), or one
         already parsed (``parse_measure``), whose form this loss can use; an unsuitable one is refused with the
         list of those that fit.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
         ``g`` in the string (give one of the two); default uniform over grades 1..c.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
     k : int, optional

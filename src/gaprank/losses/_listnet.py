@@ -28,7 +28,7 @@ def listnet_loss(scores: torch.Tensor, labels: ArrayLike, *, mask: torch.Tensor 
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its

@@ -231,7 +231,7 @@ def soft_metric(
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     measure : str
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10',
@@ -245,7 +245,7 @@ def soft_metric(
         "neuralsort", "neuralsort_sinkhorn" and "softsort": the softmax temperature of the relaxed
         permutation (allRank's temperature tau); "fast_soft_rank": the regularisation strength
         epsilon of the projection onto the permutahedron (torchsort's regularization_strength).
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
         ``g`` in the string (give one of the two); default uniform over grades 1..c.
     smoothing : str, default "softrank"
@@ -268,7 +268,7 @@ def soft_metric(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
     max_grade : int, optional
@@ -332,13 +332,13 @@ def soft_metric_loss(
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     measure : str
         A measure string of gaprank's registry ('gap', 'GAP(g=[0.2,0.8])', 'AP(rel=2)', 'nDCG@10',
         ...) whose form this loss can use; an unsuitable one is refused with the list of those that
         fit.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1), the same as
         ``g`` in the string (give one of the two); default uniform over grades 1..c.
     sigma : float, default 1.0
@@ -369,7 +369,7 @@ def soft_metric_loss(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
     reduction : {"mean", "sum", "none"}, default "mean"

@@ -32,9 +32,9 @@ def soft_gap_loss(
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
@@ -65,7 +65,7 @@ def soft_gap_loss(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
     reduction : {"mean", "sum", "none"}, default "mean"
@@ -119,9 +119,9 @@ def soft_xgap_loss(
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
@@ -152,7 +152,7 @@ def soft_xgap_loss(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
     reduction : {"mean", "sum", "none"}, default "mean"
@@ -206,9 +206,9 @@ def soft_egap_loss(
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
@@ -239,7 +239,7 @@ def soft_egap_loss(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
     reduction : {"mean", "sum", "none"}, default "mean"
@@ -293,9 +293,9 @@ def soft_ap_loss(
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model g_1..g_c for gap, xgap and egap (non-negative, summing to 1); default
         uniform over grades 1..c.
     sigma : float, default 1.0
@@ -326,7 +326,7 @@ def soft_ap_loss(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
     reduction : {"mean", "sum", "none"}, default "mean"
@@ -379,7 +379,7 @@ def soft_ndcg_loss(
     scores : torch.Tensor
         Floating-point scores, ``[list]`` (one query) or ``[batch, list]``; the loss is
         differentiated with respect to them.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     sigma : float, default 1.0
         The smoothing's scale, in units of the scores; as it goes to 0 with distinct scores the
@@ -409,7 +409,7 @@ def soft_ndcg_loss(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
     reduction : {"mean", "sum", "none"}, default "mean"

@@ -35,20 +35,20 @@ def average_precision(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     threshold : int, default 1
         Smallest grade counted as relevant.
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -108,20 +108,20 @@ def gap(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     g : sequence of float, optional
         User threshold probabilities g_1..g_c (default uniform over grades 1..c).
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -180,20 +180,20 @@ def xgap(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     g : sequence of float, optional
         User threshold probabilities g_1..g_c (default uniform over grades 1..c).
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -249,20 +249,20 @@ def egap(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     g : sequence of float, optional
         User threshold probabilities g_1..g_c (default uniform over grades 1..c).
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -318,18 +318,18 @@ def generalized_ap(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -387,20 +387,20 @@ def erap(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     p : sequence of float
         Probability of relevance of each grade 0..c.
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.

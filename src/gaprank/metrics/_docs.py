@@ -15,18 +15,18 @@ from typing import Any
 
 from .._docstrings import with_parameters
 
-ARRAYS = (("scores", "array-like or torch.Tensor",
+ARRAYS = (("scores", "array_like or torch.Tensor",
            "``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy in, NumPy "
            "out; a tensor in, a tensor out, on its device."),
-          ("labels", "array-like or torch.Tensor",
+          ("labels", "array_like or torch.Tensor",
            "The documents' relevance grades, integers 0..30, in the shape of ``scores``."))
 CUTOFF = ("int, optional", "Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as "
                            "it is, as in trec_eval's cut measures.")
 SHARED: dict[str, tuple[str, str]] = {
-    "mask": ("array-like of bool, optional",
+    "mask": ("array_like of bool, optional",
              "True marks a real document, False padding. Padding ranks after every real document and never "
              "counts; its scores and labels are never read. Default: every position is real."),
-    "grade_counts": ("array-like, optional",
+    "grade_counts": ("array_like, optional",
                      "R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each grade, "
                      "when the list does not hold every judged document (a run that missed relevant ones). The "
                      "recall base and the ideal ranking are built from it. Default: counted from the labels."),

@@ -53,10 +53,10 @@ def ndcg(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     gain : str, default 'exp2'
         'exp2' (2^l - 1) or 'linear' (the grade).
@@ -68,10 +68,10 @@ def ndcg(
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -127,10 +127,10 @@ def precision(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     k : int
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
@@ -140,10 +140,10 @@ def precision(
     short_list : str, default 'pad'
         A list shorter than k: 'pad' (missing ranks count as non-relevant) or 'zero' (the query
         scores 0, as LETOR 3.0's tool).
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -200,10 +200,10 @@ def rbp(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     persistence : float, default 0.8
         Persistence.
@@ -212,10 +212,10 @@ def rbp(
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -271,18 +271,18 @@ def sliding_ratio(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -339,10 +339,10 @@ def errbp(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     p : sequence of float
         Probability of relevance of each grade 0..c.
@@ -351,10 +351,10 @@ def errbp(
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -411,20 +411,20 @@ def recall(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     k : int
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
     threshold : int, default 1
         Smallest grade counted as relevant.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -481,10 +481,10 @@ def dcg(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     gain : str, default 'exp2'
         'exp2' (2^l - 1) or 'linear' (the grade).
@@ -493,10 +493,10 @@ def dcg(
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.

@@ -135,11 +135,11 @@ def evaluate_letor(
 
     Parameters
     ----------
-    scores, labels : array-like
+    scores, labels : array_like
         One entry per document, grouped by query in file order.
-    group_sizes : array-like
+    group_sizes : array_like
         Documents per query.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model for GAP, xGAP and eGAP.
     conventions : {"letor3", "letor4"} or Conventions
         The evaluation tool whose conventions nDCG and P@k follow.

@@ -47,20 +47,20 @@ def err(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     max_grade : int, optional
         The top grade g_max of ERR's relevance probabilities (default: the largest label).
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -117,17 +117,17 @@ def q_measure(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     beta : float, default 1.0
         Sakai's beta.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -184,20 +184,20 @@ def reciprocal_rank(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     threshold : int, default 1
         Smallest grade counted as relevant.
     k : int, optional
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -253,17 +253,17 @@ def r_precision(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     threshold : int, default 1
         Smallest grade counted as relevant.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.
@@ -319,20 +319,20 @@ def success(
 
     Parameters
     ----------
-    scores : array-like or torch.Tensor
+    scores : array_like or torch.Tensor
         ``[list]`` (one query) or ``[batch, list]``; a higher score ranks a document higher. NumPy
         in, NumPy out; a tensor in, a tensor out, on its device.
-    labels : array-like or torch.Tensor
+    labels : array_like or torch.Tensor
         The documents' relevance grades, integers 0..30, in the shape of ``scores``.
     k : int
         Cutoff: only ranks 1..k count; a normaliser (recall base, ideal list) is kept as it is, as
         in trec_eval's cut measures.
     threshold : int, default 1
         Smallest grade counted as relevant.
-    mask : array-like of bool, optional
+    mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
-    grade_counts : array-like, optional
+    grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
         The recall base and the ideal ranking are built from it. Default: counted from the labels.

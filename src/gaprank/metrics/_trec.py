@@ -105,7 +105,7 @@ def evaluate_trec(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapp
         measure: ``map``, ``map_cut.k``, ``P.k``, ``ndcg``, ``ndcg_cut.k`` (gain = the grade), ``recip_rank``,
         ``Rprec``, ``recall.k``, ``success.k`` (``P_10`` as trec_eval prints it, too); the results keep the
         name as given.
-    g : array-like, optional
+    g : array_like, optional
         GAP's, xGAP's and eGAP's threshold probabilities when their strings set none (default uniform over
         the qrels' grades 1..c).
     ties : {"trec_eval", "stable", "pessimistic", "optimistic"}

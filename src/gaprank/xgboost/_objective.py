@@ -187,7 +187,7 @@ def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
     ----------
     measures : sequence of str
         The measures to report, in order.
-    g : array-like, optional
+    g : array_like, optional
         GAP's user model for GAP, xGAP and eGAP.
     conventions : {"letor3", "letor4", "trec"} or Conventions, optional
         The evaluation tool whose conventions nDCG and P@k follow; default none (each measure as its string
