@@ -34,7 +34,7 @@ from .batches import BatchPairs
 
 CAPTURE_AFTER = 2  # eager calls of one padded shape and settings, the last of which captures them
 GRAPHED_SHAPES = 32  # the padded shapes a module keeps graphs for (a run's batch widths on the grid)
-GRAPHS_PER_SHAPE = 4  # graphs a shape keeps, the last settings used (a setting that changes every step is captured again)
+GRAPHS_PER_SHAPE = 2  # graphs a shape keeps, the last two settings used (one that changes every step is captured again)
 
 Outputs = tuple[torch.Tensor, ...]
 Step = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, BatchPairs], Outputs]
