@@ -509,9 +509,26 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
                   "studies": str(tuning.studies_path(tune_config, quick=quick)),
                   "trials": tuning.trial_budget(tune_config, quick=quick)}
     loaded = load_runs(config, quick=quick, out=placed_out, tuned=tuned)
+    if progress:
+        _say_the_committed_time(config, root, quick)
     with locked(root):
         return _compare(config, loaded, root, quick=quick, force=force, progress=progress, command=command,
                         started=started, commit=commit, tuning_budget=budget)
+
+
+def _say_the_committed_time(config: CompareConfig, root: Path, quick: bool) -> None:
+    """Before a comparison that has no summary of its own yet trains anything: how long the committed one's runs
+    took, so that a long retrain is announced, not silent."""
+    published = output_path(str(output_path(config.output_dir)) + ("-quick" if quick else "")) / "summary.json"
+    if (root / "summary.json").exists() or root / "summary.json" == published or not published.is_file():
+        return
+    try:
+        objectives = json.loads(published.read_text())["objectives"]
+        seconds = sum(float(o.get("seconds", 0.0)) for o in objectives.values())
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return
+    print(f"{config.name}: writing to {root}; a run without a finished record there or in {published.parent} is "
+          f"trained: the committed comparison's runs took {seconds / 60:.0f} min in all", file=sys.stderr, flush=True)
 
 
 def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick: bool, force: bool, progress: bool,

@@ -1,13 +1,15 @@
 """GAP inside sentence-transformers' cross-encoder training: :class:`DeltaScheme`, a weighting scheme for its
 ``LambdaLoss`` whose pair weights are gaprank's exact swap deltas, and :class:`GradedRerankingEvaluator`, a
-reranking evaluator for graded labels (sentence-transformers versions 5 and 6)::
+reranking evaluator for graded labels (sentence-transformers versions 5 and 6):
 
-    from sentence_transformers.cross_encoder import CrossEncoderTrainer, losses
-    from gaprank.sentence_transformers import DeltaScheme, GradedRerankingEvaluator
+```python
+from sentence_transformers.cross_encoder import CrossEncoderTrainer, losses
+from gaprank.sentence_transformers import DeltaScheme, GradedRerankingEvaluator
 
-    loss = losses.LambdaLoss(model, weighting_scheme=DeltaScheme("gap", g=[0.5, 0.5]))
-    evaluator = GradedRerankingEvaluator(samples, g=[0.5, 0.5])  # GAP, xGAP, eGAP, NDCG@10, MAP, P@10, ERR
-    CrossEncoderTrainer(model=model, train_dataset=train, loss=loss, evaluator=evaluator).train()
+loss = losses.LambdaLoss(model, weighting_scheme=DeltaScheme("gap", g=[0.5, 0.5]))
+evaluator = GradedRerankingEvaluator(samples, g=[0.5, 0.5])  # GAP, xGAP, eGAP, NDCG@10, MAP, P@10, ERR
+CrossEncoderTrainer(model=model, train_dataset=train, loss=loss, evaluator=evaluator).train()
+```
 """
 
 from __future__ import annotations

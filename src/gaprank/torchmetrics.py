@@ -4,13 +4,15 @@ They take what torchmetrics' retrieval metrics take (``update(preds, target, ind
 query id per document) with graded targets, and keep their state as torchmetrics does (every document,
 synchronised across processes by torchmetrics). ``compute()`` groups the documents by query, pads the
 queries in a few buckets of similar length and evaluates each bucket with one call of gaprank's batched
-metric: no Python loop over queries::
+metric: no Python loop over queries:
 
-    from gaprank.torchmetrics import RetrievalGAP
+```python
+from gaprank.torchmetrics import RetrievalGAP
 
-    metric = RetrievalGAP(g=[0.5, 0.5], top_k=10)
-    metric.update(preds, target, indexes=indexes)   # per batch
-    metric.compute()
+metric = RetrievalGAP(g=[0.5, 0.5], top_k=10)
+metric.update(preds, target, indexes=indexes)   # per batch
+metric.compute()
+```
 
 Tied scores keep their order of arrival (gaprank's ``ties="stable"``). A query whose measure is undefined
 (no document of a grade the measure counts) follows ``empty_target_action``, as in torchmetrics. With
