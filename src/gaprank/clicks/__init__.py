@@ -1,0 +1,11 @@
+"""Graded implicit feedback: click logs (a document shown at a position in a session, and the event it got: none,
+click, cart, purchase) and a simulator of such logs from true grades, for trying a learner without a log.
+
+The simulator follows the standard offline protocol (Joachims et al. 2017; Ai et al. 2018): a logging ranker's
+top documents are shown; the user examines them by a position-based or a cascade model, with or without trust
+bias, and each examined document gets an event whose probability grows with its true grade."""
+
+from ._log import EVENTS, ClickLog
+from ._simulator import ClickModel, simulate_clicks
+
+__all__ = ["EVENTS", "ClickLog", "ClickModel", "simulate_clicks"]

@@ -1,0 +1,52 @@
+"""A click log held column by column: one row per document shown in a session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._inputs import GaprankInputError
+
+EVENTS = ("none", "click", "cart", "purchase")  # the event grades 0..3, each implying the ones below it
+
+
+@dataclass(frozen=True)
+class ClickLog:
+    """One row per document shown in a session, in session order and, within a session, by position.
+
+    Attributes
+    ----------
+    session : numpy.ndarray of int64
+        The session of each row (0, 1, ...): the rows of a session are contiguous.
+    query : numpy.ndarray of int64
+        The session's query, an index into the split's queries (its ``query_ids``).
+    document : numpy.ndarray of int64
+        The shown document, a row of the split.
+    position : numpy.ndarray of int16
+        Where it was shown, 1 at the top.
+    event : numpy.ndarray of int8
+        What it got: 0 none, 1 click, 2 cart, 3 purchase (:data:`EVENTS`), or the user's own scale 0..c.
+    """
+
+    session: np.ndarray
+    query: np.ndarray
+    document: np.ndarray
+    position: np.ndarray
+    event: np.ndarray
+
+    def __post_init__(self) -> None:
+        lengths = {name: getattr(self, name).shape for name in ("session", "query", "document", "position", "event")}
+        if len(set(lengths.values())) != 1 or len(next(iter(lengths.values()))) != 1:
+            raise GaprankInputError(f"a click log's columns must be 1-D and of one length; got {lengths}")
+
+    def __len__(self) -> int:
+        return int(self.session.size)
+
+    @property
+    def num_sessions(self) -> int:
+        return int(self.session[-1]) + 1 if self.session.size else 0
+
+    def counts(self) -> np.ndarray:
+        """``[levels]``: how many rows got each event 0..max."""
+        return np.bincount(self.event.astype(np.int64), minlength=len(EVENTS))

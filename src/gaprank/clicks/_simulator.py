@@ -1,0 +1,171 @@
+r"""Sessions simulated from true grades: which documents are shown, examined and what event each gets.
+
+A session draws a query uniformly from the split, shows the logging ranker's top ``shown`` documents (ties in row
+order) and the user examines them:
+
+* position-based (``examination="position"``): rank r is examined with probability :math:`\theta_r = (1/r)^\eta`,
+  independently of the rest (Joachims et al. 2017);
+* cascade (``examination="cascade"``): the user reads from the top and stops at the first click (Craswell et al.
+  2008), so rank r is examined when no document above it was clicked.
+
+An examined document of grade g is clicked with probability
+:math:`\epsilon^-_r + (\epsilon^+_r - \epsilon^-_r)(2^g - 1)/(2^{g_{max}} - 1)` (Chapelle et al.'s ERR mapping
+between a noise floor :math:`\epsilon^-` and a ceiling :math:`\epsilon^+`; per rank: trust bias, Agarwal et al.
+2019); a click becomes a cart with probability ``cart[g]`` and a cart a purchase with probability ``purchase[g]``.
+The events are graded: 0 none, 1 click, 2 cart, 3 purchase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .._inputs import GaprankInputError
+from ._log import ClickLog
+
+SESSIONS_PER_BLOCK = 1 << 16  # sessions drawn at once, so that memory stays bounded (the seed fixes the log for this size)
+
+
+def _probabilities(value: Any, name: str, size: int | None = None) -> np.ndarray:
+    array = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    if array.ndim != 1 or not np.isfinite(array).all() or (array < 0).any() or (array > 1).any():
+        raise GaprankInputError(f"{name} must be probabilities in [0, 1]; got {value!r}")
+    if size is not None and array.size not in (1, size):
+        raise GaprankInputError(f"{name} must give one probability, or one per {'rank' if 'epsilon' in name else 'grade'} "
+                                f"({size}); got {array.size}")
+    return array
+
+
+@dataclass(frozen=True)
+class ClickModel:
+    """How a simulated user examines a shown list and which events they emit (module doc).
+
+    Parameters
+    ----------
+    examination : {"position", "cascade"}
+        The position-based model or the cascade model.
+    eta : float
+        The position-based model's severity: rank r is examined with probability (1/r)^eta (0: every rank).
+    epsilon_plus, epsilon_minus : float or sequence of float
+        The click probability of an examined document of the top grade and of grade 0, one value or one per
+        rank (trust bias: the user trusts higher ranks more).
+    cart, purchase : float or sequence of float
+        The probability that a click becomes a cart, and a cart a purchase, one value or one per grade 0..c.
+    """
+
+    examination: Literal["position", "cascade"] = "position"
+    eta: float = 1.0
+    epsilon_plus: Any = 1.0
+    epsilon_minus: Any = 0.1
+    cart: Any = (0.0, 0.3, 0.6)
+    purchase: Any = (0.0, 0.2, 0.5)
+
+    def __post_init__(self) -> None:
+        if self.examination not in ("position", "cascade"):
+            raise GaprankInputError(f"examination must be 'position' or 'cascade'; got {self.examination!r}")
+        if not (isinstance(self.eta, (int, float)) and np.isfinite(self.eta) and self.eta >= 0):
+            raise GaprankInputError(f"eta must be a finite number >= 0; got {self.eta!r}")
+        for name in ("epsilon_plus", "epsilon_minus", "cart", "purchase"):
+            _probabilities(getattr(self, name), name)
+
+    def examined(self, shown: int) -> np.ndarray:
+        """``[shown]``: the position-based model's examination probability of ranks 1..shown."""
+        return (1.0 / np.arange(1, shown + 1)) ** float(self.eta)
+
+    def click_probabilities(self, grades: np.ndarray, top: int) -> np.ndarray:
+        """The click probability of an examined document of ``grades`` ``[S, shown]`` on the scale 0..``top``."""
+        shown = grades.shape[-1]
+        plus = np.broadcast_to(_probabilities(self.epsilon_plus, "epsilon_plus", shown), (shown,))
+        minus = np.broadcast_to(_probabilities(self.epsilon_minus, "epsilon_minus", shown), (shown,))
+        relevance = (np.exp2(grades) - 1.0) / (2.0 ** top - 1.0) if top > 0 else np.zeros(grades.shape)
+        return minus + (plus - minus) * relevance
+
+    def per_grade(self, name: str, top: int) -> np.ndarray:
+        """``[top + 1]``: the model's cart or purchase probability of each grade 0..top."""
+        values = _probabilities(getattr(self, name), name, top + 1)
+        return np.broadcast_to(values, (top + 1,)).copy()
+
+
+def simulate_clicks(split: Any, scores: Any, sessions: int, model: ClickModel | None = None, *, shown: int = 10,
+                    seed: int = 0) -> ClickLog:
+    """Simulate ``sessions`` sessions on ``split`` (a :class:`gaprank.data.RankingSplit`) with its true grades.
+
+    Each session draws one of the split's queries uniformly, shows the top ``shown`` documents by ``scores`` (one
+    per row of the split: the logging ranker's; ties in row order) and gets its events from ``model`` (module
+    doc). Vectorised over blocks of sessions; the same ``seed`` gives the same log.
+
+    Parameters
+    ----------
+    split : RankingSplit
+        The queries, their documents and their true grades.
+    scores : array_like
+        The logging ranker's score of every row of ``split``.
+    sessions : int
+        How many sessions.
+    model : ClickModel, optional
+        The user model; default ``ClickModel()``: position-based at eta = 1.
+    shown : int
+        How many documents a session shows (fewer for a shorter query).
+    seed : int
+        The random seed.
+
+    Returns
+    -------
+    ClickLog
+        One row per shown document per session.
+
+    Examples
+    --------
+    >>> from gaprank.clicks import ClickModel, simulate_clicks
+    >>> from gaprank.data import load_fold
+    >>> train = load_fold("MQ2008", 1).train
+    >>> log = simulate_clicks(train, train.features[:, 0], 1000, ClickModel(eta=1.0), seed=1)
+    >>> log.num_sessions, int(log.position.max())
+    (1000, 10)
+    """
+    model = model or ClickModel()
+    if not isinstance(sessions, (int, np.integer)) or isinstance(sessions, bool) or sessions < 1:
+        raise GaprankInputError(f"sessions must be a positive integer; got {sessions!r}")
+    if not isinstance(shown, (int, np.integer)) or isinstance(shown, bool) or shown < 1:
+        raise GaprankInputError(f"shown must be a positive integer; got {shown!r}")
+    values = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(split.labels, dtype=np.int64)
+    if values.shape != labels.shape or not np.isfinite(values).all():
+        raise GaprankInputError(f"scores must be finite, one per row of the split ({labels.size}); got shape "
+                                f"{values.shape}")
+    top = int(labels.max()) if labels.size else 0
+    cart, purchase = model.per_grade("cart", top), model.per_grade("purchase", top)
+    sizes = np.asarray(split.group_sizes, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    # each query's shown rows, best first, padded with -1: [queries, shown]
+    lists = np.full((sizes.size, shown), -1, dtype=np.int64)
+    for query, (start, size) in enumerate(zip(starts.tolist(), sizes.tolist(), strict=True)):
+        order = start + np.argsort(-values[start:start + size], kind="stable")[:shown]
+        lists[query, :order.size] = order
+    examined = model.examined(shown)
+    rng = np.random.default_rng(seed)
+    parts = []
+    for first in range(0, int(sessions), SESSIONS_PER_BLOCK):
+        count = min(SESSIONS_PER_BLOCK, int(sessions) - first)
+        queries = rng.integers(0, sizes.size, count)
+        rows = lists[queries]  # [S, shown]
+        real = rows >= 0
+        grades = np.where(real, labels[np.maximum(rows, 0)], 0)
+        click = rng.random(rows.shape) < model.click_probabilities(grades, top)
+        if model.examination == "position":
+            click &= rng.random(rows.shape) < examined[None, :]
+        else:  # cascade: a rank is read when nothing above it was clicked; the first click ends the session
+            click &= np.cumsum(click, axis=1) - click == 0
+        event = click.astype(np.int8)
+        carted = click & (rng.random(rows.shape) < cart[grades])
+        event[carted] = 2
+        event[carted & (rng.random(rows.shape) < purchase[grades])] = 3
+        session = np.broadcast_to(np.arange(first, first + count)[:, None], rows.shape)
+        position = np.broadcast_to(np.arange(1, shown + 1, dtype=np.int16)[None, :], rows.shape)
+        parts.append((session[real], np.broadcast_to(queries[:, None], rows.shape)[real], rows[real],
+                      position[real], event[real]))
+    columns = [np.concatenate([part[i] for part in parts]) for i in range(5)]
+    return ClickLog(columns[0].astype(np.int64), columns[1].astype(np.int64), columns[2].astype(np.int64),
+                    columns[3].astype(np.int16), columns[4].astype(np.int8))

@@ -1,0 +1,109 @@
+"""The click simulator against its closed forms, by Monte Carlo: the position-based model's event rates per rank
+and grade, the cascade model's per-list click rates, trust bias per rank; which documents a session shows;
+reproducibility and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaprank import GaprankInputError
+from gaprank.clicks import ClickModel, simulate_clicks
+from gaprank.data import RankingSplit
+
+
+def _split(grades: list[list[int]]) -> RankingSplit:
+    """Queries of the given grades, each shown in this order (scores decreasing)."""
+    labels = np.concatenate([np.asarray(g) for g in grades])
+    qids = np.concatenate([np.full(len(g), str(q)) for q, g in enumerate(grades)])
+    return RankingSplit(features=np.zeros((labels.size, 1)), labels=labels, qids=qids,
+                        docids=np.array([f"d{i}" for i in range(labels.size)]))
+
+
+def _scores(grades: list[list[int]]) -> np.ndarray:
+    return np.concatenate([-np.arange(len(g), dtype=np.float64) for g in grades])
+
+
+def _rate_matches(hits: np.ndarray, expected: float, what: str) -> None:
+    """A Monte Carlo frequency within 5 standard errors of its closed form."""
+    n = hits.size
+    error = 5 * np.sqrt(max(expected * (1 - expected), 1e-12) / n) + 1e-12
+    assert abs(hits.mean() - expected) <= error, f"{what}: {hits.mean():.5f} against {expected:.5f} (n {n})"
+
+
+def test_position_based_events_have_their_closed_form_rates():
+    grades = [[2, 0, 1, 2, 1, 0], [1, 2, 0, 0, 2, 1]]
+    model = ClickModel(eta=1.5, epsilon_plus=0.9, epsilon_minus=0.05, cart=[0.0, 0.4, 0.7], purchase=[0.0, 0.3, 0.6])
+    log = simulate_clicks(_split(grades), _scores(grades), 200_000, model, shown=6, seed=3)
+    labels = _split(grades).labels[log.document]
+    for rank in range(1, 7):
+        theta = rank ** -1.5
+        for grade in range(3):
+            rows = (log.position == rank) & (labels == grade)
+            if not rows.any():
+                continue  # no list holds this grade at this rank
+            click = 0.05 + 0.85 * (2 ** grade - 1) / 3
+            cart, purchase = [0.0, 0.4, 0.7][grade], [0.0, 0.3, 0.6][grade]
+            _rate_matches(log.event[rows] >= 1, theta * click, f"click, rank {rank}, grade {grade}")
+            _rate_matches(log.event[rows] >= 2, theta * click * cart, f"cart, rank {rank}, grade {grade}")
+            _rate_matches(log.event[rows] == 3, theta * click * cart * purchase, f"purchase, rank {rank}, grade {grade}")
+
+
+def test_cascade_clicks_have_their_closed_form_rates_and_end_at_the_first_click():
+    grades = [[1, 0, 2, 1, 0]]
+    model = ClickModel(examination="cascade", epsilon_plus=0.8, epsilon_minus=0.1)
+    log = simulate_clicks(_split(grades), _scores(grades), 100_000, model, shown=5, seed=4)
+    click = [0.1 + 0.7 * (2 ** g - 1) / 3 for g in grades[0]]
+    reached = 1.0
+    for rank, probability in enumerate(click, start=1):
+        _rate_matches(log.event[log.position == rank] >= 1, reached * probability, f"cascade click at rank {rank}")
+        reached *= 1 - probability
+    per_session = np.bincount(log.session, weights=(log.event >= 1).astype(float))
+    assert per_session.max() == 1  # the first click ends the session
+
+
+def test_trust_bias_takes_epsilons_per_rank():
+    grades = [[2, 2, 2], [0, 0, 0]]
+    plus, minus = [0.95, 0.7, 0.5], [0.3, 0.15, 0.05]
+    log = simulate_clicks(_split(grades), _scores(grades), 100_000,
+                          ClickModel(eta=0.0, epsilon_plus=plus, epsilon_minus=minus), shown=3, seed=5)
+    top = _split(grades).labels[log.document] == 2
+    for rank in (1, 2, 3):
+        _rate_matches(log.event[(log.position == rank) & top] >= 1, plus[rank - 1], f"relevant at rank {rank}")
+        _rate_matches(log.event[(log.position == rank) & ~top] >= 1, minus[rank - 1], f"not relevant at rank {rank}")
+
+
+def test_a_session_shows_the_logger_s_top_documents_in_order():
+    grades = [[0, 1, 2, 0], [2, 1], [1, 1, 1, 1, 1]]
+    scores = np.array([0.1, 0.9, 0.5, 0.9, 1.0, 2.0, 3.0, 3.0, 1.0, 2.0, 0.0])  # ties kept in row order
+    log = simulate_clicks(_split(grades), scores, 300, ClickModel(), shown=3, seed=6)
+    expected = {0: [1, 3, 2], 1: [5, 4], 2: [6, 7, 9]}
+    for session in range(log.num_sessions):
+        rows = log.session == session
+        assert log.document[rows].tolist() == expected[int(log.query[rows][0])]
+        assert log.position[rows].tolist() == list(range(1, int(rows.sum()) + 1))
+    assert set(log.query.tolist()) == {0, 1, 2}
+
+
+def test_the_seed_fixes_the_log():
+    grades = [[2, 0, 1], [1, 0]]
+    first, again, other = (simulate_clicks(_split(grades), _scores(grades), 2000, seed=s) for s in (7, 7, 8))
+    assert all(np.array_equal(getattr(first, c), getattr(again, c)) for c in ("session", "query", "document", "event"))
+    assert not np.array_equal(first.event, other.event)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda s, y: simulate_clicks(s, y, 0), "sessions must be a positive integer"),
+    (lambda s, y: simulate_clicks(s, y[:-1], 10), "scores must be finite, one per row"),
+    (lambda s, y: simulate_clicks(s, np.full(y.shape, np.nan), 10), "scores must be finite"),
+    (lambda s, y: simulate_clicks(s, y, 10, shown=0), "shown must be a positive integer"),
+    (lambda s, y: ClickModel(examination="random"), "examination must be"),
+    (lambda s, y: ClickModel(eta=-1.0), "eta must be"),
+    (lambda s, y: ClickModel(epsilon_plus=1.5), "epsilon_plus must be probabilities"),
+    (lambda s, y: simulate_clicks(s, y, 10, ClickModel(cart=[0.1, 0.2])), "cart must give one probability, or one per grade"),
+])
+def test_bad_input_is_one_line(call, message):
+    grades = [[2, 0, 1], [1, 0]]
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        call(_split(grades), _scores(grades))
+    assert "\n" not in str(caught.value)
