@@ -107,3 +107,71 @@ def test_bad_input_is_one_line(call, message):
     with pytest.raises(GaprankInputError, match=message) as caught:
         call(_split(grades), _scores(grades))
     assert "\n" not in str(caught.value)
+
+
+def _written(tmp_path, lines: list[str]):
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _toy_split():
+    split = _split([[2, 0, 1], [1, 0]])
+    return RankingSplit(features=split.features, labels=split.labels, qids=split.qids,
+                        docids=np.array(["a", "b", "c", "d", "e"]))
+
+
+def test_a_log_written_and_read_back_is_the_same_log_and_counts_alike(tmp_path, monkeypatch):
+    """Read in chunks of 7 rows (sessions across chunk boundaries): the log and its counts are the whole read's."""
+    from gaprank.clicks import _files, count_clicks, read_click_log, write_click_log
+
+    split = _toy_split()
+    log = simulate_clicks(split, np.array([3.0, 2.0, 1.0, 2.0, 1.0]), 50, ClickModel(eta=0.5), shown=3, seed=9)
+    write_click_log(tmp_path / "log.csv", log, split)
+    monkeypatch.setattr(_files, "ROWS_PER_CHUNK", 7)
+    back = read_click_log(tmp_path / "log.csv", split)
+    for column in ("session", "query", "document", "position", "event"):
+        assert np.array_equal(getattr(back, column), getattr(log, column)), column
+    counted = count_clicks(tmp_path / "log.csv", split, positions=3)
+    assert counted.sessions == 50 and np.array_equal(counted.counts, log.count(5, positions=3).counts)
+    assert counted.shown.sum() == len(log) and counted.counts[:, :, 1:].sum() == int((log.event > 0).sum())
+    with pytest.raises(_files.ClickLogError, match="position 3 is deeper than the 2 counted"):
+        count_clicks(tmp_path / "log.csv", split, positions=2)
+
+
+HEADER = "session,query,document,position,event"
+
+
+@pytest.mark.parametrize("lines, message", [
+    ([], "the log is empty"),
+    (["session,query,doc,position,event"], "line 1: the header must be session,query,document,position,event"),
+    ([HEADER], "the log has no rows"),
+    ([HEADER, "s1,0,a,1"], "line 2: 4 fields"),
+    ([HEADER, "s1,0,z,1,0"], "line 2: document 'z' of query '0' is not in the split"),
+    ([HEADER, "s1,0,a,0,1"], "line 2: position must be an integer >= 1; got '0'"),
+    ([HEADER, "s1,0,a,-1,1"], "line 2: position must be an integer >= 1"),
+    ([HEADER, "s1,0,a,1,4"], r"line 2: event must be an integer grade 0..3; got '4'"),
+    ([HEADER, "s1,0,a,1,1.5"], "line 2: event must be an integer grade"),
+    ([HEADER, "s1,0,a,1,1", "s1,0,b,1,0"], "line 2: session 's1' shows position 1 twice"),
+    ([HEADER, "s1,0,a,1,1", "s1,1,d,2,0"], "line 2: session 's1' holds more than one query"),
+    ([HEADER, "s1,0,a,1,1", "s2,1,d,1,0", "s1,0,b,2,0"], "line 4: session 's1' appears again after other sessions"),
+])
+def test_a_bad_log_is_one_line_naming_the_file_and_line(tmp_path, lines, message):
+    from gaprank.clicks import ClickLogError, count_clicks, read_click_log
+
+    path = _written(tmp_path, lines) if lines else tmp_path / "empty.csv"
+    if not lines:
+        path.write_text("")
+    for read in (read_click_log, count_clicks):
+        with pytest.raises(ClickLogError, match=message) as caught:
+            read(path, _toy_split())
+        assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
+
+
+def test_a_session_repeating_a_position_across_a_chunk_boundary_is_refused(tmp_path, monkeypatch):
+    from gaprank.clicks import ClickLogError, _files, read_click_log
+
+    monkeypatch.setattr(_files, "ROWS_PER_CHUNK", 2)
+    path = _written(tmp_path, [HEADER, "s1,0,a,1,0", "s1,0,b,2,0", "s1,0,c,1,0"])
+    with pytest.raises(ClickLogError, match="session 's1' shows position 1 twice"):
+        read_click_log(path, _toy_split())

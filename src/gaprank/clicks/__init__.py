@@ -5,7 +5,9 @@ The simulator follows the standard offline protocol (Joachims et al. 2017; Ai et
 top documents are shown; the user examines them by a position-based or a cascade model, with or without trust
 bias, and each examined document gets an event whose probability grows with its true grade."""
 
-from ._log import EVENTS, ClickLog
+from ._files import ClickLogError, count_clicks, read_click_log, write_click_log
+from ._log import EVENTS, ClickCounts, ClickLog
 from ._simulator import ClickModel, simulate_clicks
 
-__all__ = ["EVENTS", "ClickLog", "ClickModel", "simulate_clicks"]
+__all__ = ["EVENTS", "ClickCounts", "ClickLog", "ClickLogError", "ClickModel", "count_clicks", "read_click_log",
+           "simulate_clicks", "write_click_log"]

@@ -50,3 +50,38 @@ class ClickLog:
     def counts(self) -> np.ndarray:
         """``[levels]``: how many rows got each event 0..max."""
         return np.bincount(self.event.astype(np.int64), minlength=len(EVENTS))
+
+    def add_to(self, counts: np.ndarray) -> None:
+        """Add this log's rows to ``counts`` ``[rows, positions, levels]`` (one per shown document, position, event)."""
+        np.add.at(counts, (self.document, self.position.astype(np.int64) - 1, self.event.astype(np.int64)), 1)
+
+    def count(self, rows: int, positions: int = 10, levels: int = len(EVENTS)) -> ClickCounts:
+        """The log's events per shown document and position (:class:`ClickCounts`), for a split of ``rows`` rows."""
+        if len(self) and (int(self.position.max()) > positions or int(self.event.max()) >= levels):
+            raise GaprankInputError(f"the log shows positions up to {int(self.position.max())} and events up to "
+                                    f"{int(self.event.max())}; count them with positions >= and levels > those")
+        counts = np.zeros((rows, positions, levels), dtype=np.int64)
+        self.add_to(counts)
+        return ClickCounts(counts, self.num_sessions)
+
+
+@dataclass(frozen=True)
+class ClickCounts:
+    """A log's events counted per shown document and position: ``counts[row, position - 1, event]`` is how many
+    sessions showed the split's ``row`` at ``position`` and got ``event`` from it.
+
+    Attributes
+    ----------
+    counts : numpy.ndarray of int64
+        ``[rows, positions, levels]``.
+    sessions : int
+        The sessions counted.
+    """
+
+    counts: np.ndarray
+    sessions: int
+
+    @property
+    def shown(self) -> np.ndarray:
+        """``[rows, positions]``: how many sessions showed each row at each position."""
+        return self.counts.sum(-1)

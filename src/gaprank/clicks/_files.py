@@ -1,0 +1,176 @@
+"""Click logs on disk: a CSV file with a header, one row per document shown in a session, read in chunks so that
+memory follows the chunk, not the log, and checked row by row (a bad row is one error naming the file and line).
+
+Columns: ``session`` (an id; a session's rows are contiguous), ``query`` (the split's query id), ``document`` (the
+split's document id, LETOR's ``#docid``), ``position`` (1 at the top) and ``event`` (an integer grade 0..c:
+0 none, 1 click, 2 cart, 3 purchase, or the user's own scale).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._inputs import GaprankInputError
+from ._log import EVENTS, ClickCounts, ClickLog
+
+COLUMNS = ("session", "query", "document", "position", "event")
+ROWS_PER_CHUNK = 1 << 18  # rows parsed at once: the memory of a read, whatever the log's length
+
+
+class ClickLogError(GaprankInputError):
+    """A click log that cannot be used; the message names the file and the line."""
+
+
+def _document_rows(split: Any) -> dict[tuple[str, str], int]:
+    rows = {(str(q), str(d)): i for i, (q, d) in enumerate(zip(split.qids, split.docids, strict=True))}
+    if len(rows) != len(split.qids):
+        raise GaprankInputError("the split's (query id, document id) pairs must be unique to read a click log against it "
+                                "(a LETOR file needs its #docid comments)")
+    return rows
+
+
+def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[int, ClickLog]]:
+    """``(first line, rows of the chunk as a ClickLog with session ids as read)`` for each chunk of ``path``."""
+    rows = _document_rows(split)
+    query_of_row = np.repeat(np.arange(len(split.group_sizes)), split.group_sizes)
+    try:
+        handle = path.open(newline="", encoding="utf-8")
+    except OSError as exc:
+        raise ClickLogError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise ClickLogError(f"{path}: the log is empty (no header line)")
+        if [h.strip() for h in header] != list(COLUMNS):
+            raise ClickLogError(f"{path}, line 1: the header must be {','.join(COLUMNS)}; got {','.join(header)}")
+        line = 1
+        while True:
+            batch = []
+            for fields in reader:
+                line += 1
+                batch.append((line, fields))
+                if len(batch) == ROWS_PER_CHUNK:
+                    break
+            if not batch:
+                return
+            sessions, documents, positions, events = [], [], [], []
+            for number, fields in batch:
+                where = f"{path}, line {number}"
+                if len(fields) != len(COLUMNS):
+                    raise ClickLogError(f"{where}: {len(fields)} fields; a row has {len(COLUMNS)} ({','.join(COLUMNS)})")
+                session, query, document, position, event = (f.strip() for f in fields)
+                row = rows.get((query, document))
+                if row is None:
+                    raise ClickLogError(f"{where}: document {document!r} of query {query!r} is not in the split")
+                if not position.isdigit() or int(position) < 1:
+                    raise ClickLogError(f"{where}: position must be an integer >= 1; got {position!r}")
+                if not event.isdigit() or int(event) >= levels:
+                    raise ClickLogError(f"{where}: event must be an integer grade 0..{levels - 1}; got {event!r}")
+                sessions.append(session)
+                documents.append(row)
+                positions.append(int(position))
+                events.append(int(event))
+            document_rows = np.asarray(documents, dtype=np.int64)
+            yield batch[0][0], ClickLog(np.asarray(sessions, dtype=object), query_of_row[document_rows],
+                                        document_rows, np.asarray(positions, dtype=np.int64),
+                                        np.asarray(events, dtype=np.int8))
+
+
+def _checked_sessions(path: Path, first_line: int, chunk: ClickLog, carried: dict[str, Any]) -> np.ndarray:
+    """The chunk's sessions numbered 0, 1, ... continuing the previous chunk's (``carried``), each checked: its rows
+    contiguous, one query, no position twice."""
+    ids = chunk.session
+    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
+    numbers = np.cumsum(np.isin(np.arange(len(ids)), starts)) - 1 + carried["next"]
+    continuing = carried["last"] is not None and ids[0] == carried["last"]
+    if continuing:
+        numbers -= 1
+    for start, end in zip(starts, np.append(starts[1:], len(ids)), strict=True):
+        session = ids[start]
+        line = first_line + int(start)
+        if session in carried["seen"] and not (start == 0 and continuing):
+            raise ClickLogError(f"{path}, line {line}: session {session!r} appears again after other sessions; a "
+                                "session's rows must be contiguous")
+        positions = chunk.position[start:end].tolist()
+        queries = set(chunk.query[start:end].tolist())
+        if start == 0 and continuing:
+            positions += carried["positions"]
+            queries |= carried["queries"]
+        if len(queries) > 1:
+            raise ClickLogError(f"{path}, line {line}: session {session!r} holds more than one query")
+        if len(set(positions)) != len(positions):
+            repeated = sorted(p for p in set(positions) if positions.count(p) > 1)[0]
+            raise ClickLogError(f"{path}, line {line}: session {session!r} shows position {repeated} twice")
+        carried["seen"].add(session)
+        carried["positions"], carried["queries"] = positions, queries
+    carried["last"] = ids[-1]
+    carried["next"] = int(numbers[-1]) + 1
+    return numbers.astype(np.int64)
+
+
+def read_click_log(path: str | Path, split: Any, *, levels: int = len(EVENTS)) -> ClickLog:
+    """A click log file (module doc) read against ``split``, checked row by row.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file.
+    split : RankingSplit
+        The queries and documents the log's ids refer to.
+    levels : int
+        The number of event grades (default 4: none, click, cart, purchase).
+
+    Returns
+    -------
+    ClickLog
+        Sessions numbered 0, 1, ... in the file's order.
+    """
+    parts = [(chunk, numbers) for chunk, numbers in _read(path, split, levels)]
+    if not parts:
+        raise ClickLogError(f"{path}: the log has no rows")
+    return ClickLog(np.concatenate([n for _, n in parts]), *(np.concatenate([getattr(c, name) for c, _ in parts])
+                                                            for name in ("query", "document", "position", "event")))
+
+
+def count_clicks(path: str | Path, split: Any, *, levels: int = len(EVENTS), positions: int = 10) -> ClickCounts:
+    """A click log file's events counted per shown document and position (:class:`ClickCounts`), streamed chunk
+    by chunk: memory follows the split, not the log. ``positions``: the deepest position counted; a row shown
+    deeper is an error."""
+    counts = np.zeros((len(split.qids), positions, levels), dtype=np.int64)
+    sessions = 0
+    for chunk, numbers in _read(path, split, levels):
+        if int(chunk.position.max()) > positions:
+            raise ClickLogError(f"{path}: position {int(chunk.position.max())} is deeper than the {positions} counted "
+                                "(positions=)")
+        chunk.add_to(counts)
+        sessions = int(numbers[-1]) + 1
+    if sessions == 0:
+        raise ClickLogError(f"{path}: the log has no rows")
+    return ClickCounts(counts, sessions)
+
+
+def _read(path: str | Path, split: Any, levels: int) -> Iterator[tuple[ClickLog, np.ndarray]]:
+    if not isinstance(levels, int) or isinstance(levels, bool) or levels < 2:
+        raise GaprankInputError(f"levels must be an integer >= 2 (none and at least one event); got {levels!r}")
+    file = Path(path)
+    carried: dict[str, Any] = {"last": None, "next": 0, "seen": set(), "positions": [], "queries": set()}
+    for first_line, chunk in _chunks(file, split, levels):
+        yield chunk, _checked_sessions(file, first_line, chunk, carried)
+
+
+def write_click_log(path: str | Path, log: ClickLog, split: Any) -> None:
+    """``log`` (against ``split``) as a click log file (module doc), written whole then moved into place."""
+    from ..data import write_atomic
+
+    queries = np.asarray(split.qids)[log.document]
+    documents = np.asarray(split.docids)[log.document]
+    lines = [",".join(COLUMNS)]
+    lines += [f"{s},{q},{d},{p},{e}" for s, q, d, p, e in zip(log.session.tolist(), queries.tolist(), documents.tolist(),
+                                                               log.position.tolist(), log.event.tolist(), strict=True)]
+    write_atomic(path, "\n".join(lines) + "\n")
