@@ -79,3 +79,30 @@ def test_help_is_plain_text(script, capsys):
         importlib.import_module(script).main(["--help"])
     shown = capsys.readouterr().out
     assert "usage:" in shown and "``" not in shown and ":mod:" not in shown and ":func:" not in shown
+
+
+def test_committed_records_are_read_never_written_and_win_over_stale_scratch(tmp_path, toy_data, monkeypatch, capsys):
+    """A run whose results live in the committed results/ writes to runs/ unless asked (publishing), reuses the
+    committed records that stand for it, also over a stale scratch record, and leaves results/ as it was."""
+    import dataclasses
+    import json
+
+    from training import _runner
+
+    monkeypatch.setattr(_runner, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(_runner, "SCRATCH", tmp_path / "runs")
+    config = dataclasses.replace(_toy_config(tmp_path, toy_data), output_dir=str(tmp_path / "results" / "toy"))
+    with _runner.publishing(tmp_path / "results" / "toy"):  # --out results/toy: made as the committed results
+        assert run(config, progress=False)["trained_now"] == ["Fold1", "Fold2"]
+    committed = {p: p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file() and p.name != ".lock"}
+    scratch = tmp_path / "runs" / "toy" / "folds"
+    scratch.mkdir(parents=True)
+    stale = json.loads((tmp_path / "results" / "toy" / "folds" / "Fold1.json").read_text())
+    stale["provenance"]["gaprank"] = "0.0.1"  # made by another version: not reusable
+    (scratch / "Fold1.json").write_text(json.dumps(stale))
+    result = run(config, progress=True)
+    assert result["trained_now"] == []  # both folds from the committed records, Fold1's over the stale one
+    assert json.loads((scratch / "Fold1.json").read_text())["provenance"]["gaprank"] != "0.0.1"
+    assert (tmp_path / "runs" / "toy" / "summary.json").is_file()
+    assert "is read, never written" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file() and p.name != ".lock"} == committed

@@ -152,8 +152,10 @@ HEADER = "session,query,document,position,event"
     ([HEADER, "s1,0,a,-1,1"], "line 2: position must be an integer >= 1"),
     ([HEADER, "s1,0,a,1,4"], r"line 2: event must be an integer grade 0..3; got '4'"),
     ([HEADER, "s1,0,a,1,1.5"], "line 2: event must be an integer grade"),
-    ([HEADER, "s1,0,a,1,1", "s1,0,b,1,0"], "line 2: session 's1' shows position 1 twice"),
-    ([HEADER, "s1,0,a,1,1", "s1,1,d,2,0"], "line 2: session 's1' holds more than one query"),
+    ([HEADER, "s1,0,a,1,1", "s1,0,b,1,0"], "line 3: session 's1' shows position 1 twice"),
+    ([HEADER, "s1,0,a,1,1", "s1,1,d,2,0"], "line 3: session 's1' holds more than one query"),
+    ([HEADER, "s1,0,a,\u00b2,1"], "line 2: position must be an integer >= 1"),
+    ([HEADER, "s1,0,a,1,\u00b9"], "line 2: event must be an integer grade"),
     ([HEADER, "s1,0,a,1,1", "s2,1,d,1,0", "s1,0,b,2,0"], "line 4: session 's1' appears again after other sessions"),
 ])
 def test_a_bad_log_is_one_line_naming_the_file_and_line(tmp_path, lines, message):
@@ -173,5 +175,17 @@ def test_a_session_repeating_a_position_across_a_chunk_boundary_is_refused(tmp_p
 
     monkeypatch.setattr(_files, "ROWS_PER_CHUNK", 2)
     path = _written(tmp_path, [HEADER, "s1,0,a,1,0", "s1,0,b,2,0", "s1,0,c,1,0"])
-    with pytest.raises(ClickLogError, match="session 's1' shows position 1 twice"):
+    with pytest.raises(ClickLogError, match="line 4: session 's1' shows position 1 twice"):
         read_click_log(path, _toy_split())
+    blank = _written(tmp_path, [HEADER, "s1,0,a,1,0", "", "s2,1,d,1,1", ""])  # blank lines are passed over
+    assert read_click_log(blank, _toy_split()).num_sessions == 2
+
+
+@pytest.mark.parametrize("top", [1, 2, 4])
+def test_the_default_click_model_serves_any_grade_scale(top):
+    """The default cart and purchase probabilities follow the split's own scale: binary labels and grades 0..4."""
+    grades = [[top, 0, top - 1 if top > 1 else 0, 1], [0, top]]
+    log = simulate_clicks(_split(grades), _scores(grades), 5000, ClickModel(eta=0.0, epsilon_minus=0.0), seed=2)
+    labels = _split(grades).labels[log.document]
+    assert (log.event[labels == 0] == 0).all()  # a grade-0 document never gets an event (epsilon- = 0)
+    assert (log.event[labels == top] == 3).any() and log.event.max() == 3

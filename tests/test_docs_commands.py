@@ -39,7 +39,7 @@ def _targets(script: str, arguments: str) -> list[Path]:
         parser.add_argument(flag, action="store_true")
     args, _ = parser.parse_known_args(shlex.split(arguments))
     config_path = ROOT / args.config
-    with publishing(args.out is not None):
+    with publishing(args.out):
         if script in ("training.cv", "training.lambdamart"):
             from training._runner import destination
             from training.cv import CVConfig
@@ -96,6 +96,9 @@ def test_a_command_writes_into_the_committed_results_only_when_asked():
     from training._runner import RESULTS, SCRATCH, destination, publishing
 
     assert destination("results/ohsumed-untuned/soft_gap") == SCRATCH / "ohsumed-untuned" / "soft_gap"
-    with publishing(True):
+    with publishing("results/ohsumed-untuned"):  # --out results/ohsumed-untuned: that folder, and only that one
         assert destination("results/ohsumed-untuned/soft_gap").resolve() == RESULTS / "ohsumed-untuned" / "soft_gap"
+        assert destination("results/ohsumed-untuned-quick/soft_gap").resolve() == (
+            RESULTS / "ohsumed-untuned-quick" / "soft_gap")
+        assert destination("results/ohsumed/tuning") == SCRATCH / "ohsumed" / "tuning"  # not asked for
     assert destination("/tmp/elsewhere") == Path("/tmp/elsewhere")  # a folder the reader named is theirs

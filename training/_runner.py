@@ -46,14 +46,15 @@ LOCK_NAME = ".lock"
 REPO = Path(__file__).resolve().parents[1]  # the repository: relative config paths and the commit
 RESULTS = REPO / "results"  # the committed results: read by every run, written only when a command asks
 SCRATCH = REPO / "runs"  # where a run whose results live in results/ writes otherwise (not tracked)
-_publishing: contextvars.ContextVar[bool] = contextvars.ContextVar("publishing", default=False)
+_publishing: contextvars.ContextVar[Path | None] = contextvars.ContextVar("publishing", default=None)
 
 
 @contextlib.contextmanager
-def publishing(allowed: bool) -> Iterator[None]:
-    """Within: runs write into the committed ``results/`` as their configs say (the command asked for it with
-    ``--out``); outside, they write to :data:`SCRATCH` instead (:func:`destination`)."""
-    token = _publishing.set(allowed)
+def publishing(directory: str | Path | None) -> Iterator[None]:
+    """Within: runs write under ``directory`` (the command's ``--out``) as they are told, also where it lies in the
+    committed ``results/``; everything else of theirs that would go into ``results/`` (a comparison's tuning
+    studies, say) goes to :data:`SCRATCH` instead (:func:`destination`). None: nothing is asked for."""
+    token = _publishing.set(None if directory is None else Path(directory).resolve())
     try:
         yield
     finally:
@@ -66,10 +67,13 @@ def destination(output_dir: str | Path) -> Path:
     its counterpart under ``runs/``, so that following the docs never changes a tracked file. The committed
     records are still read, and reused where they stand for the run."""
     path = output_path(output_dir)
-    if _publishing.get():
+    asked = _publishing.get()
+    resolved = path.resolve()
+    if asked is not None and any(resolved == root or resolved.is_relative_to(root)
+                                 for root in (asked, asked.with_name(asked.name + "-quick"))):
         return path
     try:
-        relative = path.resolve().relative_to(RESULTS.resolve())
+        relative = resolved.relative_to(RESULTS.resolve())
     except ValueError:
         return path
     return SCRATCH / relative
@@ -331,10 +335,14 @@ def run_folds(
             path = out / "folds" / f"Fold{number}.json"
             provenance = provenances[number] = fold_provenance(config, number, versions)
             record = _read_record(path, log, number, progress)
-            if record is None and out != published:  # the committed record, copied over where it stands for the run
-                record = _read_record(published / "folds" / f"Fold{number}.json", log, number, progress)
-                if record is not None and stale_reason(record, provenance, config) is None and not force:
-                    write_json_atomic(path, record)
+            if out != published and (record is None or stale_reason(record, provenance, config) is not None):
+                # the committed record, copied over where it stands for the run (and the scratch one does not)
+                committed = _read_record(published / "folds" / f"Fold{number}.json", log, number, progress)
+                if committed is not None and stale_reason(committed, provenance, config) is None and not force:
+                    write_json_atomic(path, committed)
+                    record = committed
+                elif record is None:
+                    record = committed
             records[number] = record
             reasons[number] = "--force" if force else ("no finished record" if record is None else
                                                        stale_reason(record, provenance, config))
@@ -463,7 +471,7 @@ def fold_script_main(argv: list[str] | None, *, prog: str, doc: str, example: st
             config = dataclasses.replace(config, output_dir=str(output_path(args.out, "--out")))
         if args.quick:
             config = quick(config)
-        with publishing(args.out is not None):
+        with publishing(args.out):
             result = run(config, folds=parse_folds(args.folds, config.data.dataset), force=args.force)
         baselines = baselines_table(config.data.dataset, config.data.data_dir, config.evaluation.measures)
     except GaprankInputError as exc:

@@ -636,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m training.compare " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     try:
         config = load_config(args.config, CompareConfig)
-        with publishing(args.out is not None):
+        with publishing(args.out):
             if args.replot:
                 root = output_path(args.out, "--out") if args.out is not None else output_root(config.output_dir,
                                                                                                args.quick)

@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config, TuneConfig)
         if args.out is not None:
             config = dataclasses.replace(config, output_dir=str(output_path(args.out, "--out")))
-        with publishing(args.out is not None):
+        with publishing(args.out):
             results = tune(config, quick=args.quick, progress=not args.quiet)
     except GaprankInputError as exc:
         print(f"error: {exc}", file=sys.stderr)

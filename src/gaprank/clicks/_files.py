@@ -34,8 +34,8 @@ def _document_rows(split: Any) -> dict[tuple[str, str], int]:
     return rows
 
 
-def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[int, ClickLog]]:
-    """``(first line, rows of the chunk as a ClickLog with session ids as read)`` for each chunk of ``path``."""
+def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[np.ndarray, ClickLog]]:
+    """``(each row's line, the chunk's rows as a ClickLog with session ids as read)`` for each chunk of ``path``."""
     rows = _document_rows(split)
     query_of_row = np.repeat(np.arange(len(split.group_sizes)), split.group_sizes)
     try:
@@ -54,6 +54,8 @@ def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[int, ClickLog
             batch = []
             for fields in reader:
                 line += 1
+                if not fields:  # a blank line (a trailing newline, say)
+                    continue
                 batch.append((line, fields))
                 if len(batch) == ROWS_PER_CHUNK:
                     break
@@ -68,21 +70,21 @@ def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[int, ClickLog
                 row = rows.get((query, document))
                 if row is None:
                     raise ClickLogError(f"{where}: document {document!r} of query {query!r} is not in the split")
-                if not position.isdigit() or int(position) < 1:
+                if not (position.isascii() and position.isdigit()) or int(position) < 1:
                     raise ClickLogError(f"{where}: position must be an integer >= 1; got {position!r}")
-                if not event.isdigit() or int(event) >= levels:
+                if not (event.isascii() and event.isdigit()) or int(event) >= levels:
                     raise ClickLogError(f"{where}: event must be an integer grade 0..{levels - 1}; got {event!r}")
                 sessions.append(session)
                 documents.append(row)
                 positions.append(int(position))
                 events.append(int(event))
             document_rows = np.asarray(documents, dtype=np.int64)
-            yield batch[0][0], ClickLog(np.asarray(sessions, dtype=object), query_of_row[document_rows],
-                                        document_rows, np.asarray(positions, dtype=np.int64),
-                                        np.asarray(events, dtype=np.int8))
+            yield np.asarray([number for number, _ in batch]), ClickLog(
+                np.asarray(sessions, dtype=object), query_of_row[document_rows], document_rows,
+                np.asarray(positions, dtype=np.int64), np.asarray(events, dtype=np.int8))
 
 
-def _checked_sessions(path: Path, first_line: int, chunk: ClickLog, carried: dict[str, Any]) -> np.ndarray:
+def _checked_sessions(path: Path, lines: np.ndarray, chunk: ClickLog, carried: dict[str, Any]) -> np.ndarray:
     """The chunk's sessions numbered 0, 1, ... continuing the previous chunk's (``carried``), each checked: its rows
     contiguous, one query, no position twice."""
     ids = chunk.session
@@ -93,20 +95,20 @@ def _checked_sessions(path: Path, first_line: int, chunk: ClickLog, carried: dic
         numbers -= 1
     for start, end in zip(starts, np.append(starts[1:], len(ids)), strict=True):
         session = ids[start]
-        line = first_line + int(start)
         if session in carried["seen"] and not (start == 0 and continuing):
-            raise ClickLogError(f"{path}, line {line}: session {session!r} appears again after other sessions; a "
-                                "session's rows must be contiguous")
-        positions = chunk.position[start:end].tolist()
-        queries = set(chunk.query[start:end].tolist())
-        if start == 0 and continuing:
-            positions += carried["positions"]
-            queries |= carried["queries"]
-        if len(queries) > 1:
-            raise ClickLogError(f"{path}, line {line}: session {session!r} holds more than one query")
-        if len(set(positions)) != len(positions):
-            repeated = sorted(p for p in set(positions) if positions.count(p) > 1)[0]
-            raise ClickLogError(f"{path}, line {line}: session {session!r} shows position {repeated} twice")
+            raise ClickLogError(f"{path}, line {int(lines[start])}: session {session!r} appears again after other "
+                                "sessions; a session's rows must be contiguous")
+        positions = list(carried["positions"]) if start == 0 and continuing else []
+        queries = set(carried["queries"]) if start == 0 and continuing else set()
+        for row in range(start, end):  # the first row that breaks the session is the line named
+            position, query = int(chunk.position[row]), int(chunk.query[row])
+            if queries and query not in queries:
+                raise ClickLogError(f"{path}, line {int(lines[row])}: session {session!r} holds more than one query")
+            if position in positions:
+                raise ClickLogError(f"{path}, line {int(lines[row])}: session {session!r} shows position {position} "
+                                    "twice")
+            positions.append(position)
+            queries.add(query)
         carried["seen"].add(session)
         carried["positions"], carried["queries"] = positions, queries
     carried["last"] = ids[-1]
@@ -140,8 +142,9 @@ def read_click_log(path: str | Path, split: Any, *, levels: int = len(EVENTS)) -
 
 def count_clicks(path: str | Path, split: Any, *, levels: int = len(EVENTS), positions: int = 10) -> ClickCounts:
     """A click log file's events counted per shown document and position (:class:`ClickCounts`), streamed chunk
-    by chunk: memory follows the split, not the log. ``positions``: the deepest position counted; a row shown
-    deeper is an error."""
+    by chunk: the rows are never held whole (the memory is the split's counts and the sessions' ids, kept to check
+    that each session's rows are contiguous). ``positions``: the deepest position counted; a row shown deeper is
+    an error."""
     counts = np.zeros((len(split.qids), positions, levels), dtype=np.int64)
     sessions = 0
     for chunk, numbers in _read(path, split, levels):
@@ -160,8 +163,8 @@ def _read(path: str | Path, split: Any, levels: int) -> Iterator[tuple[ClickLog,
         raise GaprankInputError(f"levels must be an integer >= 2 (none and at least one event); got {levels!r}")
     file = Path(path)
     carried: dict[str, Any] = {"last": None, "next": 0, "seen": set(), "positions": [], "queries": set()}
-    for first_line, chunk in _chunks(file, split, levels):
-        yield chunk, _checked_sessions(file, first_line, chunk, carried)
+    for lines, chunk in _chunks(file, split, levels):
+        yield chunk, _checked_sessions(file, lines, chunk, carried)
 
 
 def write_click_log(path: str | Path, log: ClickLog, split: Any) -> None:

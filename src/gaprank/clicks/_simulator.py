@@ -51,16 +51,18 @@ class ClickModel:
     epsilon_plus, epsilon_minus : float or sequence of float
         The click probability of an examined document of the top grade and of grade 0, one value or one per
         rank (trust bias: the user trusts higher ranks more).
-    cart, purchase : float or sequence of float
+    cart, purchase : float or sequence of float, optional
         The probability that a click becomes a cart, and a cart a purchase, one value or one per grade 0..c.
+        Default: 0.6 and 0.5 times the grade's share of the click mapping, (2^g - 1)/(2^c - 1), on whatever
+        scale the split has (0, 0.2, 0.6 and 0, 0.17, 0.5 for grades 0..2).
     """
 
     examination: Literal["position", "cascade"] = "position"
     eta: float = 1.0
     epsilon_plus: Any = 1.0
     epsilon_minus: Any = 0.1
-    cart: Any = (0.0, 0.3, 0.6)
-    purchase: Any = (0.0, 0.2, 0.5)
+    cart: Any = None
+    purchase: Any = None
 
     def __post_init__(self) -> None:
         if self.examination not in ("position", "cascade"):
@@ -68,7 +70,8 @@ class ClickModel:
         if not (isinstance(self.eta, (int, float)) and np.isfinite(self.eta) and self.eta >= 0):
             raise GaprankInputError(f"eta must be a finite number >= 0; got {self.eta!r}")
         for name in ("epsilon_plus", "epsilon_minus", "cart", "purchase"):
-            _probabilities(getattr(self, name), name)
+            if getattr(self, name) is not None:
+                _probabilities(getattr(self, name), name)
 
     def examined(self, shown: int) -> np.ndarray:
         """``[shown]``: the position-based model's examination probability of ranks 1..shown."""
@@ -84,7 +87,11 @@ class ClickModel:
 
     def per_grade(self, name: str, top: int) -> np.ndarray:
         """``[top + 1]``: the model's cart or purchase probability of each grade 0..top."""
-        values = _probabilities(getattr(self, name), name, top + 1)
+        given = getattr(self, name)
+        if given is None:  # the default: a share of the grade's click mapping, on the split's own scale
+            share = (np.exp2(np.arange(top + 1)) - 1.0) / (2.0 ** top - 1.0) if top > 0 else np.zeros(1)
+            return {"cart": 0.6, "purchase": 0.5}[name] * share
+        values = _probabilities(given, name, top + 1)
         return np.broadcast_to(values, (top + 1,)).copy()
 
 

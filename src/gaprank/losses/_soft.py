@@ -80,6 +80,7 @@ class _SmoothingRule:
     kernel_metric: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Kernel, float], torch.Tensor]
     by_thresholds: bool = False
     outside_autograd: tuple[type, ...] = ()
+    discount_at_rank: bool = False  # the discount is taken at the soft rank itself: a flat one gives no gradient
 
 
 def _threshold_kernel_metric(s: torch.Tensor, m: torch.Tensor, labels: torch.Tensor, kernel: Kernel, sigma: float, *,
@@ -100,7 +101,8 @@ _RULES: dict[str, _SmoothingRule] = {
     "expected": _SmoothingRule("expected", expected_discounts, expected_kernel_metric,
                                outside_autograd=(GainDiscountForm, KernelForm)),
     **{name: _SmoothingRule("soft", functools.partial(_soft_position_discounts, smoothing=name),
-                            functools.partial(_threshold_kernel_metric, smoothing=name), by_thresholds=True)
+                            functools.partial(_threshold_kernel_metric, smoothing=name), by_thresholds=True,
+                            discount_at_rank=name == "approx")
        for name in RANK_SMOOTHINGS},
 }
 SMOOTHINGS = tuple(_RULES)
@@ -168,6 +170,15 @@ def _soft_values(scores, labels, text, g, sigma, smoothing, mask, grade_counts, 
 
         def discount(positions: torch.Tensor) -> torch.Tensor:
             return form.discounts(positions, params, measure.k)
+
+        if rule.discount_at_rank:
+            deepest = float(max(measure.k or 10, 2))  # two ranks within the cutoff, far apart
+            between = form.discounts(torch.tensor([1.1, deepest - 0.1], dtype=torch.float64), params, None)
+            if bool(between[0] == between[1]):
+                raise GaprankInputError(
+                    f"measure {measure.name!r}: smoothing={smoothing!r} takes the discount at the approximate rank, and "
+                    f"{measure.info.name}'s is flat within its cutoff, so its loss would have no gradient; use "
+                    "smoothing='approx_interpolated' (a slope from rank k to k + 1) or another smoothing")
 
         soft = rule.discounts(s, m, sigma, discount, buffers)
         # index_select, not gains[labels]: on the CPU the latter opens an OpenMP region, whose threads then spin
