@@ -405,10 +405,15 @@ def run_folds(
                       "per_query": {r["fold"]: r["per_query"] for r in records}}
 
 
+def published_root(output_dir: str, quick: bool) -> Path:
+    """Where a config's results live: ``output_dir``, or ``<output_dir>-quick`` for ``--quick`` (CI's smoke runs)."""
+    return output_path(str(output_path(output_dir)) + ("-quick" if quick else ""))
+
+
 def output_root(output_dir: str, quick: bool) -> Path:
-    """Where a script writes: ``output_dir``, or ``<output_dir>-quick`` for ``--quick`` (CI's smoke runs), under
-    ``runs/`` instead of the committed ``results/`` unless the command asked (:func:`destination`)."""
-    return destination(str(output_path(output_dir)) + ("-quick" if quick else ""))
+    """Where a script writes: :func:`published_root`, under ``runs/`` instead of the committed ``results/`` unless
+    the command asked (:func:`destination`)."""
+    return destination(published_root(output_dir, quick))
 
 
 def quick_variant(config: Any, **changes: Any) -> Any:

@@ -56,6 +56,7 @@ from ._runner import (
     log_event,
     machine_description,
     output_root,
+    published_root,
     publishing,
     script_parser,
 )
@@ -519,7 +520,7 @@ def run(config: CompareConfig, *, quick: bool = False, force: bool = False, out:
 def _say_the_committed_time(config: CompareConfig, root: Path, quick: bool) -> None:
     """Before a comparison that has no summary of its own yet trains anything: how long the committed one's runs
     took, so that a long retrain is announced, not silent."""
-    published = output_path(str(output_path(config.output_dir)) + ("-quick" if quick else "")) / "summary.json"
+    published = published_root(config.output_dir, quick) / "summary.json"
     if (root / "summary.json").exists() or root / "summary.json" == published or not published.is_file():
         return
     try:

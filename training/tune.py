@@ -44,7 +44,7 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.data import fold_fingerprint, write_atomic, write_json_atomic
 
-from ._runner import checkout_commit, locked, output_root, publishing, run_config_key, script_parser
+from ._runner import checkout_commit, locked, output_root, published_root, publishing, run_config_key, script_parser
 from ._trainers import DIVERGED, TRAINERS, RunEntry, check_seeds
 from .config import ConfigError, available_cores, load_config, output_path, to_dict, with_params
 
@@ -295,7 +295,7 @@ def tune(config: TuneConfig, *, quick: bool = False, progress: bool = True) -> d
     root = path.parent
     order = [item.entry.name for item in studies]
     with locked(root):
-        published = output_path(str(output_path(config.output_dir)) + ("-quick" if quick else "")) / path.name
+        published = published_root(config.output_dir, quick) / path.name
         if path != published and not path.exists() and published.is_file():
             # the committed studies, copied: their finished trials are resumed from, never written
             shutil.copyfile(published, path)

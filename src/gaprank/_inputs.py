@@ -175,6 +175,14 @@ def batch_mask(mask: ArrayLike | None, shape: tuple[int, ...], device: torch.dev
     return m.reshape(rows)
 
 
+def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[B, N]`` views of scores (keeping the graph) and mask; padding scores replaced by 0 so that
+    whatever they held (even NaN) never reaches a value or a gradient."""
+    s = scores.reshape(1, -1) if scores.ndim == 1 else scores
+    m = batch_mask(mask, tuple(scores.shape), s.device)
+    return s.masked_fill(~m, 0.0), m
+
+
 def prepare_scores_labels(
     scores: ArrayLike, labels: ArrayLike, mask: ArrayLike | None = None, *, validate: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, OutputSpec]:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .._autograd import opaque_to_compile
-from .._inputs import MAX_GRADE, batch_mask
+from .._inputs import MAX_GRADE, as_batch
 from ..metrics import Measure, RankedLists, rank_lists
 from . import compiled
 from .backends import compiled_plan
@@ -68,9 +68,7 @@ def lambdas(scores: torch.Tensor, labels: Any, mask: torch.Tensor | None, settin
     CPU) or "torch" (the pair engine on ``buffers``, the holder of a module's kept shapes; None: built afresh). A
     query without two different grades gives 0 and 0; padding gets 0."""
     scores = scores.detach()
-    s = scores.reshape(1, -1) if scores.ndim == 1 else scores
-    m = batch_mask(mask, tuple(scores.shape), scores.device)
-    s = s.masked_fill(~m, 0.0)  # whatever padding holds (NaN even) reaches no value
+    s, m = as_batch(scores, mask)
     ranked, params = _ranked(scores, labels, mask, settings, by_score=backend == "torch")
     if backend == "compiled":
         cost, gradient = _compiled_lambdas(s, m, ranked, params, settings)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import GaprankInputError
+from .._padding import group_positions
 from ._log import EVENTS, ClickCounts, ClickLog
 
 COLUMNS = ("session", "query", "document", "position", "event")
@@ -37,7 +38,7 @@ def _document_rows(split: Any) -> dict[tuple[str, str], int]:
 def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[np.ndarray, ClickLog]]:
     """``(each row's line, the chunk's rows as a ClickLog with session ids as read)`` for each chunk of ``path``."""
     rows = _document_rows(split)
-    query_of_row = np.repeat(np.arange(len(split.group_sizes)), split.group_sizes)
+    query_of_row, _ = group_positions(split.group_sizes)
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
@@ -88,29 +89,27 @@ def _checked_sessions(path: Path, lines: np.ndarray, chunk: ClickLog, carried: d
     """The chunk's sessions numbered 0, 1, ... continuing the previous chunk's (``carried``), each checked: its rows
     contiguous, one query, no position twice."""
     ids = chunk.session
-    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
-    numbers = np.cumsum(np.isin(np.arange(len(ids)), starts)) - 1 + carried["next"]
+    first_row = np.concatenate([[True], ids[1:] != ids[:-1]])  # a session's first row in the chunk
+    starts = np.flatnonzero(first_row)
     continuing = carried["last"] is not None and ids[0] == carried["last"]
-    if continuing:
-        numbers -= 1
+    numbers = np.cumsum(first_row) - 1 + carried["next"] - int(continuing)
     for start, end in zip(starts, np.append(starts[1:], len(ids)), strict=True):
         session = ids[start]
         if session in carried["seen"] and not (start == 0 and continuing):
             raise ClickLogError(f"{path}, line {int(lines[start])}: session {session!r} appears again after other "
                                 "sessions; a session's rows must be contiguous")
-        positions = list(carried["positions"]) if start == 0 and continuing else []
-        queries = set(carried["queries"]) if start == 0 and continuing else set()
+        positions, query = (carried["positions"], carried["query"]) if start == 0 and continuing else (set(), None)
         for row in range(start, end):  # the first row that breaks the session is the line named
-            position, query = int(chunk.position[row]), int(chunk.query[row])
-            if queries and query not in queries:
+            position = int(chunk.position[row])
+            if query is not None and int(chunk.query[row]) != query:
                 raise ClickLogError(f"{path}, line {int(lines[row])}: session {session!r} holds more than one query")
             if position in positions:
                 raise ClickLogError(f"{path}, line {int(lines[row])}: session {session!r} shows position {position} "
                                     "twice")
-            positions.append(position)
-            queries.add(query)
+            positions.add(position)
+            query = int(chunk.query[row])
         carried["seen"].add(session)
-        carried["positions"], carried["queries"] = positions, queries
+        carried["positions"], carried["query"] = positions, query
     carried["last"] = ids[-1]
     carried["next"] = int(numbers[-1]) + 1
     return numbers.astype(np.int64)
@@ -162,7 +161,7 @@ def _read(path: str | Path, split: Any, levels: int) -> Iterator[tuple[ClickLog,
     if not isinstance(levels, int) or isinstance(levels, bool) or levels < 2:
         raise GaprankInputError(f"levels must be an integer >= 2 (none and at least one event); got {levels!r}")
     file = Path(path)
-    carried: dict[str, Any] = {"last": None, "next": 0, "seen": set(), "positions": [], "queries": set()}
+    carried: dict[str, Any] = {"last": None, "next": 0, "seen": set(), "positions": set(), "query": None}
     for lines, chunk in _chunks(file, split, levels):
         yield chunk, _checked_sessions(file, lines, chunk, carried)
 

@@ -23,19 +23,27 @@ from typing import Any, Literal
 import numpy as np
 
 from .._inputs import GaprankInputError
+from .._padding import group_positions
 from ._log import ClickLog
 
 SESSIONS_PER_BLOCK = 1 << 16  # sessions drawn at once, so that memory stays bounded (the seed fixes the log for this size)
 
 
-def _probabilities(value: Any, name: str, size: int | None = None) -> np.ndarray:
+def _probabilities(value: Any, name: str, size: int | None = None, per: str = "grade") -> np.ndarray:
+    """``value`` checked as probabilities: one, or ``size`` (one per ``per``), broadcast to ``size``."""
     array = np.atleast_1d(np.asarray(value, dtype=np.float64))
     if array.ndim != 1 or not np.isfinite(array).all() or (array < 0).any() or (array > 1).any():
         raise GaprankInputError(f"{name} must be probabilities in [0, 1]; got {value!r}")
-    if size is not None and array.size not in (1, size):
-        raise GaprankInputError(f"{name} must give one probability, or one per {'rank' if 'epsilon' in name else 'grade'} "
-                                f"({size}); got {array.size}")
-    return array
+    if size is None:
+        return array
+    if array.size not in (1, size):
+        raise GaprankInputError(f"{name} must give one probability, or one per {per} ({size}); got {array.size}")
+    return np.broadcast_to(array, (size,))
+
+
+def _relevance(grades: np.ndarray, top: int) -> np.ndarray:
+    """ERR's mapping of a grade to [0, 1] on the scale 0..``top``: (2^g - 1)/(2^top - 1)."""
+    return (np.exp2(grades) - 1.0) / (2.0 ** top - 1.0) if top > 0 else np.zeros(np.shape(grades))
 
 
 @dataclass(frozen=True)
@@ -80,19 +88,16 @@ class ClickModel:
     def click_probabilities(self, grades: np.ndarray, top: int) -> np.ndarray:
         """The click probability of an examined document of ``grades`` ``[S, shown]`` on the scale 0..``top``."""
         shown = grades.shape[-1]
-        plus = np.broadcast_to(_probabilities(self.epsilon_plus, "epsilon_plus", shown), (shown,))
-        minus = np.broadcast_to(_probabilities(self.epsilon_minus, "epsilon_minus", shown), (shown,))
-        relevance = (np.exp2(grades) - 1.0) / (2.0 ** top - 1.0) if top > 0 else np.zeros(grades.shape)
-        return minus + (plus - minus) * relevance
+        plus = _probabilities(self.epsilon_plus, "epsilon_plus", shown, per="rank")
+        minus = _probabilities(self.epsilon_minus, "epsilon_minus", shown, per="rank")
+        return minus + (plus - minus) * _relevance(grades, top)
 
     def per_grade(self, name: str, top: int) -> np.ndarray:
         """``[top + 1]``: the model's cart or purchase probability of each grade 0..top."""
         given = getattr(self, name)
         if given is None:  # the default: a share of the grade's click mapping, on the split's own scale
-            share = (np.exp2(np.arange(top + 1)) - 1.0) / (2.0 ** top - 1.0) if top > 0 else np.zeros(1)
-            return {"cart": 0.6, "purchase": 0.5}[name] * share
-        values = _probabilities(given, name, top + 1)
-        return np.broadcast_to(values, (top + 1,)).copy()
+            return {"cart": 0.6, "purchase": 0.5}[name] * _relevance(np.arange(top + 1), top)
+        return _probabilities(given, name, top + 1)
 
 
 def simulate_clicks(split: Any, scores: Any, sessions: int, model: ClickModel | None = None, *, shown: int = 10,
@@ -145,12 +150,12 @@ def simulate_clicks(split: Any, scores: Any, sessions: int, model: ClickModel | 
     top = int(labels.max()) if labels.size else 0
     cart, purchase = model.per_grade("cart", top), model.per_grade("purchase", top)
     sizes = np.asarray(split.group_sizes, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    # each query's shown rows, best first, padded with -1: [queries, shown]
+    query_of_row, rank = group_positions(sizes)
+    # each query's shown rows, best first (ties in row order: lexsort is stable), padded with -1: [queries, shown]
+    by_score = np.lexsort((-values, query_of_row))
     lists = np.full((sizes.size, shown), -1, dtype=np.int64)
-    for query, (start, size) in enumerate(zip(starts.tolist(), sizes.tolist(), strict=True)):
-        order = start + np.argsort(-values[start:start + size], kind="stable")[:shown]
-        lists[query, :order.size] = order
+    top_ranks = rank < shown  # rank: the position within its query, which by_score keeps in query order
+    lists[query_of_row[top_ranks], rank[top_ranks]] = by_score[top_ranks]
     examined = model.examined(shown)
     rng = np.random.default_rng(seed)
     parts = []

@@ -12,7 +12,6 @@ from .._engine.backends import check_backend, lambda_backend
 from .._inputs import (
     REDUCTIONS,
     GaprankInputError,
-    batch_mask,
     check_choice,
     check_max_grade,
     check_positive_int,
@@ -67,14 +66,6 @@ def refuse_function_transforms(scores: torch.Tensor, what: str,
     if wrapped is not None and wrapped(scores):
         raise RuntimeError(f"{what} does not support torch.func transforms (grad, vmap, jacrev, ...): {why}; use "
                            "torch.autograd (loss.backward() or torch.autograd.grad)")
-
-
-def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[B, N]`` views of scores (keeping the graph) and mask; padding scores replaced by 0 so that
-    whatever they held (even NaN) never reaches a value or a gradient."""
-    s = scores.reshape(1, -1) if scores.ndim == 1 else scores
-    m = batch_mask(mask, tuple(scores.shape), s.device)
-    return s.masked_fill(~m, 0.0), m
 
 
 def reduce_loss(values: torch.Tensor, reduction: str, squeeze: bool) -> torch.Tensor:

@@ -6,9 +6,10 @@ from typing import Literal
 
 import torch
 
+from .._inputs import as_batch
 from .._typing import ArrayLike
 from ..metrics import rank_lists
-from ._common import as_batch, check_loss_settings, check_scores_tensor, reduce_loss
+from ._common import check_loss_settings, check_scores_tensor, reduce_loss
 
 
 def listnet_loss(scores: torch.Tensor, labels: ArrayLike, *, mask: torch.Tensor | None = None,

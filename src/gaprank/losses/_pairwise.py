@@ -24,10 +24,10 @@ from .._engine.backends import Backend, check_backend, lambda_backend
 from .._engine.batches import BatchPairs
 from .._engine.graphs import CudaGraphs
 from .._engine.lambdas import LambdaSettings, lambdas
-from .._inputs import check_positive_int, check_sigma
+from .._inputs import as_batch, check_positive_int, check_sigma
 from .._typing import ArrayLike
 from ..metrics import objective_measure
-from ._common import as_batch, check_loss_settings, check_scores_tensor, reduce_loss, refuse_function_transforms, with_gradient
+from ._common import check_loss_settings, check_scores_tensor, reduce_loss, refuse_function_transforms, with_gradient
 
 
 def _lambdarank_settings(scores: torch.Tensor, measure: str, *, g, sigma: float, truncation_level: int | None,

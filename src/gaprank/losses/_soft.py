@@ -20,7 +20,7 @@ import torch
 
 from .._engine import RankLawBuffers
 from .._engine.factors import rank_for_measure
-from .._inputs import GaprankInputError, check_choice, check_sigma
+from .._inputs import GaprankInputError, as_batch, check_choice, check_sigma
 from .._typing import ArrayLike
 from ..metrics import (
     GainDiscountForm,
@@ -32,7 +32,6 @@ from ..metrics import (
     pivot_sum,
 )
 from ._common import (
-    as_batch,
     check_loss_settings,
     check_scores_tensor,
     reduce_loss,
