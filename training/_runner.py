@@ -335,17 +335,18 @@ def run_folds(
             path = out / "folds" / f"Fold{number}.json"
             provenance = provenances[number] = fold_provenance(config, number, versions)
             record = _read_record(path, log, number, progress)
-            if out != published and (record is None or stale_reason(record, provenance, config) is not None):
-                # the committed record, copied over where it stands for the run (and the scratch one does not)
+            reason = "no finished record" if record is None else stale_reason(record, provenance, config)
+            if reason is not None and out != published:
+                # the committed record: copied over where it stands for the run (and the scratch one does not)
                 committed = _read_record(published / "folds" / f"Fold{number}.json", log, number, progress)
-                if committed is not None and stale_reason(committed, provenance, config) is None and not force:
+                committed_reason = None if committed is None else stale_reason(committed, provenance, config)
+                if committed is not None and committed_reason is None and not force:
                     write_json_atomic(path, committed)
-                    record = committed
-                elif record is None:
-                    record = committed
+                    record, reason = committed, None
+                elif record is None and committed is not None:
+                    record, reason = committed, committed_reason
             records[number] = record
-            reasons[number] = "--force" if force else ("no finished record" if record is None else
-                                                       stale_reason(record, provenance, config))
+            reasons[number] = "--force" if force else reason
         to_train = [n for n in chosen if reasons[n] is not None]
         if to_train and _progress_wanted(progress):
             announce_training(config.name, to_train, [(records[n] or {}).get("seconds") for n in to_train])
