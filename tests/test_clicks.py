@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gaprank import GaprankInputError
-from gaprank.clicks import ClickModel, simulate_clicks
+from gaprank.clicks import ClickModel, estimate_propensities, inverse_propensities, simulate_clicks
 from gaprank.data import RankingSplit
 
 
@@ -101,6 +101,14 @@ def test_the_seed_fixes_the_log():
     (lambda s, y: ClickModel(eta=-1.0), "eta must be"),
     (lambda s, y: ClickModel(epsilon_plus=1.5), "epsilon_plus must be probabilities"),
     (lambda s, y: simulate_clicks(s, y, 10, ClickModel(cart=[0.1, 0.2])), "cart must give one probability, or one per grade"),
+    (lambda s, y: simulate_clicks(s, y, 10, shown=2, randomise=3), "randomise must be an integer from 0 to shown"),
+    (lambda s, y: estimate_propensities(simulate_clicks(s, y, 10), 4), "no session of the log shows all 4"),
+    (lambda s, y: estimate_propensities(simulate_clicks(s, y, 10, ClickModel(epsilon_minus=0.0, epsilon_plus=0.0),
+                                                        randomise=2), 2), "rank 1 got no click"),
+    (lambda s, y: inverse_propensities(simulate_clicks(s, y, 10), [1.0, 0.0, 0.5]), "propensities must be a 1-D"),
+    (lambda s, y: inverse_propensities(simulate_clicks(s, y, 10), [1.0, 1.5, 0.5]), "probabilities in \\(0, 1\\]"),
+    (lambda s, y: inverse_propensities(simulate_clicks(s, y, 10), [1.0, np.nan, 0.5]), "propensities must be"),
+    (lambda s, y: inverse_propensities(simulate_clicks(s, y, 10), [1.0, 0.5]), "shows rank 3, but propensities give"),
 ])
 def test_bad_input_is_one_line(call, message):
     grades = [[2, 0, 1], [1, 0]]
@@ -189,3 +197,40 @@ def test_the_default_click_model_serves_any_grade_scale(top):
     labels = _split(grades).labels[log.document]
     assert (log.event[labels == 0] == 0).all()  # a grade-0 document never gets an event (epsilon- = 0)
     assert (log.event[labels == top] == 3).any() and log.event.max() == 3
+
+
+def test_a_randomising_logger_shuffles_its_top_ranks_only_and_keeps_short_lists_whole():
+    """Each of the top 3 documents is at each of ranks 1..3 a third of the time; ranks 4 and 5 keep the logger's
+    documents; a two-document query shows both, at ranks 1 and 2."""
+    grades = [[2, 0, 1, 2, 1], [1, 0]]
+    split = _split(grades)
+    log = simulate_clicks(split, _scores(grades), 30_000, randomise=3, shown=5, seed=5)
+    long = log.query == 0
+    for rank in range(1, 4):
+        for row in range(3):
+            _rate_matches(log.document[long & (log.position == rank)] == row, 1 / 3, f"row {row} at rank {rank}")
+    for rank in (4, 5):
+        assert (log.document[long & (log.position == rank)] == rank - 1).all()
+    short = ~long
+    assert set(log.position[short].tolist()) == {1, 2}
+    assert set(log.document[short].tolist()) == {5, 6}
+
+
+def test_propensities_estimated_from_randomised_top_ranks_recover_the_examination_curve():
+    """Position-based model at eta 1.5 with noisy clicks; queries shorter than the randomised ranks (whose documents
+    only reach the top ranks) are left out of the estimate. Each estimate within 5 standard errors of (1/p)^1.5."""
+    rng = np.random.default_rng(11)
+    grades = [list(rng.integers(0, 3, 6)) for _ in range(30)] + [[2, 2]] * 10
+    model = ClickModel(eta=1.5, epsilon_minus=0.1)
+    log = simulate_clicks(_split(grades), _scores([list(g) for g in grades]), 300_000, model, shown=6, randomise=5,
+                          seed=6)
+    estimate = estimate_propensities(log, 5)
+    full = log.query < 30
+    rate_1 = (log.event[full & (log.position == 1)] >= 1).mean()
+    for rank in range(1, 6):
+        truth = rank ** -1.5
+        shown = int((full & (log.position == rank)).sum())
+        error = 5 * np.sqrt(truth * rate_1 * (1 - truth * rate_1) / shown) / rate_1 * 1.5 + 1e-12
+        assert abs(estimate[rank - 1] - truth) <= error, (rank, estimate[rank - 1], truth)
+    weights = inverse_propensities(log, model.examined(6))
+    np.testing.assert_allclose(weights, log.position.astype(float) ** 1.5, rtol=1e-15)

@@ -1,7 +1,7 @@
 """Every metric's docstring describes the parameters all metrics share in one set of words.
 
 The built-in metrics' docstrings are written out in full (``help(gaprank.gap)`` shows them, and so does the
-source); the texts of the shared entries (``scores``, ``labels``, ``k``, ``mask``, ``grade_counts``,
+source); the texts of the shared entries (``scores``, ``labels``, ``k``, ``mask``, ``weights``, ``grade_counts``,
 ``ties``, ``empty_value``, ``reduction`` and Returns) are those of one table, ``gaprank.metrics._docs``, from
 which a registered measure's docstring is built. So an entry edited in one docstring, and not in the table and
 the others, fails here.
@@ -41,7 +41,8 @@ def numpydoc_section(doc: str, title: str) -> dict[str, tuple[str, str]]:
 def canonical_entries(function) -> dict[str, tuple[str, str]]:
     """The shared entries a metric's docstring must hold, from the one table."""
     fold = {name: (kind, " ".join(text.split())) for name, kind, text in _docs.ARRAYS}
-    fold.update({name: (kind, " ".join(text.split())) for name, (kind, text) in _docs.SHARED.items()})
+    fold.update({name: (kind, " ".join(text.split())) for name, (kind, text) in _docs.SHARED.items()
+                 if name in inspect.signature(function).parameters})  # weights: only where the form takes them
     if "k" in inspect.signature(function).parameters:
         kind, text = _docs.cutoff_entry(function)
         fold["k"] = (kind, " ".join(text.split()))

@@ -175,6 +175,28 @@ def batch_mask(mask: ArrayLike | None, shape: tuple[int, ...], device: torch.dev
     return m.reshape(rows)
 
 
+def batch_weights(weights: ArrayLike | None, shape: tuple[int, ...], mask: torch.Tensor, device: torch.device,
+                  *, validate: bool = True) -> torch.Tensor | None:
+    """The one weights normaliser: per-document ``weights`` for scores of ``shape`` as a ``[batch, list]``
+    float64 tensor on ``device``, 0 at padding (``mask`` ``[batch, list]``, whose weights are never read); None
+    stays None (every document weighs 1). Real weights must be finite and >= 0; ``validate=False`` checks only
+    the dtype and shape (nothing read back from the device)."""
+    if weights is None:
+        return None
+    w = checked_tensor(weights, "weights", device)
+    if w.dtype == torch.bool or w.is_complex():
+        raise GaprankInputError(f"weights must be real numbers; got dtype {w.dtype}")
+    if tuple(w.shape) != tuple(shape):
+        raise GaprankInputError(f"weights shape {tuple(w.shape)} does not match scores shape {tuple(shape)}")
+    w = w.reshape(mask.shape).to(torch.float64)
+    if validate:
+        bad = ~(torch.isfinite(w) & (w >= 0)) & mask
+        if bool(bad.any()):
+            b, n = (int(i) for i in torch.nonzero(bad)[0])
+            raise GaprankInputError(f"weights must be finite and >= 0; got {w[b, n].item()} at query {b}, position {n}")
+    return torch.where(mask, w, torch.zeros((), dtype=torch.float64, device=device))
+
+
 def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``[B, N]`` views of scores (keeping the graph) and mask; padding scores replaced by 0 so that
     whatever they held (even NaN) never reaches a value or a gradient."""

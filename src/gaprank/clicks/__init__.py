@@ -3,11 +3,14 @@ click, cart, purchase) and a simulator of such logs from true grades, for trying
 
 The simulator follows the standard offline protocol (Joachims et al. 2017; Ai et al. 2018): a logging ranker's
 top documents are shown; the user examines them by a position-based or a cascade model, with or without trust
-bias, and each examined document gets an event whose probability grows with its true grade."""
+bias, and each examined document gets an event whose probability grows with its true grade. The examination
+propensities, known or estimated from a log with randomised top ranks, give the weights of inverse-propensity
+estimates (the metrics' ``weights=``)."""
 
 from ._files import ClickLogError, count_clicks, read_click_log, write_click_log
 from ._log import EVENTS, ClickCounts, ClickLog
+from ._propensities import estimate_propensities, inverse_propensities
 from ._simulator import ClickModel, simulate_clicks
 
-__all__ = ["EVENTS", "ClickCounts", "ClickLog", "ClickLogError", "ClickModel", "count_clicks", "read_click_log",
-           "simulate_clicks", "write_click_log"]
+__all__ = ["EVENTS", "ClickCounts", "ClickLog", "ClickLogError", "ClickModel", "count_clicks", "estimate_propensities",
+           "inverse_propensities", "read_click_log", "simulate_clicks", "write_click_log"]

@@ -101,12 +101,14 @@ class ClickModel:
 
 
 def simulate_clicks(split: Any, scores: Any, sessions: int, model: ClickModel | None = None, *, shown: int = 10,
-                    seed: int = 0) -> ClickLog:
+                    randomise: int = 0, seed: int = 0) -> ClickLog:
     """Simulate ``sessions`` sessions on ``split`` (a :class:`gaprank.data.RankingSplit`) with its true grades.
 
     Each session draws one of the split's queries uniformly, shows the top ``shown`` documents by ``scores`` (one
     per row of the split: the logging ranker's; ties in row order) and gets its events from ``model`` (module
-    doc). Vectorised over blocks of sessions; the same ``seed`` gives the same log.
+    doc). With ``randomise``, the logger shows its top ``randomise`` documents in a uniformly random order in each
+    session (result randomisation, from which :func:`estimate_propensities` reads the examination
+    curve). Vectorised over blocks of sessions; the same ``seed`` gives the same log.
 
     Parameters
     ----------
@@ -120,6 +122,8 @@ def simulate_clicks(split: Any, scores: Any, sessions: int, model: ClickModel | 
         The user model; default ``ClickModel()``: position-based at eta = 1.
     shown : int
         How many documents a session shows (fewer for a shorter query).
+    randomise : int, default 0
+        How many of the top ranks the logger shuffles in each session (0: none; at most ``shown``).
     seed : int
         The random seed.
 
@@ -142,6 +146,8 @@ def simulate_clicks(split: Any, scores: Any, sessions: int, model: ClickModel | 
         raise GaprankInputError(f"sessions must be a positive integer; got {sessions!r}")
     if not isinstance(shown, (int, np.integer)) or isinstance(shown, bool) or shown < 1:
         raise GaprankInputError(f"shown must be a positive integer; got {shown!r}")
+    if not isinstance(randomise, (int, np.integer)) or isinstance(randomise, bool) or not 0 <= randomise <= shown:
+        raise GaprankInputError(f"randomise must be an integer from 0 to shown ({shown}); got {randomise!r}")
     values = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(split.labels, dtype=np.int64)
     if values.shape != labels.shape or not np.isfinite(values).all():
@@ -163,6 +169,9 @@ def simulate_clicks(split: Any, scores: Any, sessions: int, model: ClickModel | 
         count = min(SESSIONS_PER_BLOCK, int(sessions) - first)
         queries = rng.integers(0, sizes.size, count)
         rows = lists[queries]  # [S, shown]
+        if randomise > 1:  # each session's top documents in a random order; padding (-1) stays last
+            keys = np.where(rows[:, :randomise] >= 0, rng.random((count, randomise)), np.inf)
+            rows[:, :randomise] = np.take_along_axis(rows[:, :randomise], np.argsort(keys, axis=1), axis=1)
         real = rows >= 0
         grades = np.where(real, labels[np.maximum(rows, 0)], 0)
         click = rng.random(rows.shape) < model.click_probabilities(grades, top)

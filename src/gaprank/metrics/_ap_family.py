@@ -19,6 +19,7 @@ def average_precision(
     threshold: int = 1,
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -48,6 +49,12 @@ def average_precision(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -74,7 +81,7 @@ def average_precision(
     >>> round(float(average_precision(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 1]))), 4)
     0.8333
     """
-    return AP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return AP.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                        empty_value=empty_value, reduction=reduction, threshold=threshold)
 
 
@@ -89,6 +96,7 @@ def gap(
     g: ArrayLike | None = None,
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -121,6 +129,12 @@ def gap(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -147,7 +161,7 @@ def gap(
     >>> round(float(gap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), g=[0.5, 0.5])), 4)
     0.8333
     """
-    return GAP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return GAP.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                         empty_value=empty_value, reduction=reduction, g=g)
 
 
@@ -162,6 +176,7 @@ def xgap(
     g: ArrayLike | None = None,
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -193,6 +208,12 @@ def xgap(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -219,7 +240,7 @@ def xgap(
     >>> round(float(xgap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), g=[0.5, 0.5])), 4)
     0.8125
     """
-    return XGAP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return XGAP.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                          empty_value=empty_value, reduction=reduction, g=g)
 
 
@@ -233,6 +254,7 @@ def egap(
     g: ArrayLike | None = None,
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -262,6 +284,12 @@ def egap(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -288,7 +316,7 @@ def egap(
     >>> round(float(egap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), g=[0.5, 0.5])), 4)
     0.75
     """
-    return EGAP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return EGAP.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                          empty_value=empty_value, reduction=reduction, g=g)
 
 
@@ -359,7 +387,7 @@ def generalized_ap(
                        empty_value=empty_value, reduction=reduction)
 
 
-VG = register(MeasureInfo("vG", KernelForm(kishida_kernel), function=generalized_ap,
+VG = register(MeasureInfo("vG", KernelForm(kishida_kernel, takes_weights=False), function=generalized_ap,
                           reference="Kishida's generalized average precision; Kishida 2005, eq. 42"))
 
 
@@ -370,6 +398,7 @@ def erap(
     p: ArrayLike,
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -400,6 +429,12 @@ def erap(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -426,7 +461,7 @@ def erap(
     >>> round(float(erap(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), p=[0.0, 0.5, 1.0])), 4)
     0.8333
     """
-    return ERAP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return ERAP.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                          empty_value=empty_value, reduction=reduction, p=p)
 
 

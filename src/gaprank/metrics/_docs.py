@@ -2,7 +2,7 @@
 
 A registered measure's docstring gets numpydoc ``Parameters`` and ``Returns`` sections built from its
 signature: the arrays, then, in signature order, the cutoff ``k``, its own parameters (their
-descriptions come from the measure's registry entry) and the five options below, before its
+descriptions come from the measure's registry entry) and the options below, before its
 ``Examples``. The built-in metrics' docstrings are written out in full (``help()`` and the source show the
 same text); a test checks their shared entries against these texts.
 """
@@ -26,6 +26,11 @@ SHARED: dict[str, tuple[str, str]] = {
     "mask": ("array_like of bool, optional",
              "True marks a real document, False padding. Padding ranks after every real document and never "
              "counts; its scores and labels are never read. Default: every position is real."),
+    "weights": ("array_like, optional",
+                "Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its "
+                "grade, in the grade counts, in its own terms and (times the other's weight) in its pairs: the "
+                "inverse-propensity estimate of the measure from documents each observed with probability 1/w "
+                "(docs: Learning from clicks). Padding's weights are never read. Default: every document weighs 1."),
     "grade_counts": ("array_like, optional",
                      "R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each grade, "
                      "when the list does not hold every judged document (a run that missed relevant ones). The "

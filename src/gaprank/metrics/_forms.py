@@ -27,7 +27,7 @@ import torch
 
 from .._inputs import GaprankInputError, on_device
 from ._kernels import Kernel, pivot_sum, safe_divide
-from ._ranking import RankedLists
+from ._ranking import RankedLists, WeightsNotTaken
 
 Params = dict[str, Any]
 Values = tuple[torch.Tensor, torch.Tensor | None]  # values [B] float64, defined [B] bool (None: always)
@@ -40,6 +40,7 @@ class Form:
     has_smooth = False
     has_expected = False
     smooth_takes_cutoff = False  # the smooth forms exist at a cutoff @k too
+    takes_weights = False  # its metric function takes per-document weights
 
     def check(self, measure: str) -> None:
         """Refuse a form missing one of its parts (raised at the entry's construction)."""
@@ -66,9 +67,13 @@ class KernelForm(Form):
         ``kernel(ranked, **params) -> Kernel``: ``matrix`` ``[B, c+1, c+1]`` (K[t, u], t the grade above,
         u the pivot's), ``diag`` ``[B, c+1]`` (D[u], the pivot's own term), ``defined`` ``[B]`` (the
         normaliser is non-zero).
+    takes_weights : bool, default True
+        Its metric takes per-document ``weights`` (the kernel is then built from the weighted grade counts);
+        False for a kernel normalised by an ideal ranking of grades, which weighted documents do not have.
     """
 
     kernel: Callable[..., Kernel]
+    takes_weights: bool = True
     has_swap_deltas = True
     has_smooth = True
     has_expected = True
@@ -86,7 +91,7 @@ class KernelForm(Form):
         kernel = self.build(ranked, params)
         if kernel is None:
             return ranked.counts.new_zeros(ranked.batch), ranked.counts.new_zeros(ranked.batch).bool()
-        return pivot_sum(ranked.grades, ranked.valid, kernel, k), kernel.defined
+        return pivot_sum(ranked.grades, ranked.valid, kernel, k, ranked.weights), kernel.defined
 
 
 def cut(values: torch.Tensor, positions: torch.Tensor, k: int | None) -> torch.Tensor:
@@ -111,11 +116,15 @@ class GainDiscountForm(Form):
         ``normaliser(ranked, gains, k, params) -> [B]``: Z per query, a function of its grade counts and
         length only (never of the ranking); the measure is undefined where Z = 0. None: Z = 1, always
         defined. :func:`ideal_sum` gives the usual one (the ideal ranking's sum).
+    takes_weights : bool, default True
+        Its metric takes per-document ``weights``, which scale each document's gain (and the grade counts a
+        normaliser reads; :func:`ideal_sum` then orders the documents by weighted gain).
     """
 
     gain: Callable[[int, Params], torch.Tensor]
     discount: Callable[[torch.Tensor, Params], torch.Tensor]
     normaliser: Callable[[RankedLists, torch.Tensor, int | None, Params], torch.Tensor] | None = None
+    takes_weights: bool = True
     has_swap_deltas = True
     has_smooth = True
     smooth_takes_cutoff = True
@@ -162,17 +171,27 @@ class GainDiscountForm(Form):
         ranks = ranked.list_size if k is None else min(k, ranked.list_size)  # the ranks that count
         positions = ranked.positions(ranks)
         discounts = self.discounts(positions, params, None)  # the positions stop at the cutoff already
-        total = (gains[ranked.grades[:, :ranks]] * discounts * ranked.valid[:, :ranks]).sum(-1)
+        total = (document_gains(ranked, gains)[:, :ranks] * discounts).sum(-1)
         norm, defined, short = self.normalise(ranked, gains, k, params)
         values = total if self.normaliser is None else total / torch.where(norm > 0, norm, torch.ones_like(norm))
         return (values if short is None else values.masked_fill(short, 0.0)), defined
+
+
+def document_gains(ranked: RankedLists, gains: torch.Tensor) -> torch.Tensor:
+    """``[B, N]``: the gain of the document at each rank (times its weight; 0 at padding)."""
+    return gains[ranked.grades] * (ranked.valid if ranked.weights is None else ranked.weights)
 
 
 def ideal_sum(ranked: RankedLists, gains: torch.Tensor, discount: Callable[[torch.Tensor, Params], torch.Tensor],
               k: int | None, params: Params, *, within_list: bool = False) -> torch.Tensor:
     """``[B]``: the sum of ``gain * discount`` over the ideal ranking built from the grade counts (all judged
     documents, highest grade first), at ranks <= ``k`` and, ``within_list``, <= the list's length: the
-    normaliser of nDCG (the ideal DCG) and of the sliding ratio."""
+    normaliser of nDCG (the ideal DCG) and of the sliding ratio. Weighted lists: the list's documents ordered by
+    weighted gain, the largest first."""
+    if ranked.weights is not None:
+        values = ranked.ideal_values(document_gains(ranked, gains))
+        positions = ranked.positions()
+        return (values * cut(torch.as_tensor(discount(positions, params), dtype=torch.float64), positions, k)).sum(-1)
     ideal = ranked.ideal_grades()
     positions = ranked.positions(ideal.shape[1])
     terms = gains[ideal] * cut(torch.as_tensor(discount(positions, params), dtype=torch.float64), positions, k)
@@ -208,4 +227,7 @@ class ListForm(Form):
         return self.swap_factors is not None
 
     def value(self, ranked: RankedLists, k: int | None, params: Params) -> Values:
+        if ranked.weights is not None:
+            raise WeightsNotTaken("its value is not a sum over documents and pairs of documents that weights "
+                                  "could scale")
         return self.value_of(ranked, k, params)

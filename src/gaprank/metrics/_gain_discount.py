@@ -34,6 +34,7 @@ def ndcg(
     short_list: str = "pad",
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -71,6 +72,12 @@ def ndcg(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -97,7 +104,7 @@ def ndcg(
     >>> round(float(ndcg(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), k=2)), 4)
     0.7967
     """
-    return NDCG.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return NDCG.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                          empty_value=empty_value, reduction=reduction, gain=gain, discount=discount,
                          short_list=short_list)
 
@@ -114,6 +121,7 @@ def precision(
     threshold: int = 1,
     short_list: str = "pad",
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -143,6 +151,12 @@ def precision(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -169,8 +183,8 @@ def precision(
     >>> round(float(precision(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 2]), k=2)), 4)
     0.5
     """
-    return P.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties, empty_value=empty_value,
-                      reduction=reduction, threshold=threshold, short_list=short_list)
+    return P.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                      empty_value=empty_value, reduction=reduction, threshold=threshold, short_list=short_list)
 
 
 P = register(MeasureInfo("P", GainDiscountForm(binary_gain, flat_discount, cutoff_norm), (REL, SHORT_LIST), needs_cutoff=True,
@@ -185,6 +199,7 @@ def rbp(
     threshold: int = 1,
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -215,6 +230,12 @@ def rbp(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -241,7 +262,7 @@ def rbp(
     >>> round(float(rbp(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 2]), persistence=0.5)), 4)
     0.625
     """
-    return RBP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return RBP.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                         empty_value=empty_value, reduction=reduction, persistence=persistence, threshold=threshold)
 
 
@@ -255,6 +276,7 @@ def sliding_ratio(
     *,
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -282,6 +304,12 @@ def sliding_ratio(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -308,7 +336,7 @@ def sliding_ratio(
     >>> round(float(sliding_ratio(np.array([5.0, 4, 3, 2, 1]), np.array([3, 2, 0, 0, 0]), grade_counts=[3, 1, 1, 1])), 4)
     0.9231
     """
-    return SR.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return SR.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                        empty_value=empty_value, reduction=reduction)
 
 
@@ -324,6 +352,7 @@ def errbp(
     persistence: float = 0.8,
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -354,6 +383,12 @@ def errbp(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -380,7 +415,7 @@ def errbp(
     >>> round(float(errbp(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), p=[0.0, 0.5, 1.0], persistence=0.5)), 4)
     0.5
     """
-    return ERRBP.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return ERRBP.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                           empty_value=empty_value, reduction=reduction, p=p, persistence=persistence)
 
 
@@ -395,6 +430,7 @@ def recall(
     k: int,
     threshold: int = 1,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -424,6 +460,12 @@ def recall(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -450,8 +492,8 @@ def recall(
     >>> round(float(recall(np.array([3.0, 2.0, 1.0]), np.array([1, 0, 2]), k=2)), 4)
     0.5
     """
-    return R.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties, empty_value=empty_value,
-                      reduction=reduction, threshold=threshold)
+    return R.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+                      empty_value=empty_value, reduction=reduction, threshold=threshold)
 
 
 R = register(MeasureInfo("R", GainDiscountForm(binary_gain, flat_discount, recall_norm), (REL,), needs_cutoff=True,
@@ -466,6 +508,7 @@ def dcg(
     discount: str = "log2p1",
     k: int | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     ties: Literal["stable", "pessimistic", "optimistic"] = "stable",
     empty_value: float = 0.0,
@@ -496,6 +539,12 @@ def dcg(
     mask : array_like of bool, optional
         True marks a real document, False padding. Padding ranks after every real document and never
         counts; its scores and labels are never read. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
+        grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
+        the inverse-propensity estimate of the measure from documents each observed with probability
+        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
+        weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -522,7 +571,7 @@ def dcg(
     >>> round(float(dcg(np.array([3.0, 2.0, 1.0]), np.array([1, 2, 0]), k=2)), 4)
     2.8928
     """
-    return DCG.evaluate(scores, labels, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
+    return DCG.evaluate(scores, labels, weights=weights, k=k, mask=mask, grade_counts=grade_counts, ties=ties,
                         empty_value=empty_value, reduction=reduction, gain=gain, discount=discount)
 
 

@@ -9,6 +9,10 @@ Conventions (documented once here, named as arguments in every public function):
 * The grade scale 0..c is set by the first of: the parameter that fixes it (``g`` has c entries,
   ``p`` has c+1, ``grade_counts`` has c+1, ``max_grade``), else the largest real label of the input.
   A label above the scale is an error.
+* ``weights`` (per document, >= 0) make a document count ``w`` times at its grade wherever the measure counts
+  documents of a grade: in the grade counts, the terms a document contributes as itself (``w``), and the pairs
+  it forms with another document (``w_m w_n``). That is the inverse-propensity estimate of the measure from
+  documents observed with probability 1/w (docs: The maths, "Weights: inverse-propensity estimates").
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .._inputs import (
     TIE_RULES,
     GaprankInputError,
     OutputSpec,
+    batch_weights,
     check_choice,
     checked_tensor,
     prepare_scores_labels,
@@ -44,6 +49,8 @@ class RankedLists:
     # a bound on RB(1) known without reading the data (the list width when the counts are the lists' own);
     # None: the ideal ranking's length is read from the counts
     ideal_length: int | None = None
+    # [B, N] float64: the weight of the document at each rank, 0 at padding; None: every document weighs 1
+    weights: torch.Tensor | None = None
 
     @property
     def batch(self) -> int:
@@ -77,8 +84,12 @@ class RankedLists:
     def ideal_grades(self) -> torch.Tensor:
         """Grades of the ideal ranking built from R(k), shape [B, L] with L = max RB(1) (``ideal_length`` when set).
 
-        The i-th ideal grade (1-based) is #{k >= 1 : RB(k) >= i}; zeros pad shorter queries.
+        The i-th ideal grade (1-based) is #{k >= 1 : RB(k) >= i}; zeros pad shorter queries. Weighted lists
+        have no ideal ranking of grades (:meth:`ideal_values` orders their documents' values).
         """
+        if self.weights is not None:
+            raise WeightsNotTaken("its normaliser is the value of an ideal ranking of grades, which weighted "
+                                  "documents do not have")
         rb = self.recall_base[:, 1:]  # [B, c]
         if self.ideal_length is not None:  # past a query's RB(1) the ideal holds grade 0, as in the padding
             length = self.ideal_length
@@ -86,6 +97,23 @@ class RankedLists:
             length = int(rb[:, 0].max().item()) if rb.shape[1] else 0
         pos = self.positions(max(length, 1))
         return (rb[:, None, :] >= pos[None, :, None]).sum(-1)  # [B, L]
+
+
+    def ideal_values(self, values: torch.Tensor) -> torch.Tensor:
+        """``[B, N]``: each list's real documents' ``values`` (``[B, N]`` in rank order) from the largest down,
+        0 past the list's end: the ideal ranking of a measure that sums one value per document (nDCG's weighted
+        gains)."""
+        return torch.sort(values.masked_fill(~self.valid, 0.0), dim=-1, descending=True).values
+
+    def grade_mass(self) -> torch.Tensor:
+        """``[B, N, c+1]`` float64: how much the document at each rank counts at each grade (its weight, or 1, at
+        its own grade; 0 at padding)."""
+        mass = (grade_indicators(self.grades, self.num_grades + 1) & self.valid[..., None]).to(torch.float64)
+        return mass if self.weights is None else mass * self.weights[..., None]
+
+
+class WeightsNotTaken(GaprankInputError):
+    """A measure's form cannot weigh documents (raised with the reason; the metric names the measure)."""
 
 
 def grade_indicators(grades: torch.Tensor, classes: int) -> torch.Tensor:
@@ -167,6 +195,7 @@ def rank_lists(
     scale_source: str = "",
     by_score: bool = True,
     validate: bool = True,
+    weights: ArrayLike | None = None,
 ) -> RankedLists:
     """Validate inputs, fix the grade scale, sort each list by score and count grades.
 
@@ -176,6 +205,8 @@ def rank_lists(
     ``validate=False`` reads nothing back from the device (no synchronisation on a GPU): scores, labels and
     ``grade_counts`` are trusted (see :func:`~gaprank._inputs.prepare_scores_labels`), and the grade scale
     must be fixed by ``num_grades`` or ``grade_counts``' shape, since the largest label is not read.
+    ``weights``: per document (module doc); the grade counts are then the weighted counts of the list, so
+    ``grade_counts`` cannot come with them.
     """
     check_choice(ties, "ties", TIE_RULES)
     for flag, name in ((by_score, "by_score"), (validate, "validate")):
@@ -183,6 +214,10 @@ def rank_lists(
             raise GaprankInputError(f"{name} must be True or False; got {flag!r}")
     s, y, m, spec = prepare_scores_labels(scores, labels, mask, validate=validate)
     device = s.device
+    w = batch_weights(weights, spec_shape(s, spec), m, device, validate=validate)
+    if w is not None and grade_counts is not None:
+        raise GaprankInputError("weights and grade_counts cannot be combined: weighted documents are counted from "
+                                "the list (each at its weight), not from outside it")
     if num_grades is None and grade_counts is None and not validate:
         raise GaprankInputError("validate=False reads no label back from the device, so the grade scale must be "
                                 "given (max_grade, or a parameter that fixes it such as g or grade_counts)")
@@ -207,8 +242,9 @@ def rank_lists(
         order = torch.empty_like(slot).scatter_(-1, slot, torch.arange(s.shape[-1], device=device).expand_as(slot))
     grades = y.gather(-1, order)
     valid = m.gather(-1, order)
-    onehot = grade_indicators(grades, num_grades + 1) & valid[..., None]
-    in_list = onehot.sum(1).to(torch.float64)  # [B, c+1]
+    ranked_weights = None if w is None else w.gather(-1, order)
+    onehot = (grade_indicators(grades, num_grades + 1) & valid[..., None]).to(torch.float64)
+    in_list = (onehot if ranked_weights is None else onehot * ranked_weights[..., None]).sum(1)  # [B, c+1]
     if grade_counts is None:
         counts = in_list
     else:
@@ -216,4 +252,9 @@ def rank_lists(
     # Unvalidated lists bound the ideal ranking by their width, so that its length is not read back; validated
     # ones keep the exact length (a longer sum of the same terms could round differently).
     ideal_length = s.shape[-1] if grade_counts is None and not validate else None
-    return RankedLists(grades, valid, order, m.sum(-1), counts, num_grades, spec, ideal_length)
+    return RankedLists(grades, valid, order, m.sum(-1), counts, num_grades, spec, ideal_length, ranked_weights)
+
+
+def spec_shape(scores: torch.Tensor, spec: OutputSpec) -> tuple[int, ...]:
+    """The shape the caller gave the scores in (``[list]`` or ``[batch, list]``)."""
+    return (scores.shape[1],) if spec.squeeze else tuple(scores.shape)

@@ -32,7 +32,7 @@ from .._inputs import GaprankInputError, check_positive_int, finalize, on_device
 from .._typing import ArrayLike, MetricValue
 from ._docs import document_metric
 from ._forms import Form
-from ._ranking import rank_lists
+from ._ranking import WeightsNotTaken, rank_lists
 
 PARAM_TYPES = (int, float, str, list)
 # What a measure string can name (gaprank.metrics.parse_measure): an ASCII letter, then letters, digits or _.
@@ -45,7 +45,7 @@ def is_measure_name(name: Any) -> bool:
 
 
 # Keywords every metric function has; a measure's own parameter may not take one of them.
-COMMON_KEYWORDS = ("scores", "labels", "k", "mask", "grade_counts", "ties", "empty_value", "reduction")
+COMMON_KEYWORDS = ("scores", "labels", "k", "mask", "weights", "grade_counts", "ties", "empty_value", "reduction")
 
 
 @dataclass(frozen=True)
@@ -236,16 +236,21 @@ class MeasureInfo:
 
     def evaluate(self, scores: ArrayLike, labels: ArrayLike, *, k: int | None, mask: ArrayLike | None,
                  grade_counts: ArrayLike | None, ties: str, empty_value: float, reduction: str,
-                 **own: Any) -> MetricValue:
+                 weights: ArrayLike | None = None, **own: Any) -> MetricValue:
         """The exact metric: what every metric function, built in or made for a registered measure, calls.
 
         ``own`` holds the measure's own keywords (unset ones at None or their defaults)."""
         k = check_positive_int(k, allow_none=not self.needs_cutoff)
+        if weights is not None and not self.form.takes_weights:
+            raise GaprankInputError(f"{self.name} does not take weights (its form weighs no document)")
         values, scale, source = self.resolve(own)
         ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties=ties, num_grades=scale,
-                            scale_source=source)
+                            scale_source=source, weights=weights)
         params = self.fill(values, ranked.num_grades, ranked.grades.device)
-        result, defined = self.form.value(ranked, k, params)
+        try:
+            result, defined = self.form.value(ranked, k, params)
+        except WeightsNotTaken as reason:
+            raise GaprankInputError(f"{self.name} does not take weights: {reason}") from None
         return finalize(result, defined, ranked.spec, empty_value=empty_value, reduction=reduction)
 
     def fill(self, values: dict[str, Any], num_grades: int, device: torch.device) -> dict[str, Any]:
@@ -263,8 +268,8 @@ class MeasureInfo:
 def metric_signature(info: MeasureInfo) -> inspect.Signature:
     """The signature every metric function of a measure has: ``scores, labels``, then keyword-only the cutoff
     ``k`` and the measure's own parameters (P@k-style measures that need a cutoff list it first), then
-    ``mask, grade_counts, ties, empty_value, reduction``. The built-in metric functions are written out with
-    it (a test compares them); a registered measure's function is made with it."""
+    ``mask``, ``weights`` (when its form takes them), ``grade_counts, ties, empty_value, reduction``. The built-in
+    metric functions are written out with it (a test compares them); a registered measure's function is made with it."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     arrays = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="ArrayLike")
               for n in ("scores", "labels")]
@@ -273,7 +278,9 @@ def metric_signature(info: MeasureInfo) -> inspect.Signature:
     own = [inspect.Parameter(p.keyword, keyword, default=inspect.Parameter.empty if p.required else p.default,
                              annotation=("ArrayLike" if p.dtype is list else p.dtype.__name__)
                              + (" | None" if p.default is None and not p.required else "")) for p in info.params]
-    common = [inspect.Parameter("mask", keyword, default=None, annotation="ArrayLike | None"),
+    weights = ([inspect.Parameter("weights", keyword, default=None, annotation="ArrayLike | None")]
+               if info.form.takes_weights else [])
+    common = [inspect.Parameter("mask", keyword, default=None, annotation="ArrayLike | None"), *weights,
               inspect.Parameter("grade_counts", keyword, default=None, annotation="ArrayLike | None"),
               inspect.Parameter("ties", keyword, default="stable", annotation="str"),
               inspect.Parameter("empty_value", keyword, default=0.0, annotation="float"),
@@ -306,7 +313,7 @@ def _metric_function(info: MeasureInfo) -> Callable[..., MetricValue]:
         return info.evaluate(scores, labels, k=arguments.get("k"), mask=arguments["mask"],
                              grade_counts=arguments["grade_counts"], ties=arguments["ties"],
                              empty_value=arguments["empty_value"], reduction=arguments["reduction"],
-                             **{keyword: arguments[keyword] for keyword in own_keywords})
+                             weights=arguments.get("weights"), **{keyword: arguments[keyword] for keyword in own_keywords})
 
     name = info.function_name or info.key
     metric.__name__ = metric.__qualname__ = name
