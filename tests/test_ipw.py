@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -226,3 +227,54 @@ def test_measures_that_cannot_weigh_documents_have_no_weights_keyword():
     for function in (gaprank.err, gaprank.q_measure, gaprank.generalized_ap, gaprank.reciprocal_rank):
         with pytest.raises(TypeError, match="weights"):
             function([1.0, 0.5], [1, 0], weights=[1.0, 1.0])
+
+
+# ----------------------------------------------------------------------------- the losses' weights
+
+WEIGHTED_OBJECTIVES = [("gap", gaprank.gap, {}), ("gap@2", gaprank.gap, {"k": 2}), ("AP(rel=2)", gaprank.average_precision,
+                        {"threshold": 2}), ("egap", gaprank.egap, {}), ("xgap", gaprank.xgap, {}),
+                       ("eRAP(p=[0,0.3,0.6,1])", gaprank.erap, {"p": [0, 0.3, 0.6, 1]}), ("ndcg", gaprank.ndcg, {}),
+                       ("nDCG@3", gaprank.ndcg, {"k": 3}), ("P@2", gaprank.precision, {"k": 2}),
+                       ("RBP(p=0.7)", gaprank.rbp, {"persistence": 0.7}), ("SR", gaprank.sliding_ratio, {})]
+
+
+@pytest.mark.parametrize("measure,metric,options", WEIGHTED_OBJECTIVES, ids=[m for m, _, _ in WEIGHTED_OBJECTIVES])
+def test_weighted_swap_deltas_are_the_weighted_metric_s_change_by_recomputation(measure, metric, options):
+    """Every pair of different labels: the delta is the weighted metric after swapping the two scores minus before
+    (a document's pair with itself is quadratic in its weight: the engine's one extra factor pair)."""
+    from gaprank.losses import swap_deltas
+
+    rng = np.random.default_rng(zlib.crc32(measure.encode()))
+    for _ in range(6):
+        size = int(rng.integers(2, 8))
+        scores = torch.tensor(rng.normal(size=size))
+        labels = torch.tensor(rng.integers(0, 4, size))
+        labels[0] = 3  # the scale 0..3 eRAP's p fixes
+        weights = torch.tensor(rng.choice([0.0, 0.3, 1.0, 2.0, 5.0], size))
+        deltas = swap_deltas(scores, labels, measure=measure, weights=weights)
+        before = float(metric(scores, labels, weights=weights, **options))
+        for i, j in itertools.permutations(range(size), 2):
+            if labels[i] == labels[j]:
+                assert float(deltas[i, j]) == 0.0
+                continue
+            swapped = scores.clone()
+            swapped[[i, j]] = scores[[j, i]]
+            after = float(metric(swapped, labels, weights=weights, **options))
+            assert float(deltas[i, j]) == pytest.approx(after - before, abs=1e-12), (measure, i, j)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], weights=[1.0, 1.0, 1.0], backend="compiled"),
+     "the compiled kernel takes no weights"),
+    (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], measure="err", weights=[1.0, 1.0, 1.0]),
+     "ERR does not take weights"),
+    (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], weights=[1.0, -2.0, 1.0]),
+     "weights must be finite and >= 0"),
+    (lambda: gaprank.losses.LambdaRankLoss()(torch.zeros(3), [1, 0, 2], None, [1.0, 1.0]), "weights shape"),
+    (lambda: gaprank.losses.swap_deltas(torch.zeros(3), [1, 0, 2], measure="vG", weights=[1.0, 1.0, 1.0]),
+     "vG does not take weights"),
+])
+def test_bad_weights_of_a_loss_are_one_line_errors(call, message):
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        call()
+    assert "\n" not in str(caught.value)

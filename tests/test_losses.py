@@ -57,38 +57,66 @@ def _random_batch(seed, b=3, n=9, grades=4, dtype=torch.float64):
 # ----------------------------------------------------------------------------- LambdaRank / RankNet
 
 
-def _ideal_dcg_at(labels_row, k):
-    gains = np.sort(2.0 ** labels_row - 1.0)[::-1]
+def _ideal_dcg_at(labels_row, k, weights_row=None):
+    gains = np.sort((2.0 ** labels_row - 1.0) * (1.0 if weights_row is None else weights_row))[::-1]
     gains = gains if k is None else gains[:k]
     return float(np.sum(gains / np.log2(np.arange(2, gains.size + 2))))
 
 
-def _double_loop(metric, scores, labels, mask, sigma, k):
-    """Loss and gradient from the definition: an explicit loop over pairs, Delta M by recomputation."""
+def _double_loop(metric, scores, labels, mask, sigma, k, weights=None):
+    """Loss and gradient from the definition: an explicit loop over pairs, Delta M by recomputation (of the weighted
+    metric with ``weights``)."""
     b, n = scores.shape
     loss = torch.zeros(b, dtype=torch.float64)
     grad = torch.zeros(b, n, dtype=torch.float64)
     for q in range(b):
         idx = [i for i in range(n) if mask[q, i]]
         s, y = scores[q, idx], labels[q, idx]
+        w = None if weights is None else weights[q, idx]
+        extra = {} if w is None else {"weights": w}
         order = torch.sort(s, descending=True, stable=True).indices.tolist()
         rank = {doc: r for r, doc in enumerate(order)}
-        base = exact_metric(metric, s, y, empty_value=0.0).item()
+        base = exact_metric(metric, s, y, empty_value=0.0, **extra).item()
         scale = 1.0
-        if metric == "ndcg" and k is not None and _ideal_dcg_at(y.numpy(), k) > 0:
-            scale = _ideal_dcg_at(y.numpy(), None) / _ideal_dcg_at(y.numpy(), k)  # LightGBM: IDCG at depth k
+        w_row = None if w is None else w.numpy()
+        if metric == "ndcg" and k is not None and _ideal_dcg_at(y.numpy(), k, w_row) > 0:
+            scale = _ideal_dcg_at(y.numpy(), None, w_row) / _ideal_dcg_at(y.numpy(), k, w_row)  # LightGBM: IDCG at k
         for i, j in itertools.permutations(range(len(idx)), 2):
             if y[i] <= y[j] or (k is not None and min(rank[i], rank[j]) >= k):
                 continue
             swapped = s.clone()
             swapped[[i, j]] = swapped[[j, i]]
-            delta = abs(exact_metric(metric, swapped, y, empty_value=0.0).item() - base) * scale
+            delta = abs(exact_metric(metric, swapped, y, empty_value=0.0, **extra).item() - base) * scale
             diff = (s[i] - s[j]).item()
             lam = sigma * delta / (1.0 + math.exp(sigma * diff))
             grad[q, idx[i]] -= lam
             grad[q, idx[j]] += lam
             loss[q] += delta * math.log1p(math.exp(-sigma * diff))
     return loss, grad
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("k", [None, 3])
+def test_weighted_lambdarank_gradient_equals_double_loop(metric, k):
+    """Per-document weights: |Delta M| is the weighted metric's, the pairs and their direction the labels'; the
+    module (its kept buffers, two calls) gives the function's numbers; unit weights give the unweighted loss."""
+    scores, labels, mask = _random_batch(4)
+    weights = torch.tensor(np.random.default_rng(5).choice([0.0, 0.4, 1.0, 2.5, 6.0], size=scores.shape))
+    scores.requires_grad_(True)
+    loss = L.lambdarank_loss(scores, labels, measure=metric, g=g_for(metric, G), sigma=1.7, truncation_level=k, mask=mask,
+                             weights=weights, reduction="none")
+    loss.sum().backward()
+    expected_loss, expected_grad = _double_loop(metric, scores.detach(), labels, mask, 1.7, k, weights)
+    torch.testing.assert_close(loss.detach(), expected_loss, rtol=0, atol=1e-10)
+    torch.testing.assert_close(scores.grad, expected_grad, rtol=0, atol=1e-10)
+    module = L.LambdaRankLoss(measure=metric, g=g_for(metric, G), sigma=1.7, truncation_level=k, reduction="none")
+    for _ in range(2):
+        torch.testing.assert_close(module(scores.detach(), labels, mask, weights), loss.detach(), rtol=0, atol=1e-12)
+    unit = L.lambdarank_loss(scores.detach(), labels, measure=metric, g=g_for(metric, G), truncation_level=k, mask=mask,
+                             weights=torch.ones_like(weights), reduction="none")
+    plain = L.lambdarank_loss(scores.detach(), labels, measure=metric, g=g_for(metric, G), truncation_level=k, mask=mask,
+                              reduction="none")
+    torch.testing.assert_close(unit, plain, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("metric", METRICS)

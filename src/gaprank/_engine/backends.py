@@ -5,7 +5,7 @@ Two backends compute the same |Delta M|-weighted pairwise costs, gradients and h
 
 * ``"compiled"``: the numba kernel of :mod:`.compiled`, one pass per query in float64, for the measures whose
   swap deltas come from a kernel (the AP family) or from gains and discounts (nDCG, P@k, RBP, ...), on the CPU;
-* ``"torch"``: the tensor engine of :mod:`.pairs` (any measure with swap deltas, any device).
+* ``"torch"``: the tensor engine of :mod:`.pairs` (any measure with swap deltas, any device, weighted documents).
 
 ``backend="auto"`` (the default of every loss and objective) takes the compiled kernel wherever it serves and
 the tensor engine elsewhere; ``"compiled"`` where it cannot serve is refused in one line, never replaced.
@@ -42,18 +42,20 @@ def check_backend(backend: Any) -> str:
     return str(backend)
 
 
-def lambda_backend(backend: str, measure: Measure | None, device: torch.device) -> Literal["compiled", "torch"]:
+def lambda_backend(backend: str, measure: Measure | None, device: torch.device, *,
+                   weighted: bool = False) -> Literal["compiled", "torch"]:
     """The backend that computes the lambdas of ``measure`` (None: RankNet, no measure) for scores on
-    ``device``: the one rule every loss and objective follows."""
+    ``device``, of per-document weights when ``weighted``: the one rule every loss and objective follows."""
     backend = check_backend(backend)
     form_serves = measure is not None and isinstance(measure.info.form, (KernelForm, GainDiscountForm))
-    serves = form_serves and runs_compiled(device)
+    serves = form_serves and runs_compiled(device) and not weighted
     if backend == "auto":
         return "compiled" if serves else "torch"
     if backend == "compiled" and not serves:
         why = ("RankNet has no measure: it runs on the torch backend" if measure is None else
                f"{measure.info.name}'s swap deltas have factors of their own, which only the torch backend computes"
                if not form_serves else
+               "the compiled kernel takes no weights (the torch backend weighs documents)" if weighted else
                f"scores on {device.type} (the compiled kernel runs on the CPU)" if device.type != "cpu" else
                "numba is not importable")
         raise GaprankInputError(f"backend='compiled' cannot serve this call: {why}; use backend='auto' or 'torch'")

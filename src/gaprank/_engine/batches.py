@@ -24,6 +24,7 @@ from .factors import (
     KernelInputs,
     ListFactorPlan,
     plan_inputs,
+    slot_mass,
 )
 from .pairs import PairwiseEngine, PairwiseTerms
 from .slots import SlotLayout
@@ -105,7 +106,7 @@ class BatchPairs:
                     plan = kept.plans[plan_key] = GainDiscountFactorPlan(layout, inputs.gains, inputs.discounts,
                                                                          inputs.inverse_norm, inputs.k)
             if plan is not None:
-                factors = plan.factors(ranked.grades.reshape(-1))
+                factors = plan.factors(ranked.grades.reshape(-1), slot_mass(ranked))
         engine = kept.engines.get((sigma, truncation))
         if engine is None:
             engine = kept.engines[(sigma, truncation)] = PairwiseEngine(

@@ -131,9 +131,11 @@ class FactorPlan:
     def __init__(self, layout: SlotLayout, k: int | None) -> None:
         self.layout, self.k = layout, k
 
-    def factors(self, grades: torch.Tensor) -> PairFactors:
+    def factors(self, grades: torch.Tensor, mass: torch.Tensor | None = None) -> PairFactors:
         """Factors for ranked ``grades`` ``[S]`` (int64, any values at padding): the same lists
-        (same grade counts and padding) in any order."""
+        (same grade counts and padding) in any order. ``mass`` ``[C, S]`` (grade-major, rank order, 0 at
+        padding): how much each document counts at each grade, for weighted documents (its weight at its own
+        grade; docs: The maths, "Weights: inverse-propensity estimates"); None: one at its grade."""
         raise NotImplementedError
 
     def update(self, inputs: Any) -> None:
@@ -198,6 +200,7 @@ class KernelFactorPlan(FactorPlan):
         self._z_right_tail = z[z_rows.span("d_own", "col")]
         self.result = PairFactors(z[z_rows.span("upper", "valid")], z[z_rows.span("onehot", "col")], torch.empty(0),
                                   layout)
+        self._corrected: tuple[torch.Tensor, torch.Tensor] | None = None  # weighted documents' factors, made on use
         self.update(KernelInputs(kernel, k))
 
     def update(self, inputs: KernelInputs) -> None:
@@ -207,10 +210,13 @@ class KernelFactorPlan(FactorPlan):
         for row in self._valid_rows:
             row.copy_(self._valid)
 
-    def factors(self, grades: torch.Tensor) -> PairFactors:
+    def factors(self, grades: torch.Tensor, mass: torch.Tensor | None = None) -> PairFactors:
         inv = self._inv
         onehot = self._onehot
-        onehot.copy_(torch.eq(grades, self._grade_ids, out=self._is_grade).logical_and_(self.layout.valid))
+        if mass is None:
+            onehot.copy_(torch.eq(grades, self._grade_ids, out=self._is_grade).logical_and_(self.layout.valid))
+        else:  # every table below is linear in the one-hot rows, so the mass takes their place
+            onehot.copy_(mass)
         self._above.copy_(onehot)
         torch.mul(onehot, inv, out=self._weighted)
         self._z_onehot.copy_(onehot)
@@ -227,13 +233,43 @@ class KernelFactorPlan(FactorPlan):
         # (at padding this reads grade 0: it only meets padding lower ranks, whose right factors are 0)
         # copied, not gathered with out=: under torch.compile the buffer's shape is symbolic and gather's
         # out= check fails on it
-        upper_own = self._z_row.copy_(torch.gather(upper_grade, 0, grades[None]))[0]
+        if mass is None:
+            upper_own = self._z_row.copy_(torch.gather(upper_grade, 0, grades[None]))[0]
+        else:  # read at the document's own mass rather than its grade
+            upper_own = self._z_row.copy_((upper_grade * mass).sum(0, keepdim=True))[0]
         upper_own.addcmul_(self._d_own, inv).neg_()  # row: Qi[x,a] - (D[x] + A[x,a])/a
-        torch.addcmul(upper_own, self._k_own, inv, value=-1.0, out=self._z_col)  # col: Qe[y,b] - (D[y] + A[y,b])/b
+        own_pair = self._k_own if mass is None else self._own_pairs(mass)
+        torch.addcmul(upper_own, own_pair, inv, value=-1.0, out=self._z_col)  # col: Qe[y,b] - (D[y] + A[y,b])/b
         self._z_d_own.copy_(self._d_own)
         self._z_right_tail.mul_(self._valid)  # right factors 0 at padding (onehot and valid rows already are)
         self.result.grades = grades
-        return self.result
+        if mass is None:
+            return self.result
+        # L reads K[x,x] at the upper document's mass, linearly; its pair with itself, w_a^2 K[x,x], is quadratic:
+        # one more factor pair (the difference, times 1/b) puts it right
+        return self._with_own_pair_correction(own_pair)
+
+    def _own_pairs(self, mass: torch.Tensor) -> torch.Tensor:
+        """``[S]``: each document's pair with itself, ``y K y`` (``K[r_n, r_n]`` for a one-hot mass)."""
+        own = torch.empty_like(self._k_own)
+        for block in self.layout.blocks:
+            block_mass = self.layout.list_major(mass, block)  # [Q, C, W]
+            crossed = torch.bmm(self.kernel.matrix[block.queries], block_mass)  # K y per slot
+            self.layout.view(own, block).copy_((block_mass * crossed).sum(1))
+        return own
+
+    def _with_own_pair_correction(self, own_pair: torch.Tensor) -> PairFactors:
+        """The factors with the pair ``(diag(K) . y_a - y_a K y_a, 1/b)`` appended."""
+        left, right = self.result.left, self.result.right
+        if self._corrected is None:
+            self._corrected = (left.new_empty(left.shape[0] + 1, left.shape[1]),
+                               right.new_empty(right.shape[0] + 1, right.shape[1]))
+        wide_left, wide_right = self._corrected
+        wide_left[:-1].copy_(left)
+        torch.sub(self._k_own, own_pair, out=wide_left[-1])  # k_own: diag(K) read linearly at the mass
+        wide_right[:-1].copy_(right)
+        torch.mul(self._inv, self._valid, out=wide_right[-1])
+        return PairFactors(wide_left, wide_right, self.result.grades, self.layout)
 
 
 class GainDiscountFactorPlan(FactorPlan):
@@ -262,8 +298,11 @@ class GainDiscountFactorPlan(FactorPlan):
         torch.mul(self.disc, self.scale, out=self.right[1])
         self.right[2].copy_(self.scale)
 
-    def factors(self, grades: torch.Tensor) -> PairFactors:
-        gain = torch.index_select(self.gains, 0, grades, out=self.left[1])
+    def factors(self, grades: torch.Tensor, mass: torch.Tensor | None = None) -> PairFactors:
+        if mass is None:
+            gain = torch.index_select(self.gains, 0, grades, out=self.left[1])
+        else:  # a document's gain is linear in its mass
+            gain = torch.mm(self.gains[None], mass, out=self.left[1][None])[0]
         torch.mul(gain, self.disc, out=self.left[2]).neg_()
         torch.mul(gain, self.scale, out=self.right[0])
         torch.mul(self.left[2], self.scale, out=self.right[3])
@@ -281,9 +320,10 @@ class ListFactorPlan(FactorPlan):
         self.form, self.lists, self.params = form, list(lists), params
         self.result: PairFactors | None = None
 
-    def factors(self, grades: torch.Tensor) -> PairFactors:
+    def factors(self, grades: torch.Tensor, mass: torch.Tensor | None = None) -> PairFactors:
         layout = self.layout
         assert self.form.swap_factors is not None, "a list plan is built for a form with swap factors"
+        assert mass is None, "a measure of its own swap factors takes no weights (refused at its metric)"
         grades = grades.masked_fill(~layout.valid, 0)  # whatever padding holds is never read as a grade
         for block, ranked in zip(layout.blocks, self.lists, strict=True):
             valid = layout.view(layout.valid, block)
@@ -302,13 +342,13 @@ class ListFactorPlan(FactorPlan):
 
 def rank_for_measure(scores, labels, measure: Measure, *, mask=None, grade_counts=None,
                      max_grade: int | None = None, by_score: bool = True,
-                     validate: bool = True) -> tuple[RankedLists, dict[str, Any]]:
+                     validate: bool = True, weights=None) -> tuple[RankedLists, dict[str, Any]]:
     """Check a measure's settings (its own parameters: a keyword ``g`` joined it through
     :meth:`~gaprank.metrics.Measure.with_params`), rank the lists (ties stable) on the grade
     scale they fix, and fill the settings that depend on the data (a uniform ``g`` over the lists' grades).
     ``max_grade``: the grade scale 0..max_grade when no setting fixes it (one that does must agree).
     ``by_score=False``: the lists are not sorted (for callers that read only score-independent inputs).
-    ``validate``: as in :func:`~gaprank.metrics.rank_lists`.
+    ``validate``, ``weights``: as in :func:`~gaprank.metrics.rank_lists`.
 
     Returns the ranked lists and the measure's parameters, by keyword."""
     values, scale, source = measure.settings()
@@ -317,8 +357,10 @@ def rank_for_measure(scores, labels, measure: Measure, *, mask=None, grade_count
         if scale is not None and scale != max_grade:
             raise GaprankInputError(f"max_grade={max_grade} disagrees with the grade scale 0..{scale} set by {source}")
         scale, source = max_grade, f"max_grade={max_grade}"
+    if weights is not None and not measure.info.form.takes_weights:
+        raise GaprankInputError(f"{measure.info.name} does not take weights (its form weighs no document)")
     ranked = rank_lists(scores, labels, mask=mask, grade_counts=grade_counts, ties="stable", num_grades=scale,
-                        scale_source=source, by_score=by_score, validate=validate)
+                        scale_source=source, by_score=by_score, validate=validate, weights=weights)
     return ranked, measure.info.fill(values, ranked.num_grades, ranked.grades.device)
 
 
@@ -401,7 +443,15 @@ def pair_factors(measure: Measure, ranked: RankedLists, params: dict[str, Any], 
     """Swap-delta factors of ``measure`` for one batch of ranked lists (a one-block layout); None when no
     pair can change it. Options as in :func:`plan_pair_factors`."""
     plan = plan_pair_factors(measure, ranked, params, k=k, ideal_cutoff=ideal_cutoff)
-    return None if plan is None else plan.factors(ranked.grades.reshape(-1))
+    return None if plan is None else plan.factors(ranked.grades.reshape(-1), slot_mass(ranked))
+
+
+def slot_mass(ranked: RankedLists) -> torch.Tensor | None:
+    """``[C, S]``: the grade mass of a batch of ranked lists on its one-block layout's slots (grade-major), for a
+    plan's :meth:`FactorPlan.factors`; None for unweighted lists."""
+    if ranked.weights is None:
+        return None
+    return ranked.grade_mass().reshape(-1, ranked.num_grades + 1).T.contiguous()
 
 
 def symmetric_deltas(factors: PairFactors, size: int) -> torch.Tensor:

@@ -59,17 +59,18 @@ _FRESH_BUFFERS = BatchPairs(kept=0)
 
 @opaque_to_compile  # under torch.compile one opaque call: the buffers are kept as in eager
 def lambdas(scores: torch.Tensor, labels: Any, mask: torch.Tensor | None, settings: LambdaSettings, backend: str,
-            buffers: BatchPairs | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+            buffers: BatchPairs | None = None, weights: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Each query's cost :math:`C = \sum_{l_i > l_j} w_{ij} \log(1 + e^{-\sigma (s_i - s_j)})` and its gradient
     with respect to the scores, ``(cost [B], gradient [B, N])`` in document order, with :math:`w_{ij}` the measure's
     :math:`|\Delta M_{ij}|` in the ranking the scores induce (ties in input order), or 1 for RankNet.
 
     ``scores`` ``[B, N]`` or ``[N]`` (read, not differentiated); ``backend``: "compiled" (the numba kernel, float64,
     CPU) or "torch" (the pair engine on ``buffers``, the holder of a module's kept shapes; None: built afresh). A
-    query without two different grades gives 0 and 0; padding gets 0."""
+    query without two different grades gives 0 and 0; padding gets 0. ``weights`` (per document, the torch backend):
+    :math:`|\Delta M|` is the weighted measure's (the metrics' ``weights=``)."""
     scores = scores.detach()
     s, m = as_batch(scores, mask)
-    ranked, params = _ranked(scores, labels, mask, settings, by_score=backend == "torch")
+    ranked, params = _ranked(scores, labels, mask, settings, by_score=backend == "torch", weights=weights)
     if backend == "compiled":
         cost, gradient = _compiled_lambdas(s, m, ranked, params, settings)
     else:
@@ -81,12 +82,14 @@ def lambdas(scores: torch.Tensor, labels: Any, mask: torch.Tensor | None, settin
 
 
 def _ranked(scores: torch.Tensor, labels: Any, mask: torch.Tensor | None, settings: LambdaSettings, *,
-            by_score: bool) -> tuple[RankedLists, dict[str, Any]]:
+            by_score: bool, weights: Any = None) -> tuple[RankedLists, dict[str, Any]]:
     """The lists ranked (sorted only ``by_score``: the compiled kernel sorts each list itself) on the measure's grade
     scale, and the measure's parameters filled."""
     if settings.measure is not None:
         return rank_for_measure(scores, labels, settings.measure, mask=mask, grade_counts=settings.grade_counts,
-                                max_grade=settings.max_grade, by_score=by_score, validate=settings.validate)
+                                max_grade=settings.max_grade, by_score=by_score, validate=settings.validate,
+                                weights=weights)
+    assert weights is None, "RankNet takes no weights"
     # RankNet's value does not depend on the scale: unvalidated, the labels are counted on the widest one
     ranked = rank_lists(scores, labels, mask=mask, validate=settings.validate,
                         num_grades=None if settings.validate else MAX_GRADE, scale_source="RankNet")

@@ -17,6 +17,7 @@ def swap_deltas(
     measure: str | Measure,
     g: ArrayLike | None = None,
     mask: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     k: int | None = None,
 ) -> torch.Tensor:
@@ -29,7 +30,7 @@ def swap_deltas(
     ``@k``) gives the delta of the measure at cutoff k. AP-family deltas use the swap deltas of the docs'
     page The maths (O(c) per pair); the discounted-gain family (nDCG, P@k, RBP, ...)
     :math:`\Delta = (\mathrm{gain}(y) - \mathrm{gain}(x)) (D(a) - D(b)) / Z`; ERR and Q their own
-    forms, constant per pair.
+    forms, constant per pair. With ``weights``, the deltas of the weighted measure (the metrics' ``weights=``).
 
     Parameters
     ----------
@@ -48,6 +49,10 @@ def swap_deltas(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
+    weights : array_like, optional
+        Per document, >= 0, in the shape of ``scores``: the deltas of the weighted measure, a document counting
+        w times at its grade (the metrics' ``weights=``, the inverse-propensity estimate). Not taken by ERR, Q,
+        RR, Rprec, Success or vG. Default: every document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
@@ -73,7 +78,7 @@ def swap_deltas(
     parsed = objective_measure(measure).with_params(g=g)
     if k is not None and parsed.k is not None and k != parsed.k:
         raise GaprankInputError(f"measure {parsed.name!r} sets cutoff {parsed.k}; k={k} disagrees")
-    ranked, params = rank_for_measure(scores, labels, parsed, mask=mask, grade_counts=grade_counts)
+    ranked, params = rank_for_measure(scores, labels, parsed, mask=mask, grade_counts=grade_counts, weights=weights)
     factors = pair_factors(parsed, ranked, params, k=k)
     if factors is None:
         rank_space = ranked.counts.new_zeros(ranked.batch, ranked.list_size, ranked.list_size)

@@ -62,6 +62,7 @@ def lambdarank_loss(
     sigma: float = 1.0,
     truncation_level: int | None = None,
     mask: torch.Tensor | None = None,
+    weights: ArrayLike | None = None,
     grade_counts: ArrayLike | None = None,
     max_grade: int | None = None,
     reduction: Literal["mean", "sum", "none"] = "mean",
@@ -93,7 +94,9 @@ def lambdarank_loss(
     nothing is read back from the device, so the call never waits for it (the checks of finite scores and of
     integer labels within the scale are skipped, and the scale must be fixed: ``max_grade`` or a setting). With
     ``grade_counts`` a measure normalised by its ideal ranking (nDCG, vG, Q, ...) still reads that ranking's
-    length back, since the counts, unlike the lists, do not bound it.
+    length back, since the counts, unlike the lists, do not bound it. With ``weights``, :math:`\Delta M` is the
+    weighted measure's (the metrics' ``weights=``: with w = 1/propensity, the inverse-propensity estimate of the
+    measure from clicks), on the torch backend; the pairs and their direction stay those of the labels.
 
     Parameters
     ----------
@@ -117,6 +120,12 @@ def lambdarank_loss(
     mask : torch.Tensor of bool, optional
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
+    weights : array_like or torch.Tensor, optional
+        Per document, >= 0, in the shape of ``scores``: the swap deltas are those of the weighted
+        measure, a document counting w times at its grade (the metrics' ``weights=``; with w =
+        1/propensity, the inverse-propensity estimate from clicks; docs: Simulating clicks).
+        Computed by the torch backend. Not taken by ERR, Q, RR, Rprec, Success or vG. Default: every
+        document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
@@ -155,7 +164,8 @@ def lambdarank_loss(
     settings = _lambdarank_settings(scores, measure, g=g, sigma=sigma, truncation_level=truncation_level,
                                     max_grade=max_grade,
                                     grade_counts=grade_counts, validate=validate)
-    cost, gradient = lambdas(scores, labels, mask, settings, lambda_backend(backend, settings.measure, scores.device))
+    backend = lambda_backend(backend, settings.measure, scores.device, weighted=weights is not None)
+    cost, gradient = lambdas(scores, labels, mask, settings, backend, weights=weights)
     return _attached(scores, mask, cost, gradient, reduction)
 
 
@@ -225,15 +235,16 @@ class _PairLoss(torch.nn.Module):
         self._graphs = CudaGraphs()
 
     def _attached_lambdas(self, scores: torch.Tensor, labels, mask: torch.Tensor | None, settings: LambdaSettings,
-                          backend: str, reduction: str) -> torch.Tensor:
+                          backend: str, reduction: str, weights: ArrayLike | None = None) -> torch.Tensor:
         detached = scores.detach()
-        if backend == "torch" and self._graphs.serve(detached, labels, mask, settings.replayable):
+        replayable = settings.replayable and weights is None
+        if backend == "torch" and self._graphs.serve(detached, labels, mask, replayable):
             def step(s, y, m, buffers):
                 return lambdas(s, y, m, settings, "torch", buffers)
 
             cost, gradient = self._graphs(step, settings.key(), detached, labels, mask)
         else:
-            cost, gradient = lambdas(detached, labels, mask, settings, backend, self._pairs)
+            cost, gradient = lambdas(detached, labels, mask, settings, backend, self._pairs, weights)
         return _attached(scores, mask, cost, gradient, reduction)
 
 
@@ -249,7 +260,8 @@ class LambdaRankLoss(_PairLoss):
     Parameters
     ----------
     measure, g, sigma, truncation_level, reduction, max_grade, validate, backend
-        As in :func:`lambdarank_loss`, used on every call.
+        As in :func:`lambdarank_loss`, used on every call; ``forward(scores, labels, mask=None, weights=None)``
+        takes the batch (``weights``: per document, as in :func:`lambdarank_loss`).
 
     Examples
     --------
@@ -272,12 +284,13 @@ class LambdaRankLoss(_PairLoss):
                             reduction=reduction, max_grade=max_grade,
                             validate=validate, backend=backend)
 
-    def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, scores: torch.Tensor, labels: ArrayLike, mask: torch.Tensor | None = None,
+                weights: ArrayLike | None = None) -> torch.Tensor:
         settings = _lambdarank_settings(scores, self.measure, g=self.g, sigma=self.sigma,
                                         truncation_level=self.truncation_level,
                                         max_grade=self.max_grade, grade_counts=None, validate=self.validate)
-        backend = lambda_backend(self.backend, settings.measure, scores.device)
-        return self._attached_lambdas(scores, labels, mask, settings, backend, self.reduction)
+        backend = lambda_backend(self.backend, settings.measure, scores.device, weighted=weights is not None)
+        return self._attached_lambdas(scores, labels, mask, settings, backend, self.reduction, weights)
 
     def extra_repr(self) -> str:
         return (f"measure={self.measure!r}, g={self.g}, sigma={self.sigma}, truncation_level={self.truncation_level}, "
