@@ -264,8 +264,6 @@ def test_weighted_swap_deltas_are_the_weighted_metric_s_change_by_recomputation(
 
 
 @pytest.mark.parametrize("call,message", [
-    (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], weights=[1.0, 1.0, 1.0], backend="compiled"),
-     "the compiled kernel takes no weights"),
     (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], measure="err", weights=[1.0, 1.0, 1.0]),
      "ERR does not take weights"),
     (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], weights=[1.0, -2.0, 1.0]),
@@ -278,3 +276,109 @@ def test_bad_weights_of_a_loss_are_one_line_errors(call, message):
     with pytest.raises(GaprankInputError, match=message) as caught:
         call()
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("measure", ["gap", "egap", "nDCG@5", "AP"])
+@pytest.mark.parametrize("truncation", [None, 6])
+def test_the_compiled_kernel_weighs_documents_as_the_torch_engine_does(measure, truncation):
+    """Long lists mostly of one grade (the compiled kernel's gathered rows of the common grade) and lists of spread
+    grades: loss and gradient of both backends agree with weights."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(8)
+    scores = torch.tensor(rng.normal(size=(6, 40)))
+    labels = torch.tensor(np.where(rng.random((6, 40)) < 0.85, 0, rng.integers(1, 4, (6, 40))))
+    labels[3:] = torch.tensor(rng.integers(0, 4, (3, 40)))
+    labels[:, 0] = 3
+    weights = torch.tensor(rng.choice([0.0, 0.5, 1.0, 3.0, 9.0], size=(6, 40)))
+    results = []
+    for backend in ("compiled", "torch"):
+        s = scores.clone().requires_grad_(True)
+        loss = gaprank.losses.lambdarank_loss(s, labels, measure=measure, weights=weights, truncation_level=truncation,
+                                              reduction="sum", backend=backend)
+        loss.backward()
+        results.append((loss.detach(), s.grad))
+    torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(results[0][1], results[1][1], rtol=1e-12, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- LambdaMART's weights
+
+
+def _grouped_batch(seed):
+    rng = np.random.default_rng(seed)
+    sizes = np.array([7, 1, 12, 5, 30])
+    labels = rng.integers(0, 4, sizes.sum())
+    labels[0] = 3
+    weights = rng.choice([0.0, 0.5, 1.0, 3.0, 9.0], sizes.sum())
+    preds = rng.normal(size=sizes.sum())
+    return sizes, labels, weights, preds
+
+
+@pytest.mark.parametrize("measure", ["gap", "egap", "nDCG@5", "ndcg"])
+@pytest.mark.parametrize("backend", ["compiled", "torch"])
+def test_lambdamart_with_weights_in_the_measure_gives_the_weighted_loss_s_gradient(measure, backend):
+    """row_weights="measure": each query's gradient is the weighted LambdaRank loss's (the same swap deltas); the
+    two backends' hessians agree; other weights give other gradients (the data set's plan is not reused)."""
+    from gaprank.boosting import LambdaMARTObjective
+
+    if backend == "compiled":
+        pytest.importorskip("numba")
+    sizes, labels, weights, preds = _grouped_batch(2)
+    objective = LambdaMARTObjective(measure, truncation_level=8, row_weights="measure", backend=backend,
+                                    precision="float64")
+    grad, hess = objective.gradients(preds, labels.astype(float), sizes, weights)
+    start = 0
+    for size in sizes:
+        rows = slice(start, start + size)
+        scores = torch.tensor(preds[rows], requires_grad=True)
+        loss = gaprank.losses.lambdarank_loss(scores, torch.tensor(labels[rows]), measure=measure, truncation_level=8,
+                                              weights=torch.tensor(weights[rows]), reduction="sum", max_grade=3)
+        loss.backward()
+        np.testing.assert_allclose(grad[rows], scores.grad.numpy(), rtol=1e-10, atol=1e-12)
+        start += size
+    other = LambdaMARTObjective(measure, truncation_level=8, row_weights="measure",
+                                backend="torch" if backend == "compiled" else "compiled", precision="float64")
+    np.testing.assert_allclose(other.gradients(preds, labels.astype(float), sizes, weights)[1], hess, rtol=1e-10,
+                               atol=1e-12)
+    changed, _ = objective.gradients(preds, labels.astype(float), sizes, weights[::-1].copy())
+    assert not np.allclose(changed, grad)
+    scaled, _ = LambdaMARTObjective(measure, truncation_level=8, backend=backend).gradients(
+        preds, labels.astype(float), sizes, weights)
+    assert not np.allclose(scaled, grad)  # "scale" multiplies the unweighted gradients instead
+
+
+def test_lightgbm_trains_with_documents_weighed_in_the_measure():
+    lgb = pytest.importorskip("lightgbm")
+    from gaprank.lightgbm import lambdarank_objective
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(90, 3)), rng.integers(0, 3, 90)
+    weights = rng.choice([0.5, 1.0, 4.0], 90)
+    train = lgb.Dataset(X, y, group=[30, 30, 30], weight=weights)
+    params = {"objective": lambdarank_objective("gap", row_weights="measure"), "verbosity": -1, "min_data_in_leaf": 5}
+    booster = lgb.train(params, train, num_boost_round=3)
+    assert np.isfinite(booster.predict(X)).all()
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: gaprank.boosting.LambdaMARTObjective("gap", row_weights="measure").gradients(
+        np.zeros(3), np.array([1.0, 0.0, 2.0]), [3]), "row_weights='measure' needs the data set's weights"),
+    (lambda: gaprank.boosting.LambdaMARTObjective("gap", row_weights="measure").gradients(
+        np.zeros(3), np.array([1.0, 0.0, 2.0]), [3], np.array([1.0, np.inf, 1.0])), "weight must hold one finite"),
+    (lambda: gaprank.boosting.LambdaMARTSettings("err", row_weights="measure"), "ERR does not take weights"),
+    (lambda: gaprank.boosting.LambdaMARTSettings("gap", row_weights="labels"), "row_weights must be one of"),
+])
+def test_bad_row_weights_are_one_line_errors(call, message):
+    import gaprank.boosting  # noqa: F401
+
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+
+
+def test_xgboost_refuses_documents_weighed_in_the_measure():
+    pytest.importorskip("xgboost")
+    import gaprank.xgboost
+
+    with pytest.raises(GaprankInputError, match="XGBoost keeps one per query"):
+        gaprank.xgboost.objective("gap", row_weights="measure")

@@ -97,25 +97,29 @@ def _double_loop(metric, scores, labels, mask, sigma, k, weights=None):
 
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("k", [None, 3])
-def test_weighted_lambdarank_gradient_equals_double_loop(metric, k):
+@pytest.mark.parametrize("backend", ["compiled", "torch"])
+def test_weighted_lambdarank_gradient_equals_double_loop(metric, k, backend):
     """Per-document weights: |Delta M| is the weighted metric's, the pairs and their direction the labels'; the
     module (its kept buffers, two calls) gives the function's numbers; unit weights give the unweighted loss."""
-    scores, labels, mask = _random_batch(4)
+    if backend == "compiled":
+        pytest.importorskip("numba")
+    scores, labels, mask = _random_batch(4, n=14)
     weights = torch.tensor(np.random.default_rng(5).choice([0.0, 0.4, 1.0, 2.5, 6.0], size=scores.shape))
     scores.requires_grad_(True)
     loss = L.lambdarank_loss(scores, labels, measure=metric, g=g_for(metric, G), sigma=1.7, truncation_level=k, mask=mask,
-                             weights=weights, reduction="none")
+                             weights=weights, reduction="none", backend=backend)
     loss.sum().backward()
     expected_loss, expected_grad = _double_loop(metric, scores.detach(), labels, mask, 1.7, k, weights)
     torch.testing.assert_close(loss.detach(), expected_loss, rtol=0, atol=1e-10)
     torch.testing.assert_close(scores.grad, expected_grad, rtol=0, atol=1e-10)
-    module = L.LambdaRankLoss(measure=metric, g=g_for(metric, G), sigma=1.7, truncation_level=k, reduction="none")
+    module = L.LambdaRankLoss(measure=metric, g=g_for(metric, G), sigma=1.7, truncation_level=k, reduction="none",
+                              backend=backend)
     for _ in range(2):
         torch.testing.assert_close(module(scores.detach(), labels, mask, weights), loss.detach(), rtol=0, atol=1e-12)
     unit = L.lambdarank_loss(scores.detach(), labels, measure=metric, g=g_for(metric, G), truncation_level=k, mask=mask,
-                             weights=torch.ones_like(weights), reduction="none")
+                             weights=torch.ones_like(weights), reduction="none", backend=backend)
     plain = L.lambdarank_loss(scores.detach(), labels, measure=metric, g=g_for(metric, G), truncation_level=k, mask=mask,
-                              reduction="none")
+                              reduction="none", backend=backend)
     torch.testing.assert_close(unit, plain, rtol=1e-12, atol=1e-12)
 
 

@@ -5,7 +5,9 @@ Two backends compute the same |Delta M|-weighted pairwise costs, gradients and h
 
 * ``"compiled"``: the numba kernel of :mod:`.compiled`, one pass per query in float64, for the measures whose
   swap deltas come from a kernel (the AP family) or from gains and discounts (nDCG, P@k, RBP, ...), on the CPU;
-* ``"torch"``: the tensor engine of :mod:`.pairs` (any measure with swap deltas, any device, weighted documents).
+* ``"torch"``: the tensor engine of :mod:`.pairs` (any measure with swap deltas, any device).
+
+Both weigh documents (``weights=``) for the measures whose forms take weights.
 
 ``backend="auto"`` (the default of every loss and objective) takes the compiled kernel wherever it serves and
 the tensor engine elsewhere; ``"compiled"`` where it cannot serve is refused in one line, never replaced.
@@ -42,20 +44,18 @@ def check_backend(backend: Any) -> str:
     return str(backend)
 
 
-def lambda_backend(backend: str, measure: Measure | None, device: torch.device, *,
-                   weighted: bool = False) -> Literal["compiled", "torch"]:
+def lambda_backend(backend: str, measure: Measure | None, device: torch.device) -> Literal["compiled", "torch"]:
     """The backend that computes the lambdas of ``measure`` (None: RankNet, no measure) for scores on
-    ``device``, of per-document weights when ``weighted``: the one rule every loss and objective follows."""
+    ``device``: the one rule every loss and objective follows."""
     backend = check_backend(backend)
     form_serves = measure is not None and isinstance(measure.info.form, (KernelForm, GainDiscountForm))
-    serves = form_serves and runs_compiled(device) and not weighted
+    serves = form_serves and runs_compiled(device)
     if backend == "auto":
         return "compiled" if serves else "torch"
     if backend == "compiled" and not serves:
         why = ("RankNet has no measure: it runs on the torch backend" if measure is None else
                f"{measure.info.name}'s swap deltas have factors of their own, which only the torch backend computes"
                if not form_serves else
-               "the compiled kernel takes no weights (the torch backend weighs documents)" if weighted else
                f"scores on {device.type} (the compiled kernel runs on the CPU)" if device.type != "cpu" else
                "numba is not importable")
         raise GaprankInputError(f"backend='compiled' cannot serve this call: {why}; use backend='auto' or 'torch'")
@@ -65,11 +65,12 @@ def lambda_backend(backend: str, measure: Measure | None, device: torch.device, 
 def compiled_plan(measure: Measure, lists: Sequence[RankedLists], params: dict[str, Any], layout: SlotLayout, *,
                   sizes: np.ndarray, rows: np.ndarray, labels: np.ndarray, sigma: float, truncation: int | None,
                   norm: bool, ideal_cutoff: int | None, gains: torch.Tensor | None = None,
-                  warm_start: bool = True) -> compiled.CompiledPlan | None:
+                  warm_start: bool = True, weights: np.ndarray | None = None) -> compiled.CompiledPlan | None:
     """The compiled kernel's plan of ``measure`` (its ``params`` filled): the score-independent inputs of the
     ``lists`` laid out on ``layout`` (their grade counts and positions), for queries of ``sizes`` documents whose
     rows into the scores and labels come query after query in ``rows`` and ``labels``. A discounted-gain
-    measure's discount is taken per rank from the layout's slots. None when no pair can change the measure."""
+    measure's discount is taken per rank from the layout's slots. ``weights``: each row's weight, as ``labels`` (the
+    ``lists`` weighted alike). None when no pair can change the measure."""
     inputs = plan_inputs(measure, lists, params, layout, ideal_cutoff=ideal_cutoff, gains=gains)
     if inputs is None:
         return None
@@ -81,4 +82,4 @@ def compiled_plan(measure: Measure, lists: Sequence[RankedLists], params: dict[s
         discounts = np.zeros(longest)
         discounts[positions] = inputs.discounts[layout.real].numpy()
     return compiled.build_plan(inputs, sizes=sizes, rows=rows, labels=labels, discounts=discounts, sigma=sigma,
-                               truncation=truncation, norm=norm, warm_start=warm_start)
+                               truncation=truncation, norm=norm, warm_start=warm_start, weights=weights)

@@ -86,6 +86,7 @@ class CompiledPlan:
     norm: bool
     orders: np.ndarray  # each query's last ranking (local indices), where the next call's sort starts
     warm_start: bool = True  # sort from the last call's ranking (boosting); False: sort afresh (a new batch)
+    weights: np.ndarray | None = None  # each planned row's weight, as ``labels``; None: every document weighs 1
     # held by the call that sorts from (and rewrites) ``orders``
     lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
@@ -105,13 +106,14 @@ def balanced_lanes(pairs: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarra
 
 def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, rows: np.ndarray, labels: np.ndarray,
                discounts: np.ndarray | None, sigma: float, truncation: int | None, norm: bool,
-               warm_start: bool = True) -> CompiledPlan:
+               warm_start: bool = True, weights: np.ndarray | None = None) -> CompiledPlan:
     """The kernel's plan for queries of ``sizes`` documents whose rows (into the scores) and labels come
     query after query in ``rows`` and ``labels``, from the same score-independent inputs as the torch
     engine's factor plan (``discounts``: a discounted-gain measure's discount per 0-based rank, as long as
     the longest query). Queries are dealt to one lane per thread, or to one (the calling thread) below
     ``THREADED_PAIRS`` pairs. ``warm_start``: each call's sort starts from the last call's ranking (boosting's
-    rounds move few documents); False for a plan used once."""
+    rounds move few documents); False for a plan used once. ``weights``: each row's weight, as ``labels`` (the
+    inputs then from the weighted lists); the deltas are the weighted measure's."""
     longest = max(1, int(sizes.max()) if sizes.size else 1)
     inverse_ranks = 1.0 / np.arange(1, longest + 1, dtype=np.float64)
     if inputs.k is not None:
@@ -144,7 +146,8 @@ def build_plan(inputs: KernelInputs | GainDiscountInputs, *, sizes: np.ndarray, 
         inverse_norm=np.ascontiguousarray(inverse_norm, dtype=np.float64), inverse_ranks=inverse_ranks,
         lane_queries=lane_queries, lane_starts=lane_starts, sigma=float(sigma), truncation=cut, norm=bool(norm),
         orders=np.arange(int(starts[-1]), dtype=np.int64) - np.repeat(starts[:-1], sizes),  # 0..n-1 per query
-        warm_start=bool(warm_start))
+        warm_start=bool(warm_start),
+        weights=None if weights is None else np.ascontiguousarray(weights, dtype=np.float64))
 
 
 if numba is not None:
@@ -183,11 +186,13 @@ if numba is not None:
     def _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
               inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q, table_v,
               v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas, hessians,
-              pair_sums, pair_logs, log_scratch, counts, others, cost):
+              pair_sums, pair_logs, log_scratch, counts, others, cost, doc_weights, w_rank):
         """One lane's queries, one after another, in the thread's workspace. The loop over them is here, not
         around a call per query: such a call passes some forty arrays, which cost more than a short query. Nothing
         here takes a slice of an array: each view costs two atomic updates of its parent's reference count, on a
-        cache line the threads share."""
+        cache line the threads share. ``doc_weights`` None (the unweighted kernel, its branches pruned) or each
+        row's weight: then the tables sum ``w_m K``, and a pair's delta is
+        ``w_b U_a[y] - w_a U_a[x] + w_b V[b, y] - w_a V[b, x] + w_a w_b K[y, x] / b - w_a^2 K[x, x] / b``."""
         for position in range(lane_starts[lane], lane_starts[lane + 1]):
             q = lane_queries[position]
             start = starts[q]
@@ -202,6 +207,8 @@ if numba is not None:
             for i in range(n):
                 s_rank[i] = scores[plan_rows[start + orders[start + i]]]
                 g_rank[i] = labels[start + orders[start + i]]
+                if doc_weights is not None:
+                    w_rank[i] = doc_weights[start + orders[start + i]]
                 grad_rank[i] = 0.0
                 if hess is not None:
                     hess_rank[i] = 0.0
@@ -215,16 +222,28 @@ if numba is not None:
                         if i > 0:
                             table_v[i, u] = weighted - inv[i] * (diag[q, u] + above)
                         table_a[i, u] = above
-                        above += kernel[q, t, u]
-                        weighted += inv[i] * kernel[q, u, t]
+                        if doc_weights is None:
+                            above += kernel[q, t, u]
+                            weighted += inv[i] * kernel[q, u, t]
+                        else:
+                            above += w_rank[i] * kernel[q, t, u]
+                            weighted += inv[i] * w_rank[i] * kernel[q, u, t]
                         table_q[i, u] = weighted
-                for i in range(1, n):
-                    v_own[i] = table_v[i, g_rank[i]]
-                # W[x, b] = V[b, r_b] - V[b, x] + (K[r_b, x] - K[x, x]) / b: the lower rank's part of the delta for an
-                # upper grade x, contiguous in b (exactly 0 when r_b = x)
-                for u in range(c1):
+                if doc_weights is None:
                     for i in range(1, n):
-                        table_w[u, i] = (v_own[i] - table_v[i, u]) + inv[i] * (kernel[q, g_rank[i], u] - kernel[q, u, u])
+                        v_own[i] = table_v[i, g_rank[i]]
+                    # W[x, b] = V[b, r_b] - V[b, x] + (K[r_b, x] - K[x, x]) / b: the lower rank's part of the delta
+                    # for an upper grade x, contiguous in b (exactly 0 when r_b = x)
+                    for u in range(c1):
+                        for i in range(1, n):
+                            table_w[u, i] = ((v_own[i] - table_v[i, u])
+                                             + inv[i] * (kernel[q, g_rank[i], u] - kernel[q, u, u]))
+                else:  # v_own[b] = w_b V[b, r_b]; W[x, b] = w_b K[r_b, x] / b - V[b, x], read times w_a
+                    for i in range(1, n):
+                        v_own[i] = w_rank[i] * table_v[i, g_rank[i]]
+                    for u in range(c1):
+                        for i in range(1, n):
+                            table_w[u, i] = w_rank[i] * inv[i] * kernel[q, g_rank[i], u] - table_v[i, u]
             # exp(sigma (s_n - s_1)) per rank, once: a pair's rho = 1 / (1 + e^{sigma (s_better - s_worse)}) is then
             # e_worse / (e_a + e_b), one division instead of an exp per pair (the exp where e_a underflows)
             for i in range(n):
@@ -235,6 +254,8 @@ if numba is not None:
             for i in range(n):
                 s_rank[i] *= sigma  # sigma s from here on
                 gain_rank[i] = gains[g_rank[i]] if mode == 1 else 0.0
+                if doc_weights is not None:
+                    gain_rank[i] *= w_rank[i]
             # A pair of equal grades weighs exactly 0 and adds exactly 0 to every sum. The query's most common
             # grade (most pairs of equal grades are of it) then pairs only with the ranks of the other grades,
             # in rank order (``others``): the same sums in the same order, without the zero terms.
@@ -270,7 +291,24 @@ if numba is not None:
                 sparse = x == common and e_a > 1e-290 and 2 * (m - p) < count
                 pairs = m - p if sparse else count
                 # the row's weights |delta| (normalised) in a pass of their own; equal grades give exactly 0
-                if mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
+                if mode == 0 and doc_weights is not None:  # equal grades weigh 0 by rule, not by arithmetic
+                    for u in range(c1):
+                        u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
+                    w_a = w_rank[a]
+                    up = w_a * u_a[x]
+                    own = w_a * w_a * kernel[q, x, x]
+                    if sparse:
+                        for j in range(pairs):
+                            b = others[p + j]
+                            weights[j] = abs(w_rank[b] * u_a[g_rank[b]] - up + v_own[b] + w_a * table_w[x, b]
+                                             - own * inv[b])
+                    else:
+                        for j in lower:
+                            b = lo + j
+                            delta = (w_rank[b] * u_a[np.uint64(g_rank[b])] - up + v_own[b] + w_a * table_w[x, b]
+                                     - own * inv[b])
+                            weights[j] = 0.0 if g_rank[b] == x else abs(delta)
+                elif mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
                     for u in range(c1):
                         u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
                     up = u_a[x]
@@ -291,6 +329,10 @@ if numba is not None:
                     else:
                         for j in lower:
                             weights[j] = abs((gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q)
+                    if doc_weights is not None and not sparse:  # weighted gains of equal grades may differ
+                        for j in lower:
+                            if g_rank[lo + j] == x:
+                                weights[j] = 0.0
                 if norm:
                     if sparse:
                         for j in range(pairs):
@@ -397,7 +439,8 @@ if numba is not None:
 
     @compiled(nogil=True, error_model="numpy")
     def _run_lane(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
-                  truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, lane, lanes):
+                  truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, doc_weights, lane,
+                  lanes):
         """Lane ``lane`` of the plan's ``lanes`` (a lane kernel), in a workspace of its own, as long as the
         longest query."""
         c1 = kernel.shape[1]
@@ -425,21 +468,23 @@ if numba is not None:
         log_scratch = np.empty(longest + 8, dtype=np.int64)
         counts = np.empty(c1 if mode == 0 else gains.size, dtype=np.int64)
         others = np.empty(longest, dtype=np.int64)
+        w_rank = np.empty(longest if doc_weights is not None else 0)
         _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
               inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q,
               table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas,
-              hessians, pair_sums, pair_logs, log_scratch, counts, others, cost)
+              hessians, pair_sums, pair_logs, log_scratch, counts, others, cost, doc_weights, w_rank)
 
 
     @compiled(parallel=True, nogil=True)
     def _plan_lanes(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv, sigma,
-                    truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, done, lanes):
+                    truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, doc_weights,
+                    done, lanes):
         """Every lane of the plan on numba's threads, each marked done once it returned (the driver of
         :func:`_run_lane`)."""
         for lane in numba.prange(lanes):
             _run_lane(scores, plan_rows, starts, labels, mode, kernel, diag, gains, discounts, inverse_norm, inv,
-                      sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost, lane,
-                      lanes)
+                      sigma, truncation, norm, lane_queries, lane_starts, orders, warm_start, grad, hess, cost,
+                      doc_weights, lane, lanes)
             done[lane] = 1
 
 
@@ -462,7 +507,8 @@ def lambdamart_gradients(plan: CompiledPlan, scores: np.ndarray, grad: np.ndarra
         run_lanes(_run_lane, _plan_lanes, (scores, plan.rows, plan.starts, plan.labels, plan.mode, plan.kernel,
                                           plan.diag, plan.gains, plan.discounts, plan.inverse_norm, plan.inverse_ranks,
                                           plan.sigma, plan.truncation, plan.norm, plan.lane_queries, plan.lane_starts,
-                                          plan.orders, plan.warm_start, grad, hess, cost), plan.lane_starts.size - 1)
+                                          plan.orders, plan.warm_start, grad, hess, cost, plan.weights),
+                  plan.lane_starts.size - 1)
     finally:
         plan.lock.release()
     if first:

@@ -66,7 +66,7 @@ def lambdas(scores: torch.Tensor, labels: Any, mask: torch.Tensor | None, settin
 
     ``scores`` ``[B, N]`` or ``[N]`` (read, not differentiated); ``backend``: "compiled" (the numba kernel, float64,
     CPU) or "torch" (the pair engine on ``buffers``, the holder of a module's kept shapes; None: built afresh). A
-    query without two different grades gives 0 and 0; padding gets 0. ``weights`` (per document, the torch backend):
+    query without two different grades gives 0 and 0; padding gets 0. ``weights`` (per document):
     :math:`|\Delta M|` is the weighted measure's (the metrics' ``weights=``)."""
     scores = scores.detach()
     s, m = as_batch(scores, mask)
@@ -105,11 +105,12 @@ def _compiled_lambdas(s: torch.Tensor, m: torch.Tensor, ranked: RankedLists, par
     # a discount is per rank, the same in every list: one list of the batch's width gives them all
     one_list = SlotLayout.single(torch.tensor([width]), width)
     flat_mask = m.reshape(-1).numpy()
+    weights = ranked.document_weights()
     plan = compiled_plan(settings.measure, [ranked], params, one_list, sizes=m.sum(1).numpy(),
                          rows=np.flatnonzero(flat_mask),
                          labels=ranked.document_grades().reshape(-1).numpy()[flat_mask], sigma=settings.sigma,
                          truncation=settings.truncation, norm=False, ideal_cutoff=settings.truncation,
-                         warm_start=False)
+                         warm_start=False, weights=None if weights is None else weights.reshape(-1).numpy()[flat_mask])
     if plan is None:
         return s.new_zeros(batch), s.new_zeros(batch, width)
     scores = s.detach().to(torch.float64).reshape(-1).numpy()

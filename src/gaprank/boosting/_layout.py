@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 import torch
@@ -46,6 +46,7 @@ class Bucket:
     rows: torch.Tensor  # [B, W] int64; padding points one past the last row (a sentinel slot)
     mask: torch.Tensor  # [B, W] bool
     labels: torch.Tensor  # [B, W] int64 (0 at padding)
+    weights: torch.Tensor | None = None  # [B, W] float64 (0 at padding), the rows' weights in the measure
 
 
 @dataclass
@@ -65,14 +66,17 @@ class QueryLayout:
     slots: SlotLayout
     slot_rows: torch.Tensor  # [S] int64: the row at each slot, num_rows (a sentinel) at padding
     slot_labels: torch.Tensor  # [S] int64: its label, 0 at padding
+    slot_weights: torch.Tensor | None = None  # [S] float64: its weight in the measure, 0 at padding
 
     @property
     def max_label(self) -> int:
         return int(self.labels.max()) if self.labels.size else 0
 
     @classmethod
-    def build(cls, labels: ArrayLike, group: ArrayLike | None, *, only_rankable: bool, rows: int | None = None) -> QueryLayout:
-        """``rows``: how many upper ranks of each query take part in pairs (None: all), for the cost model."""
+    def build(cls, labels: ArrayLike, group: ArrayLike | None, *, only_rankable: bool, rows: int | None = None,
+              weights: np.ndarray | None = None) -> QueryLayout:
+        """``rows``: how many upper ranks of each query take part in pairs (None: all), for the cost model.
+        ``weights``: the rows' weights in the measure (checked), laid out as the labels."""
         y = check_flat_labels(labels)
         # an empty group (a query id np.bincount counts but no row has) is skipped, as native lambdarank does
         grouped = GroupedLists(check_group_sizes(group, y.size, allow_empty=True))
@@ -83,14 +87,20 @@ class QueryLayout:
             queries = queries[differ]
         buckets, chosen_sizes = [], []
         labels_with_sentinel = torch.from_numpy(np.append(y, 0))
+        weights_with_sentinel = None if weights is None else torch.from_numpy(np.append(weights, 0.0))
         for bucket in grouped.pair_buckets(queries, rows, fill=y.size):  # padding reads the sentinel label
             rows_t = torch.from_numpy(bucket.rows)
-            buckets.append(Bucket(rows_t, torch.from_numpy(bucket.mask), labels_with_sentinel[rows_t]))
+            buckets.append(Bucket(rows_t, torch.from_numpy(bucket.mask), labels_with_sentinel[rows_t],
+                                  None if weights_with_sentinel is None else weights_with_sentinel[rows_t]))
             chosen_sizes.append(sizes[bucket.queries])
         slots = SlotLayout([(int(b.rows.shape[0]), int(b.rows.shape[1])) for b in buckets],
                            torch.from_numpy(np.concatenate(chosen_sizes) if chosen_sizes else np.zeros(0, np.int64)))
+        slot_weights = None
+        if weights_with_sentinel is not None:
+            slot_weights = (torch.cat([b.weights.reshape(-1) for b in buckets if b.weights is not None])
+                            if buckets else torch.zeros(0, dtype=torch.float64))
         return cls(y.size, y, sizes, buckets, slots, _concat_flat([b.rows for b in buckets]),
-                   _concat_flat([b.labels for b in buckets]))
+                   _concat_flat([b.labels for b in buckets]), slot_weights)
 
 
 def _concat_flat(parts: list[torch.Tensor]) -> torch.Tensor:
@@ -110,22 +120,27 @@ class LayoutCache(Generic[T]):
     16, so the folds never evict one another; least recently used goes first beyond that.
     """
 
-    def __init__(self, build: Callable[[Any, Any], T], size: int = 16) -> None:
+    def __init__(self, build: Callable[..., T], size: int = 16) -> None:
         self._build = build
         self._size = size
-        self._entries: list[tuple[np.ndarray, np.ndarray, T]] = []
+        self._entries: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, T]] = []
 
-    def get(self, labels: ArrayLike, group: ArrayLike | None) -> T:
+    def get(self, labels: ArrayLike, group: ArrayLike | None, weights: ArrayLike | None = None) -> T:
+        """What was built for these labels and group (and ``weights``, when what is built reads them: they are
+        then part of what must be equal), else built now (``build(labels, group)``, or with ``weights``)."""
         y = np.asarray(labels)
         sizes = np.asarray(group) if group is not None else None
-        for i, (cached_y, cached_sizes, value) in enumerate(self._entries):
+        w = None if weights is None else np.asarray(weights)
+        for i, (cached_y, cached_sizes, cached_w, value) in enumerate(self._entries):
             if sizes is None or cached_sizes.shape != sizes.shape or cached_y.shape != y.shape:
                 continue
-            if np.array_equal(cached_sizes, sizes) and np.array_equal(cached_y, y):
+            same_weights = (cached_w is None and w is None) or (
+                cached_w is not None and w is not None and cached_w.shape == w.shape and np.array_equal(cached_w, w))
+            if same_weights and np.array_equal(cached_sizes, sizes) and np.array_equal(cached_y, y):
                 self._entries.insert(0, self._entries.pop(i))
                 return value
-        value = self._build(y, sizes)
-        self._entries.insert(0, (y.copy(), np.array(sizes), value))
+        value = self._build(y, sizes) if w is None else self._build(y, sizes, w)
+        self._entries.insert(0, (y.copy(), np.array(sizes), None if w is None else w.copy(), value))
         del self._entries[self._size:]
         return value
 

@@ -69,9 +69,11 @@ class _TorchRounds:
     derivatives: torch.Tensor  # [2, rows]: grad and hess; 0 at the rows of unrankable queries
     real_rows: torch.Tensor  # [m] int64: the rows ranked at the real slots
     real_sums: torch.Tensor  # [2, m]: their grad and hess
+    grade_ids: torch.Tensor  # [C, 1] int64: the grades 0..c of the scale, for weighted documents' grade mass
 
     @classmethod
-    def build(cls, layout: QueryLayout, plan: FactorPlan, engine: PairwiseEngine, dtype: torch.dtype) -> _TorchRounds:
+    def build(cls, layout: QueryLayout, plan: FactorPlan, engine: PairwiseEngine, dtype: torch.dtype,
+              num_grades: int) -> _TorchRounds:
         slots = layout.slots
         row_scores = torch.empty(slots.num_slots, dtype=torch.float64)
         order = torch.empty(slots.num_slots, dtype=torch.int64)
@@ -80,7 +82,7 @@ class _TorchRounds:
         return cls(plan, engine, torch.full((layout.num_rows + 1,), -math.inf, dtype=torch.float64),
                    row_scores, order, torch.empty_like(order), torch.empty_like(order), sorts,
                    torch.zeros(2, layout.num_rows, dtype=dtype), torch.empty(slots.real.numel(), dtype=torch.int64),
-                   torch.empty(2, slots.real.numel(), dtype=dtype))
+                   torch.empty(2, slots.real.numel(), dtype=dtype), torch.arange(num_grades + 1)[:, None])
 
 
 @dataclass
@@ -133,9 +135,11 @@ class LambdaMARTObjective:
             return objective
         return cls(objective, **fields)  # (which refuses anything but a measure string or settings)
 
-    def _prepare(self, labels: ArrayLike, group: ArrayLike | None) -> _PreparedData:
-        """Lay out the rankable queries and build their factor plan and pair engine (once per data set)."""
-        layout = QueryLayout.build(labels, group, only_rankable=True, rows=self.settings.truncation_level)
+    def _prepare(self, labels: ArrayLike, group: ArrayLike | None, weights: np.ndarray | None = None) -> _PreparedData:
+        """Lay out the rankable queries and build their factor plan and pair engine (once per data set); ``weights``:
+        the rows' weights in the measure (``row_weights="measure"``)."""
+        layout = QueryLayout.build(labels, group, only_rankable=True, rows=self.settings.truncation_level,
+                                   weights=weights)
         if self.label_gain is not None and layout.max_label >= self.label_gain.numel():
             raise GaprankInputError(f"label {layout.max_label} has no gain: label_gain has {self.label_gain.numel()} "
                                     f"entries (labels 0..{self.label_gain.numel() - 1})")
@@ -149,7 +153,7 @@ class LambdaMARTObjective:
         if layout.slots.num_slots:
             # no scores to rank by: each list keeps its input order, padding last (what a stable sort of zeros gave)
             lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
-                                num_grades=num_grades, by_score=False) for b in layout.buckets]
+                                num_grades=num_grades, by_score=False, weights=b.weights) for b in layout.buckets]
             settings = self.settings
             if self._backend == "compiled":
                 slots = layout.slots
@@ -157,7 +161,9 @@ class LambdaMARTObjective:
                                             rows=layout.slot_rows[slots.real].numpy(),
                                             labels=layout.slot_labels[slots.real].numpy(), sigma=settings.sigma,
                                             truncation=settings.truncation_level, norm=settings.norm,
-                                            ideal_cutoff=settings.truncation_level, gains=self.label_gain)
+                                            ideal_cutoff=settings.truncation_level, gains=self.label_gain,
+                                            weights=(None if layout.slot_weights is None
+                                                     else layout.slot_weights[slots.real].numpy()))
                 if kernel_plan is not None:
                     return _PreparedData(layout, kernel_plan=kernel_plan)
             plan = plan_pair_factors(self.measure, lists, params, layout=layout.slots,
@@ -166,7 +172,7 @@ class LambdaMARTObjective:
                 engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
                                         norm=settings.norm, with_hessian=True, with_cost=False, dtype=dtype,
                                         block_elements=self.block_elements)
-                return _PreparedData(layout, torch_rounds=_TorchRounds.build(layout, plan, engine, dtype))
+                return _PreparedData(layout, torch_rounds=_TorchRounds.build(layout, plan, engine, dtype, num_grades))
         return _PreparedData(layout)
 
     def gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
@@ -174,18 +180,25 @@ class LambdaMARTObjective:
         """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
 
         Queries with fewer than two different labels get 0 and 0. ``weight`` (one per row), when
-        given, multiplies both, as LightGBM's own lambdarank does.
+        given, multiplies both, as LightGBM's own lambdarank does; with ``row_weights="measure"`` it is each
+        document's weight in the measure instead (and must be given).
         """
+        in_measure = self.settings.row_weights == "measure"
+        if in_measure:
+            weight = _checked_row_weights(weight, np.asarray(labels).size)
+            data = self._prepared.get(labels, group, weight)
+        else:
+            data = self._prepared.get(labels, group)
+        scale = None if in_measure else weight
         # No autograd here: inference mode spares every tensor operation its autograd bookkeeping.
-        data = self._prepared.get(labels, group)
         scores = check_flat_scores(preds, data.layout.num_rows)
         if data.kernel_plan is not None:
             grad_np, hess_np = np.zeros(scores.size), np.zeros(scores.size)
             compiled.lambdamart_gradients(data.kernel_plan, scores, grad_np, hess_np)
-            return _weighted(grad_np, hess_np, weight)
+            return _weighted(grad_np, hess_np, scale)
         rounds = data.torch_rounds
         if rounds is None:  # no pair changes the measure
-            return _weighted(np.zeros(scores.size), np.zeros(scores.size), weight)
+            return _weighted(np.zeros(scores.size), np.zeros(scores.size), scale)
         with torch.inference_mode():
             layout = data.layout
             rounds.scores[:-1] = torch.from_numpy(scores)
@@ -196,13 +209,30 @@ class LambdaMARTObjective:
             order = rounds.order.add_(layout.slots.list_start)  # within its list -> in the whole layout
             torch.index_select(layout.slot_labels, 0, order, out=rounds.grades)
             torch.index_select(layout.slot_rows, 0, order, out=rounds.destination)
-            factors = rounds.plan.factors(rounds.grades)
+            mass = None
+            if layout.slot_weights is not None:  # each ranked document's weight at its grade
+                ranked_weights = torch.index_select(layout.slot_weights, 0, order)
+                mass = (rounds.grade_ids == rounds.grades[None]) * ranked_weights[None]
+            factors = rounds.plan.factors(rounds.grades, mass)
             _, sums = rounds.engine.run(rounds.engine.scores, rounds.grades, factors)
             real = layout.slots.real
             rounds.derivatives.index_copy_(1, torch.index_select(rounds.destination, 0, real, out=rounds.real_rows),
                                            torch.index_select(sums, 1, real, out=rounds.real_sums))
             grad_np, hess_np = rounds.derivatives.numpy().astype(np.float64)
-        return _weighted(grad_np, hess_np, weight)
+        return _weighted(grad_np, hess_np, scale)
+
+
+def _checked_row_weights(weight: ArrayLike | None, rows: int) -> np.ndarray:
+    """The data set's weights when they enter the measure: one finite non-negative number per row, required."""
+    if weight is None:
+        raise GaprankInputError("row_weights='measure' needs the data set's weights (one per row: each document's "
+                                "weight in the measure, e.g. 1/propensity); the data set has none")
+    w = np.asarray(weight, dtype=np.float64)
+    if w.shape != (rows,) or not np.isfinite(w).all() or (w < 0).any():
+        problem = (f"shape {w.shape}" if w.shape != (rows,) else
+                   "a non-finite value" if not np.isfinite(w).all() else f"negative weight {w[w < 0][0]:g}")
+        raise GaprankInputError(f"weight must hold one finite non-negative number per row ({rows}); got {problem}")
+    return w
 
 
 def _weighted(grad: np.ndarray, hess: np.ndarray, weight: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:

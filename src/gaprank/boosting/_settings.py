@@ -19,6 +19,7 @@ from .._inputs import GaprankInputError, check_choice, check_positive_int, check
 from ..metrics import GainDiscountForm, Measure, objective_measure
 
 PRECISIONS = ("float32", "float64")
+ROW_WEIGHTS = ("scale", "measure")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,12 @@ class LambdaMARTSettings:
         the discounted-gain measures), "torch" (the tensor engine: any measure with swap deltas), or "auto":
         the compiled kernel wherever it serves, else the tensor engine. "compiled" where it cannot serve is
         refused.
+    row_weights : {"scale", "measure"}, default "scale"
+        What the data set's weights (one per row) do: "scale" multiplies each row's gradient and hessian by its
+        weight, as LightGBM's own lambdarank does; "measure" makes each document count w times at its grade in
+        the measure whose swap deltas weigh the pairs (the metrics' ``weights=``; with w = 1/propensity, the
+        inverse-propensity estimate from clicks), which then needs the weights. Measures that take no weights
+        (ERR, Q, RR, Rprec, Success, vG) refuse "measure".
 
     Examples
     --------
@@ -70,6 +77,7 @@ class LambdaMARTSettings:
     label_gain: list[float] | None = None
     precision: Literal["float32", "float64"] = "float32"
     backend: Literal["auto", "compiled", "torch"] = "auto"
+    row_weights: Literal["scale", "measure"] = "scale"
 
     def __post_init__(self) -> None:
         measure = objective_measure(self.measure).with_params(g=self.g)
@@ -81,6 +89,10 @@ class LambdaMARTSettings:
             raise GaprankInputError(f"norm must be True or False; got {self.norm!r}")
         check_choice(self.precision, "precision", PRECISIONS)
         check_backend(self.backend)
+        check_choice(self.row_weights, "row_weights", ROW_WEIGHTS)
+        if self.row_weights == "measure" and not measure.info.form.takes_weights:
+            raise GaprankInputError(f"row_weights='measure': {measure.info.name} does not take weights (its form "
+                                    "weighs no document)")
         if self.label_gain is not None:
             if not (isinstance(measure.info.form, GainDiscountForm) and "gain" in measure.info.parameters):
                 # a gain per label replaces nDCG's gain table, not a kernel's or a relevance rule

@@ -61,6 +61,7 @@ def lambdarank_objective(
     label_gain: list[float] | None = None,
     precision: Literal["float32", "float64"] = "float32",
     backend: Literal["auto", "compiled", "torch"] = "auto",
+    row_weights: Literal["scale", "measure"] = "scale",
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
@@ -112,6 +113,13 @@ def lambdarank_objective(
         family and the discounted-gain measures), "torch" (the tensor engine: any measure with swap
         deltas), or "auto": the compiled kernel wherever it serves, else the tensor engine.
         "compiled" where it cannot serve is refused.
+    row_weights : {"scale", "measure"}, default "scale"
+        What the data set's weights (one per row) do: "scale" multiplies each row's gradient and
+        hessian by its weight, as LightGBM's own lambdarank does; "measure" makes each document
+        count w times at its grade in the measure whose swap deltas weigh the pairs (the metrics'
+        ``weights=``; with w = 1/propensity, the inverse-propensity estimate from clicks), which
+        then needs the weights. Measures that take no weights (ERR, Q, RR, Rprec, Success, vG)
+        refuse "measure".
 
     Returns
     -------
@@ -132,7 +140,8 @@ def lambdarank_objective(
     (60,)
     """
     return LambdaRankObjective(LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                                                  label_gain=label_gain, precision=precision, backend=backend))
+                                                  label_gain=label_gain, precision=precision, backend=backend,
+                                                  row_weights=row_weights))
 
 
 def sklearn_objective(
@@ -145,6 +154,7 @@ def sklearn_objective(
     label_gain: list[float] | None = None,
     precision: Literal["float32", "float64"] = "float32",
     backend: Literal["auto", "compiled", "torch"] = "auto",
+    row_weights: Literal["scale", "measure"] = "scale",
 ) -> SklearnObjective:
     r"""The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.
 
@@ -176,6 +186,13 @@ def sklearn_objective(
         family and the discounted-gain measures), "torch" (the tensor engine: any measure with swap
         deltas), or "auto": the compiled kernel wherever it serves, else the tensor engine.
         "compiled" where it cannot serve is refused.
+    row_weights : {"scale", "measure"}, default "scale"
+        What the data set's weights (one per row) do: "scale" multiplies each row's gradient and
+        hessian by its weight, as LightGBM's own lambdarank does; "measure" makes each document
+        count w times at its grade in the measure whose swap deltas weigh the pairs (the metrics'
+        ``weights=``; with w = 1/propensity, the inverse-propensity estimate from clicks), which
+        then needs the weights. Measures that take no weights (ERR, Q, RR, Rprec, Success, vG)
+        refuse "measure".
 
     Returns
     -------
@@ -194,5 +211,5 @@ def sklearn_objective(
     (60,)
     """
     settings = LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                                  label_gain=label_gain, precision=precision, backend=backend)
+                                  label_gain=label_gain, precision=precision, backend=backend, row_weights=row_weights)
     return SklearnObjective(LambdaRankObjective(settings))

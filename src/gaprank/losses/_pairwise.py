@@ -96,7 +96,7 @@ def lambdarank_loss(
     ``grade_counts`` a measure normalised by its ideal ranking (nDCG, vG, Q, ...) still reads that ranking's
     length back, since the counts, unlike the lists, do not bound it. With ``weights``, :math:`\Delta M` is the
     weighted measure's (the metrics' ``weights=``: with w = 1/propensity, the inverse-propensity estimate of the
-    measure from clicks), on the torch backend; the pairs and their direction stay those of the labels.
+    measure from clicks); the pairs and their direction stay those of the labels.
 
     Parameters
     ----------
@@ -123,9 +123,8 @@ def lambdarank_loss(
     weights : array_like or torch.Tensor, optional
         Per document, >= 0, in the shape of ``scores``: the swap deltas are those of the weighted
         measure, a document counting w times at its grade (the metrics' ``weights=``; with w =
-        1/propensity, the inverse-propensity estimate from clicks; docs: Simulating clicks).
-        Computed by the torch backend. Not taken by ERR, Q, RR, Rprec, Success or vG. Default: every
-        document weighs 1.
+        1/propensity, the inverse-propensity estimate from clicks; docs: Simulating clicks). Not
+        taken by ERR, Q, RR, Rprec, Success or vG. Default: every document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
@@ -164,7 +163,7 @@ def lambdarank_loss(
     settings = _lambdarank_settings(scores, measure, g=g, sigma=sigma, truncation_level=truncation_level,
                                     max_grade=max_grade,
                                     grade_counts=grade_counts, validate=validate)
-    backend = lambda_backend(backend, settings.measure, scores.device, weighted=weights is not None)
+    backend = lambda_backend(backend, settings.measure, scores.device)
     cost, gradient = lambdas(scores, labels, mask, settings, backend, weights=weights)
     return _attached(scores, mask, cost, gradient, reduction)
 
@@ -289,7 +288,7 @@ class LambdaRankLoss(_PairLoss):
         settings = _lambdarank_settings(scores, self.measure, g=self.g, sigma=self.sigma,
                                         truncation_level=self.truncation_level,
                                         max_grade=self.max_grade, grade_counts=None, validate=self.validate)
-        backend = lambda_backend(self.backend, settings.measure, scores.device, weighted=weights is not None)
+        backend = lambda_backend(self.backend, settings.measure, scores.device)
         return self._attached_lambdas(scores, labels, mask, settings, backend, self.reduction, weights)
 
     def extra_repr(self) -> str:

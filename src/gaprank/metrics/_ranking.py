@@ -81,6 +81,10 @@ class RankedLists:
         """Grades back in input (document) order, ``[B, N]``, 0 at padding."""
         return torch.zeros_like(self.grades).scatter_(1, self.order, self.grades)
 
+    def document_weights(self) -> torch.Tensor | None:
+        """Weights back in input (document) order, ``[B, N]``, 0 at padding; None for unweighted lists."""
+        return None if self.weights is None else torch.zeros_like(self.weights).scatter_(1, self.order, self.weights)
+
     def ideal_grades(self) -> torch.Tensor:
         """Grades of the ideal ranking built from R(k), shape [B, L] with L = max RB(1) (``ideal_length`` when set).
 

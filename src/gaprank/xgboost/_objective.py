@@ -67,6 +67,10 @@ class XGBoostObjective:
 
     def __init__(self, objective: LambdaMARTObjective | LambdaMARTSettings | str = "gap", **fields: Any) -> None:
         self.objective = LambdaMARTObjective.of(objective, fields)
+        if self.objective.settings.row_weights == "measure":
+            raise GaprankInputError("row_weights='measure' needs one weight per document, and XGBoost keeps one per "
+                                    "query when the DMatrix has query groups; use gaprank.lightgbm or the PyTorch "
+                                    "losses to weigh documents in the measure")
 
     def __getstate__(self) -> dict:
         # copies and pickles start without the last data set's groups, as the objective's layout cache does
@@ -106,6 +110,7 @@ def objective(
     label_gain: list[float] | None = None,
     precision: Literal["float32", "float64"] = "float32",
     backend: Literal["auto", "compiled", "torch"] = "auto",
+    row_weights: Literal["scale", "measure"] = "scale",
 ) -> XGBoostObjective:
     r"""LambdaMART objective for ``xgboost.train(params, dtrain, obj=...)``: LambdaRank gradients weighted
     by :math:`|\Delta M|`, the exact swap delta of ``measure`` in the ranking the current scores induce.
@@ -120,7 +125,9 @@ def objective(
     defaults (``lambdarank_pair_method="topk"``, ``lambdarank_num_pair_per_sample=32``, normalisation on).
 
     Groups come from the DMatrix (``qid=`` or ``set_group``); labels must be integer grades
-    0..30; weights, when set, are one per query (normalised to mean 1, as XGBoost does).
+    0..30; weights, when set, are one per query (normalised to mean 1, as XGBoost does). A DMatrix with query
+    groups holds no weight per row, so ``row_weights="measure"`` (documents weighed in the measure) is refused
+    here: use :mod:`gaprank.lightgbm` or the PyTorch losses for it.
 
     Parameters
     ----------
@@ -150,6 +157,13 @@ def objective(
         family and the discounted-gain measures), "torch" (the tensor engine: any measure with swap
         deltas), or "auto": the compiled kernel wherever it serves, else the tensor engine.
         "compiled" where it cannot serve is refused.
+    row_weights : {"scale", "measure"}, default "scale"
+        What the data set's weights (one per row) do: "scale" multiplies each row's gradient and
+        hessian by its weight, as LightGBM's own lambdarank does; "measure" makes each document
+        count w times at its grade in the measure whose swap deltas weigh the pairs (the metrics'
+        ``weights=``; with w = 1/propensity, the inverse-propensity estimate from clicks), which
+        then needs the weights. Measures that take no weights (ERR, Q, RR, Rprec, Success, vG)
+        refuse "measure".
 
     Returns
     -------
@@ -169,7 +183,7 @@ def objective(
     (60,)
     """
     settings = LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                                  label_gain=label_gain, precision=precision, backend=backend)
+                                  label_gain=label_gain, precision=precision, backend=backend, row_weights=row_weights)
     return XGBoostObjective(LambdaMARTObjective(settings))
 
 
