@@ -382,3 +382,117 @@ def test_xgboost_refuses_documents_weighed_in_the_measure():
 
     with pytest.raises(GaprankInputError, match="XGBoost keeps one per query"):
         gaprank.xgboost.objective("gap", row_weights="measure")
+
+
+# ----------------------------------------------------------------------------- weights per level (graded events)
+
+
+def _level_gap_oracle(r, W, g):
+    """GAP of documents weighted per level, by thresholds: X_i(a) = 1[r_i >= a] W_i(a);
+    sum_a g_a sum_n (1/n) X_n(a) (1 + sum_{m<n} X_m(a)) over sum_a g_a sum_i X_i(a)."""
+    numerator = normaliser = 0.0
+    for a in range(1, len(g) + 1):
+        x = [wi[a - 1] if ri >= a else 0.0 for ri, wi in zip(r, W, strict=True)]
+        normaliser += g[a - 1] * sum(x)
+        for n in range(1, len(r) + 1):
+            numerator += g[a - 1] * x[n - 1] * (1.0 + sum(x[:n - 1])) / n
+    return None if normaliser == 0 else numerator / normaliser
+
+
+def _level_ndcg_oracle(r, W, k):
+    gain = [0.0, 1.0, 3.0, 7.0]
+    values = [sum((gain[a] - gain[a - 1]) * wi[a - 1] for a in range(1, ri + 1)) for ri, wi in zip(r, W, strict=True)]
+    disc = [1 / math.log2(n + 1) for n in range(1, len(r) + 1)][:k]
+    ideal = sum(v * d for v, d in zip(sorted(values, reverse=True)[:k], disc, strict=False))
+    return None if ideal == 0 else sum(v * d for v, d in zip(values[:k], disc, strict=False)) / ideal
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_weights_per_level_equal_their_threshold_oracles_and_per_document_weights_when_levels_agree(seed):
+    rng = np.random.default_rng(100 + seed)
+    size = int(rng.integers(2, 9))
+    scores, labels = rng.normal(size=size), rng.integers(0, 4, size)
+    labels[0] = 3
+    levels = rng.choice([0.0, 0.5, 1.0, 2.0, 6.0], (size, 3))
+    order = np.argsort(-scores, kind="stable")
+    r, W = list(labels[order]), [list(levels[i]) for i in order]
+    g = [0.2, 0.3, 0.5]
+    assert float(gaprank.gap(scores, labels, g=g, weights=levels)) == pytest.approx(_level_gap_oracle(r, W, g), rel=1e-12)
+    want = _level_ndcg_oracle(r, W, 5)
+    got = float(gaprank.ndcg(scores, labels, k=5, weights=levels))
+    assert got == (0.0 if want is None else pytest.approx(want, rel=1e-12))
+    same = np.repeat(levels[:, :1], 3, axis=1)  # every level weighs alike: per-document weights
+    for metric in (gaprank.gap, gaprank.egap, gaprank.xgap, gaprank.ndcg):
+        assert float(metric(scores, labels, weights=same)) == pytest.approx(
+            float(metric(scores, labels, weights=same[:, 0])), rel=1e-13, abs=1e-15)
+
+
+def test_weights_per_level_give_the_expected_numerator_of_graded_events_by_exact_enumeration():
+    """Three documents, two sessions; each session examines document i with probability theta_i and an examined
+    document gets an event 0..2 from its own distribution. The per-level weights of the sessions' average,
+    x_i(a) = mean over sessions of 1[e >= a] / theta_i, make the weighted GAP numerator and normaliser unbiased for
+    the fully observed events' (documents independent), though one document gets different events in different
+    sessions, which per-document weights cannot say."""
+    theta = np.array([1.0, 0.5, 0.25])
+    events = np.array([[0.3, 0.5, 0.2], [0.6, 0.3, 0.1], [0.1, 0.2, 0.7]])  # P(event | examined), per document
+    scores = np.array([0.2, 0.9, 0.5])
+    g = [0.4, 0.6]
+
+    def numerator_and_normaliser(labels, weights):
+        norm = float(sum(w[a - 1] * g[a - 1] for lab, w in zip(labels, weights, strict=True) for a in range(1, lab + 1)))
+        value = float(gaprank.gap(scores, labels, g=g, weights=weights)) if norm > 0 else 0.0
+        return value * norm, norm
+
+    per_doc = []  # each document's outcomes over the two sessions: (probability, label, level weights)
+    for i in range(3):
+        single = [(1 - theta[i], -1)] + [(theta[i] * events[i, e], e) for e in range(3)]  # -1: not examined
+        combos = []
+        for (p1, e1), (p2, e2) in itertools.product(single, repeat=2):
+            x = [np.mean([1.0 / theta[i] if e >= a else 0.0 for e in (e1, e2)]) for a in (1, 2)]
+            label = 2 if x[1] > 0 else 1 if x[0] > 0 else 0
+            combos.append((p1 * p2, label, x))
+        per_doc.append(combos)
+    expected_num = expected_norm = 0.0
+    for combo in itertools.product(*per_doc):
+        chance = float(np.prod([c[0] for c in combo]))
+        num, norm = numerator_and_normaliser(np.array([c[1] for c in combo]), np.array([c[2] for c in combo]))
+        expected_num += chance * num
+        expected_norm += chance * norm
+    full_num = full_norm = 0.0  # every event observed: its expectation over the events' distributions
+    for drawn in itertools.product(range(3), repeat=3):
+        chance = float(np.prod([events[i, e] for i, e in enumerate(drawn)]))
+        num, norm = numerator_and_normaliser(np.array(drawn), np.ones((3, 2)))
+        full_num += chance * num
+        full_norm += chance * norm
+    assert expected_norm == pytest.approx(full_norm, rel=1e-12)
+    assert expected_num == pytest.approx(full_num, rel=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["gap", "egap", "ndcg"])
+def test_lambdarank_and_lambdamart_take_weights_per_level_on_the_torch_backend(metric):
+    from gaprank.boosting import LambdaMARTObjective
+
+    rng = np.random.default_rng(12)
+    scores = torch.tensor(rng.normal(size=(3, 9)))
+    labels = torch.tensor(rng.integers(0, 4, (3, 9)))
+    labels[:, 0] = 3
+    levels = torch.tensor(rng.choice([0.0, 0.5, 1.0, 3.0], (3, 9, 3)))
+    deltas = gaprank.losses.swap_deltas(scores, labels, measure=metric, weights=levels)
+    for q in range(3):
+        before = float(getattr(gaprank, metric)(scores[q], labels[q], weights=levels[q]))
+        for i, j in itertools.permutations(range(9), 2):
+            if labels[q, i] == labels[q, j]:
+                continue
+            swapped = scores[q].clone()
+            swapped[[i, j]] = scores[q, [j, i]]
+            after = float(getattr(gaprank, metric)(swapped, labels[q], weights=levels[q]))
+            assert float(deltas[q, i, j]) == pytest.approx(after - before, abs=1e-12)
+    s = scores.clone().requires_grad_(True)
+    gaprank.losses.lambdarank_loss(s, labels, measure=metric, weights=levels, reduction="sum").backward()
+    with pytest.raises(GaprankInputError, match="weights per level"):
+        gaprank.losses.lambdarank_loss(scores, labels, measure=metric, weights=levels, backend="compiled")
+    grad, _ = LambdaMARTObjective(metric, row_weights="measure", precision="float64").gradients(
+        scores.reshape(-1).numpy(), labels.reshape(-1).numpy().astype(float), [9, 9, 9], levels.reshape(-1, 3).numpy())
+    np.testing.assert_allclose(grad, s.grad.reshape(-1).numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(GaprankInputError, match="weights give 2 levels per document, but the grade scale is 0..3"):
+        gaprank.gap(scores, labels, weights=levels[..., :2])

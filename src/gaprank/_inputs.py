@@ -177,24 +177,37 @@ def batch_mask(mask: ArrayLike | None, shape: tuple[int, ...], device: torch.dev
 
 def batch_weights(weights: ArrayLike | None, shape: tuple[int, ...], mask: torch.Tensor, device: torch.device,
                   *, validate: bool = True) -> torch.Tensor | None:
-    """The one weights normaliser: per-document ``weights`` for scores of ``shape`` as a ``[batch, list]``
-    float64 tensor on ``device``, 0 at padding (``mask`` ``[batch, list]``, whose weights are never read); None
-    stays None (every document weighs 1). Real weights must be finite and >= 0; ``validate=False`` checks only
-    the dtype and shape (nothing read back from the device)."""
+    """The one weights normaliser: ``weights`` for scores of ``shape`` as a ``[batch, list]`` float64 tensor on
+    ``device`` (one per document), or ``[batch, list, levels]`` when given in the scores' shape plus a last axis
+    (one per document and level 1..c), 0 at padding (``mask`` ``[batch, list]``, whose weights are never read);
+    None stays None (every document weighs 1). Real weights must be finite and >= 0; ``validate=False`` checks
+    only the dtype and shape (nothing read back from the device)."""
     if weights is None:
         return None
     w = checked_tensor(weights, "weights", device)
     if w.dtype == torch.bool or w.is_complex():
         raise GaprankInputError(f"weights must be real numbers; got dtype {w.dtype}")
-    if tuple(w.shape) != tuple(shape):
-        raise GaprankInputError(f"weights shape {tuple(w.shape)} does not match scores shape {tuple(shape)}")
-    w = w.reshape(mask.shape).to(torch.float64)
+    per_level = w.ndim == len(shape) + 1
+    if tuple(w.shape[:len(shape)]) != tuple(shape) or w.ndim not in (len(shape), len(shape) + 1) or (
+            per_level and w.shape[-1] < 1):
+        raise GaprankInputError(f"weights shape {tuple(w.shape)} does not match scores shape {tuple(shape)} (one "
+                                "weight per document, or one per document and level 1..c on a last axis)")
+    w = w.reshape(*mask.shape, *w.shape[len(shape):]).to(torch.float64)
+    real = mask[..., None] if per_level else mask
     if validate:
-        bad = ~(torch.isfinite(w) & (w >= 0)) & mask
+        bad = ~(torch.isfinite(w) & (w >= 0)) & real
         if bool(bad.any()):
-            b, n = (int(i) for i in torch.nonzero(bad)[0])
-            raise GaprankInputError(f"weights must be finite and >= 0; got {w[b, n].item()} at query {b}, position {n}")
-    return torch.where(mask, w, torch.zeros((), dtype=torch.float64, device=device))
+            b, n = (int(i) for i in torch.nonzero(bad)[0][:2])
+            value = w[b, n][~(torch.isfinite(w[b, n]) & (w[b, n] >= 0))][0] if per_level else w[b, n]
+            raise GaprankInputError(f"weights must be finite and >= 0; got {value.item()} at query {b}, position {n}")
+    return torch.where(real, w, torch.zeros((), dtype=torch.float64, device=device))
+
+
+def per_level(weights: ArrayLike | None, scores_ndim: int) -> bool:
+    """Whether ``weights`` are given per document and level (a last axis beyond the scores')."""
+    if weights is None:
+        return False
+    return (weights.ndim if isinstance(weights, torch.Tensor) else np.ndim(weights)) == scores_ndim + 1
 
 
 def as_batch(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:

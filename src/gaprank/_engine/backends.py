@@ -7,7 +7,8 @@ Two backends compute the same |Delta M|-weighted pairwise costs, gradients and h
   swap deltas come from a kernel (the AP family) or from gains and discounts (nDCG, P@k, RBP, ...), on the CPU;
 * ``"torch"``: the tensor engine of :mod:`.pairs` (any measure with swap deltas, any device).
 
-Both weigh documents (``weights=``) for the measures whose forms take weights.
+Both weigh documents (``weights=``) for the measures whose forms take weights; weights per document and level only
+the torch backend.
 
 ``backend="auto"`` (the default of every loss and objective) takes the compiled kernel wherever it serves and
 the tensor engine elsewhere; ``"compiled"`` where it cannot serve is refused in one line, never replaced.
@@ -44,18 +45,21 @@ def check_backend(backend: Any) -> str:
     return str(backend)
 
 
-def lambda_backend(backend: str, measure: Measure | None, device: torch.device) -> Literal["compiled", "torch"]:
+def lambda_backend(backend: str, measure: Measure | None, device: torch.device, *,
+                   level_weights: bool = False) -> Literal["compiled", "torch"]:
     """The backend that computes the lambdas of ``measure`` (None: RankNet, no measure) for scores on
-    ``device``: the one rule every loss and objective follows."""
+    ``device``, with weights per document and level when ``level_weights``: the one rule every loss and objective
+    follows."""
     backend = check_backend(backend)
     form_serves = measure is not None and isinstance(measure.info.form, (KernelForm, GainDiscountForm))
-    serves = form_serves and runs_compiled(device)
+    serves = form_serves and runs_compiled(device) and not level_weights
     if backend == "auto":
         return "compiled" if serves else "torch"
     if backend == "compiled" and not serves:
         why = ("RankNet has no measure: it runs on the torch backend" if measure is None else
                f"{measure.info.name}'s swap deltas have factors of their own, which only the torch backend computes"
                if not form_serves else
+               "weights per level (a grade mass per document) are the torch backend's" if level_weights else
                f"scores on {device.type} (the compiled kernel runs on the CPU)" if device.type != "cpu" else
                "numba is not importable")
         raise GaprankInputError(f"backend='compiled' cannot serve this call: {why}; use backend='auto' or 'torch'")

@@ -449,9 +449,9 @@ def pair_factors(measure: Measure, ranked: RankedLists, params: dict[str, Any], 
 def slot_mass(ranked: RankedLists) -> torch.Tensor | None:
     """``[C, S]``: the grade mass of a batch of ranked lists on its one-block layout's slots (grade-major), for a
     plan's :meth:`FactorPlan.factors`; None for unweighted lists."""
-    if ranked.weights is None:
+    if ranked.mass is None:
         return None
-    return ranked.grade_mass().reshape(-1, ranked.num_grades + 1).T.contiguous()
+    return ranked.mass.reshape(-1, ranked.num_grades + 1).T.contiguous()
 
 
 def symmetric_deltas(factors: PairFactors, size: int) -> torch.Tensor:

@@ -46,7 +46,7 @@ class Bucket:
     rows: torch.Tensor  # [B, W] int64; padding points one past the last row (a sentinel slot)
     mask: torch.Tensor  # [B, W] bool
     labels: torch.Tensor  # [B, W] int64 (0 at padding)
-    weights: torch.Tensor | None = None  # [B, W] float64 (0 at padding), the rows' weights in the measure
+    weights: torch.Tensor | None = None  # [B, W] or [B, W, c] float64 (0 at padding), the rows' weights in the measure
 
 
 @dataclass
@@ -66,7 +66,7 @@ class QueryLayout:
     slots: SlotLayout
     slot_rows: torch.Tensor  # [S] int64: the row at each slot, num_rows (a sentinel) at padding
     slot_labels: torch.Tensor  # [S] int64: its label, 0 at padding
-    slot_weights: torch.Tensor | None = None  # [S] float64: its weight in the measure, 0 at padding
+    slot_weights: torch.Tensor | None = None  # [S] or [S, c] float64: its weight in the measure, 0 at padding
 
     @property
     def max_label(self) -> int:
@@ -87,7 +87,9 @@ class QueryLayout:
             queries = queries[differ]
         buckets, chosen_sizes = [], []
         labels_with_sentinel = torch.from_numpy(np.append(y, 0))
-        weights_with_sentinel = None if weights is None else torch.from_numpy(np.append(weights, 0.0))
+        weights_with_sentinel = None
+        if weights is not None:
+            weights_with_sentinel = torch.from_numpy(np.concatenate([weights, np.zeros((1, *weights.shape[1:]))]))
         for bucket in grouped.pair_buckets(queries, rows, fill=y.size):  # padding reads the sentinel label
             rows_t = torch.from_numpy(bucket.rows)
             buckets.append(Bucket(rows_t, torch.from_numpy(bucket.mask), labels_with_sentinel[rows_t],
@@ -97,8 +99,9 @@ class QueryLayout:
                            torch.from_numpy(np.concatenate(chosen_sizes) if chosen_sizes else np.zeros(0, np.int64)))
         slot_weights = None
         if weights_with_sentinel is not None:
-            slot_weights = (torch.cat([b.weights.reshape(-1) for b in buckets if b.weights is not None])
-                            if buckets else torch.zeros(0, dtype=torch.float64))
+            slot_weights = (torch.cat([b.weights.reshape(-1, *b.weights.shape[2:]) for b in buckets
+                                       if b.weights is not None])
+                            if buckets else torch.zeros(0, *weights_with_sentinel.shape[1:], dtype=torch.float64))
         return cls(y.size, y, sizes, buckets, slots, _concat_flat([b.rows for b in buckets]),
                    _concat_flat([b.labels for b in buckets]), slot_weights)
 

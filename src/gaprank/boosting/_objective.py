@@ -69,11 +69,11 @@ class _TorchRounds:
     derivatives: torch.Tensor  # [2, rows]: grad and hess; 0 at the rows of unrankable queries
     real_rows: torch.Tensor  # [m] int64: the rows ranked at the real slots
     real_sums: torch.Tensor  # [2, m]: their grad and hess
-    grade_ids: torch.Tensor  # [C, 1] int64: the grades 0..c of the scale, for weighted documents' grade mass
+    slot_mass: torch.Tensor | None  # [C, S]: each slot's document's grade mass (weighted documents), else None
 
     @classmethod
     def build(cls, layout: QueryLayout, plan: FactorPlan, engine: PairwiseEngine, dtype: torch.dtype,
-              num_grades: int) -> _TorchRounds:
+              slot_mass: torch.Tensor | None) -> _TorchRounds:
         slots = layout.slots
         row_scores = torch.empty(slots.num_slots, dtype=torch.float64)
         order = torch.empty(slots.num_slots, dtype=torch.int64)
@@ -82,7 +82,7 @@ class _TorchRounds:
         return cls(plan, engine, torch.full((layout.num_rows + 1,), -math.inf, dtype=torch.float64),
                    row_scores, order, torch.empty_like(order), torch.empty_like(order), sorts,
                    torch.zeros(2, layout.num_rows, dtype=dtype), torch.empty(slots.real.numel(), dtype=torch.int64),
-                   torch.empty(2, slots.real.numel(), dtype=dtype), torch.arange(num_grades + 1)[:, None])
+                   torch.empty(2, slots.real.numel(), dtype=dtype), slot_mass)
 
 
 @dataclass
@@ -155,7 +155,11 @@ class LambdaMARTObjective:
             lists = [rank_lists(torch.zeros(b.mask.shape, dtype=torch.float64), b.labels, mask=b.mask,
                                 num_grades=num_grades, by_score=False, weights=b.weights) for b in layout.buckets]
             settings = self.settings
-            if self._backend == "compiled":
+            level_weights = weights is not None and weights.ndim == 2
+            if level_weights and settings.backend == "compiled":
+                raise GaprankInputError("backend='compiled' cannot serve weights per level (a grade mass per document): "
+                                        "use backend='auto' or 'torch'")
+            if self._backend == "compiled" and not level_weights:
                 slots = layout.slots
                 kernel_plan = compiled_plan(self.measure, lists, params, slots, sizes=slots.sizes.numpy(),
                                             rows=layout.slot_rows[slots.real].numpy(),
@@ -172,7 +176,12 @@ class LambdaMARTObjective:
                 engine = PairwiseEngine(layout.slots, sigma=settings.sigma, truncation=settings.truncation_level,
                                         norm=settings.norm, with_hessian=True, with_cost=False, dtype=dtype,
                                         block_elements=self.block_elements)
-                return _PreparedData(layout, torch_rounds=_TorchRounds.build(layout, plan, engine, dtype, num_grades))
+                slot_mass = None  # the lists keep the slots' order (by_score=False): one mass per slot's document
+                if weights is not None:
+                    slot_mass = torch.cat([ranked.grade_mass().reshape(-1, num_grades + 1) for ranked in lists]).T
+                return _PreparedData(layout, torch_rounds=_TorchRounds.build(layout, plan, engine, dtype,
+                                                                             None if slot_mass is None
+                                                                             else slot_mass.contiguous()))
         return _PreparedData(layout)
 
     def gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
@@ -181,7 +190,8 @@ class LambdaMARTObjective:
 
         Queries with fewer than two different labels get 0 and 0. ``weight`` (one per row), when
         given, multiplies both, as LightGBM's own lambdarank does; with ``row_weights="measure"`` it is each
-        document's weight in the measure instead (and must be given).
+        document's weight in the measure instead (and must be given), one per row or one per row and level
+        (``[rows, c]``: graded events; the torch backend).
         """
         in_measure = self.settings.row_weights == "measure"
         if in_measure:
@@ -209,10 +219,7 @@ class LambdaMARTObjective:
             order = rounds.order.add_(layout.slots.list_start)  # within its list -> in the whole layout
             torch.index_select(layout.slot_labels, 0, order, out=rounds.grades)
             torch.index_select(layout.slot_rows, 0, order, out=rounds.destination)
-            mass = None
-            if layout.slot_weights is not None:  # each ranked document's weight at its grade
-                ranked_weights = torch.index_select(layout.slot_weights, 0, order)
-                mass = (rounds.grade_ids == rounds.grades[None]) * ranked_weights[None]
+            mass = None if rounds.slot_mass is None else torch.index_select(rounds.slot_mass, 1, order)
             factors = rounds.plan.factors(rounds.grades, mass)
             _, sums = rounds.engine.run(rounds.engine.scores, rounds.grades, factors)
             real = layout.slots.real
@@ -223,15 +230,17 @@ class LambdaMARTObjective:
 
 
 def _checked_row_weights(weight: ArrayLike | None, rows: int) -> np.ndarray:
-    """The data set's weights when they enter the measure: one finite non-negative number per row, required."""
+    """The data set's weights when they enter the measure: finite non-negative numbers, one per row (or one per row
+    and level: ``[rows, c]``), required."""
     if weight is None:
         raise GaprankInputError("row_weights='measure' needs the data set's weights (one per row: each document's "
                                 "weight in the measure, e.g. 1/propensity); the data set has none")
     w = np.asarray(weight, dtype=np.float64)
-    if w.shape != (rows,) or not np.isfinite(w).all() or (w < 0).any():
-        problem = (f"shape {w.shape}" if w.shape != (rows,) else
+    if w.shape[:1] != (rows,) or w.ndim not in (1, 2) or not np.isfinite(w).all() or (w < 0).any():
+        problem = (f"shape {w.shape}" if w.shape[:1] != (rows,) or w.ndim not in (1, 2) else
                    "a non-finite value" if not np.isfinite(w).all() else f"negative weight {w[w < 0][0]:g}")
-        raise GaprankInputError(f"weight must hold one finite non-negative number per row ({rows}); got {problem}")
+        raise GaprankInputError(f"weight must hold one finite non-negative number per row ({rows}), or one per row "
+                                f"and level; got {problem}")
     return w
 
 

@@ -74,10 +74,11 @@ NAMED_SMOOTH: dict[str, Entry] = {
 # LambdaRank and RankNet
 PAIRWISE: dict[str, Entry] = {
     'weights': ('array_like or torch.Tensor, optional',
-        'Per document, >= 0, in the shape of ``scores``: the swap deltas are those of the weighted measure, a '
-        'document counting w times at its grade (the metrics\' ``weights=``; with w = 1/propensity, the '
-        'inverse-propensity estimate from clicks; docs: Simulating clicks). Not '
-        'taken by ERR, Q, RR, Rprec, Success or vG. Default: every document weighs 1.'),
+        'Per document, >= 0, in the shape of ``scores`` (or with a last axis of c: per document and level 1..c): '
+        'the swap deltas are those of the weighted measure, a document counting w times at its grade (the '
+        'metrics\' ``weights=``; with w = 1/propensity, the inverse-propensity estimate from clicks; docs: '
+        'Simulating clicks). Weights per level run on the torch backend. Not taken by ERR, Q, RR, Rprec, Success '
+        'or vG. Default: every document weighs 1.'),
     'sigma': ('float, default 1.0',
         "The logistic's steepness: rho_ij = 1 / (1 + exp(sigma (s_i - s_j)))."),
     'measure': ('str, default "gap"',

@@ -24,7 +24,7 @@ from .._engine.backends import Backend, check_backend, lambda_backend
 from .._engine.batches import BatchPairs
 from .._engine.graphs import CudaGraphs
 from .._engine.lambdas import LambdaSettings, lambdas
-from .._inputs import as_batch, check_positive_int, check_sigma
+from .._inputs import as_batch, check_positive_int, check_sigma, per_level
 from .._typing import ArrayLike
 from ..metrics import objective_measure
 from ._common import check_loss_settings, check_scores_tensor, reduce_loss, refuse_function_transforms, with_gradient
@@ -121,10 +121,11 @@ def lambdarank_loss(
         True marks a real document, False padding; padding gets exactly 0 gradient whatever its
         scores hold. Default: every position is real.
     weights : array_like or torch.Tensor, optional
-        Per document, >= 0, in the shape of ``scores``: the swap deltas are those of the weighted
-        measure, a document counting w times at its grade (the metrics' ``weights=``; with w =
-        1/propensity, the inverse-propensity estimate from clicks; docs: Simulating clicks). Not
-        taken by ERR, Q, RR, Rprec, Success or vG. Default: every document weighs 1.
+        Per document, >= 0, in the shape of ``scores`` (or with a last axis of c: per document and
+        level 1..c): the swap deltas are those of the weighted measure, a document counting w times
+        at its grade (the metrics' ``weights=``; with w = 1/propensity, the inverse-propensity
+        estimate from clicks; docs: Simulating clicks). Weights per level run on the torch backend.
+        Not taken by ERR, Q, RR, Rprec, Success or vG. Default: every document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query when the list does not hold every judged document (the recall base and
         the ideal list); default counted from the labels.
@@ -163,7 +164,7 @@ def lambdarank_loss(
     settings = _lambdarank_settings(scores, measure, g=g, sigma=sigma, truncation_level=truncation_level,
                                     max_grade=max_grade,
                                     grade_counts=grade_counts, validate=validate)
-    backend = lambda_backend(backend, settings.measure, scores.device)
+    backend = lambda_backend(backend, settings.measure, scores.device, level_weights=per_level(weights, scores.ndim))
     cost, gradient = lambdas(scores, labels, mask, settings, backend, weights=weights)
     return _attached(scores, mask, cost, gradient, reduction)
 
@@ -288,7 +289,8 @@ class LambdaRankLoss(_PairLoss):
         settings = _lambdarank_settings(scores, self.measure, g=self.g, sigma=self.sigma,
                                         truncation_level=self.truncation_level,
                                         max_grade=self.max_grade, grade_counts=None, validate=self.validate)
-        backend = lambda_backend(self.backend, settings.measure, scores.device)
+        backend = lambda_backend(self.backend, settings.measure, scores.device,
+                                 level_weights=per_level(weights, scores.ndim))
         return self._attached_lambdas(scores, labels, mask, settings, backend, self.reduction, weights)
 
     def extra_repr(self) -> str:

@@ -30,7 +30,9 @@ SHARED: dict[str, tuple[str, str]] = {
                 "Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its "
                 "grade, in the grade counts, in its own terms and (times the other's weight) in its pairs: the "
                 "inverse-propensity estimate of the measure from documents each observed with probability 1/w "
-                "(docs: Learning from clicks). Padding's weights are never read. Default: every document weighs 1."),
+                "(docs: Simulating clicks). With a last axis of c, one weight per document and level 1..c: the "
+                "document counts w_a at each threshold a up to its label (graded events, each level observed "
+                "with its own probability). Padding's weights are never read. Default: every document weighs 1."),
     "grade_counts": ("array_like, optional",
                      "R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each grade, "
                      "when the list does not hold every judged document (a run that missed relevant ones). The "

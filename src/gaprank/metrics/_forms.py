@@ -91,7 +91,7 @@ class KernelForm(Form):
         kernel = self.build(ranked, params)
         if kernel is None:
             return ranked.counts.new_zeros(ranked.batch), ranked.counts.new_zeros(ranked.batch).bool()
-        return pivot_sum(ranked.grades, ranked.valid, kernel, k, ranked.weights), kernel.defined
+        return pivot_sum(ranked.grades, ranked.valid, kernel, k, ranked.mass), kernel.defined
 
 
 def cut(values: torch.Tensor, positions: torch.Tensor, k: int | None) -> torch.Tensor:
@@ -178,8 +178,10 @@ class GainDiscountForm(Form):
 
 
 def document_gains(ranked: RankedLists, gains: torch.Tensor) -> torch.Tensor:
-    """``[B, N]``: the gain of the document at each rank (times its weight; 0 at padding)."""
-    return gains[ranked.grades] * (ranked.valid if ranked.weights is None else ranked.weights)
+    """``[B, N]``: the gain of the document at each rank (of its grade mass when weighted; 0 at padding)."""
+    if ranked.mass is not None:
+        return ranked.mass @ gains
+    return gains[ranked.grades] * ranked.valid
 
 
 def ideal_sum(ranked: RankedLists, gains: torch.Tensor, discount: Callable[[torch.Tensor, Params], torch.Tensor],
@@ -188,7 +190,7 @@ def ideal_sum(ranked: RankedLists, gains: torch.Tensor, discount: Callable[[torc
     documents, highest grade first), at ranks <= ``k`` and, ``within_list``, <= the list's length: the
     normaliser of nDCG (the ideal DCG) and of the sliding ratio. Weighted lists: the list's documents ordered by
     weighted gain, the largest first."""
-    if ranked.weights is not None:
+    if ranked.mass is not None:
         values = ranked.ideal_values(document_gains(ranked, gains))
         positions = ranked.positions()
         return (values * cut(torch.as_tensor(discount(positions, params), dtype=torch.float64), positions, k)).sum(-1)
@@ -227,7 +229,7 @@ class ListForm(Form):
         return self.swap_factors is not None
 
     def value(self, ranked: RankedLists, k: int | None, params: Params) -> Values:
-        if ranked.weights is not None:
+        if ranked.mass is not None:
             raise WeightsNotTaken("its value is not a sum over documents and pairs of documents that weights "
                                   "could scale")
         return self.value_of(ranked, k, params)

@@ -76,8 +76,10 @@ def ndcg(
         Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
         grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
         the inverse-propensity estimate of the measure from documents each observed with probability
-        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
-        weighs 1.
+        1/w (docs: Simulating clicks). With a last axis of c, one weight per document and level
+        1..c: the document counts w_a at each threshold a up to its label (graded events, each level
+        observed with its own probability). Padding's weights are never read. Default: every
+        document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -155,8 +157,10 @@ def precision(
         Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
         grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
         the inverse-propensity estimate of the measure from documents each observed with probability
-        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
-        weighs 1.
+        1/w (docs: Simulating clicks). With a last axis of c, one weight per document and level
+        1..c: the document counts w_a at each threshold a up to its label (graded events, each level
+        observed with its own probability). Padding's weights are never read. Default: every
+        document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -234,8 +238,10 @@ def rbp(
         Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
         grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
         the inverse-propensity estimate of the measure from documents each observed with probability
-        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
-        weighs 1.
+        1/w (docs: Simulating clicks). With a last axis of c, one weight per document and level
+        1..c: the document counts w_a at each threshold a up to its label (graded events, each level
+        observed with its own probability). Padding's weights are never read. Default: every
+        document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -308,8 +314,10 @@ def sliding_ratio(
         Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
         grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
         the inverse-propensity estimate of the measure from documents each observed with probability
-        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
-        weighs 1.
+        1/w (docs: Simulating clicks). With a last axis of c, one weight per document and level
+        1..c: the document counts w_a at each threshold a up to its label (graded events, each level
+        observed with its own probability). Padding's weights are never read. Default: every
+        document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -387,8 +395,10 @@ def errbp(
         Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
         grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
         the inverse-propensity estimate of the measure from documents each observed with probability
-        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
-        weighs 1.
+        1/w (docs: Simulating clicks). With a last axis of c, one weight per document and level
+        1..c: the document counts w_a at each threshold a up to its label (graded events, each level
+        observed with its own probability). Padding's weights are never read. Default: every
+        document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -464,8 +474,10 @@ def recall(
         Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
         grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
         the inverse-propensity estimate of the measure from documents each observed with probability
-        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
-        weighs 1.
+        1/w (docs: Simulating clicks). With a last axis of c, one weight per document and level
+        1..c: the document counts w_a at each threshold a up to its label (graded events, each level
+        observed with its own probability). Padding's weights are never read. Default: every
+        document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).
@@ -543,8 +555,10 @@ def dcg(
         Per document, >= 0, in the shape of ``scores``: a document of weight w counts w times at its
         grade, in the grade counts, in its own terms and (times the other's weight) in its pairs:
         the inverse-propensity estimate of the measure from documents each observed with probability
-        1/w (docs: Learning from clicks). Padding's weights are never read. Default: every document
-        weighs 1.
+        1/w (docs: Simulating clicks). With a last axis of c, one weight per document and level
+        1..c: the document counts w_a at each threshold a up to its label (graded events, each level
+        observed with its own probability). Padding's weights are never read. Default: every
+        document weighs 1.
     grade_counts : array_like, optional
         R(0)..R(c) per query, shape ``[c+1]`` or ``[batch, c+1]``: the judged documents of each
         grade, when the list does not hold every judged document (a run that missed relevant ones).

@@ -47,21 +47,23 @@ class Kernel:
 
 
 def pivot_sum(grades: torch.Tensor, valid: torch.Tensor, kernel: Kernel, k: int | None = None,
-              weights: torch.Tensor | None = None) -> torch.Tensor:
-    """Evaluate ``sum_n (1/n) (D[r_n] + sum_{m<n} K[r_m, r_n])`` for ranked grades ``[B, N]``; with ``weights``
-    ``[B, N]`` (rank order), ``sum_n (w_n/n) (D[r_n] + sum_{m<n} w_m K[r_m, r_n])``.
+              mass: torch.Tensor | None = None) -> torch.Tensor:
+    """Evaluate ``sum_n (1/n) (D[r_n] + sum_{m<n} K[r_m, r_n])`` for ranked grades ``[B, N]``; with a grade
+    ``mass`` ``[B, N, c+1]`` (rank order: how much each document counts at each grade),
+    ``sum_n (1/n) (y_n . D + sum_{m<n} y_m K y_n)``.
 
     O(B N c^2): prefix counts per grade replace the inner sum over documents.
     """
     num_classes = kernel.matrix.shape[-1]
-    onehot = grade_indicators(grades, num_classes).to(torch.float64) * valid[..., None]
-    if weights is not None:
-        onehot = onehot * weights[..., None]
+    onehot = grade_indicators(grades, num_classes).to(torch.float64) * valid[..., None] if mass is None else mass
     above = torch.cumsum(onehot, dim=1) - onehot  # [B, N, c+1]: grade counts strictly above rank n
-    from_above = torch.bmm(above, kernel.matrix).gather(-1, grades[..., None]).squeeze(-1)
-    own = kernel.diag.gather(-1, grades)
     positions = torch.arange(1, grades.shape[1] + 1, dtype=torch.float64, device=grades.device)
-    terms = (from_above + own) / positions * (valid if weights is None else weights)
+    if mass is None:
+        from_above = torch.bmm(above, kernel.matrix).gather(-1, grades[..., None]).squeeze(-1)
+        terms = (from_above + kernel.diag.gather(-1, grades)) / positions * valid
+    else:
+        pairs_and_own = torch.bmm(above, kernel.matrix) + kernel.diag[:, None, :]  # read at the pivot's mass
+        terms = (pairs_and_own * mass).sum(-1) / positions
     if k is not None:
         terms = terms[:, :k]
     return terms.sum(-1)

@@ -12,7 +12,10 @@ Conventions (documented once here, named as arguments in every public function):
 * ``weights`` (per document, >= 0) make a document count ``w`` times at its grade wherever the measure counts
   documents of a grade: in the grade counts, the terms a document contributes as itself (``w``), and the pairs
   it forms with another document (``w_m w_n``). That is the inverse-propensity estimate of the measure from
-  documents observed with probability 1/w (docs: The maths, "Weights: inverse-propensity estimates").
+  documents observed with probability 1/w (docs: The maths, "Weights: inverse-propensity estimates"). Weights
+  per document and level 1..c (a last axis of c) weigh each level its label reaches: the document then counts
+  ``w_a`` at every threshold ``a <= label``, as a *grade mass* ``w_u - w_{u+1}`` at each grade u below its label
+  and ``w_label`` at its label (nothing at grade 0).
 """
 
 from __future__ import annotations
@@ -49,8 +52,11 @@ class RankedLists:
     # a bound on RB(1) known without reading the data (the list width when the counts are the lists' own);
     # None: the ideal ranking's length is read from the counts
     ideal_length: int | None = None
-    # [B, N] float64: the weight of the document at each rank, 0 at padding; None: every document weighs 1
+    # [B, N] float64: the weight of the document at each rank, 0 at padding; None: every document weighs 1, or
+    # weights per level (then ``mass`` only)
     weights: torch.Tensor | None = None
+    # [B, N, c+1] float64: how much the document at each rank counts at each grade, when weighted; None: one-hot
+    mass: torch.Tensor | None = None
 
     @property
     def batch(self) -> int:
@@ -82,7 +88,8 @@ class RankedLists:
         return torch.zeros_like(self.grades).scatter_(1, self.order, self.grades)
 
     def document_weights(self) -> torch.Tensor | None:
-        """Weights back in input (document) order, ``[B, N]``, 0 at padding; None for unweighted lists."""
+        """Per-document weights back in input (document) order, ``[B, N]``, 0 at padding; None for unweighted lists
+        (or weights per level)."""
         return None if self.weights is None else torch.zeros_like(self.weights).scatter_(1, self.order, self.weights)
 
     def ideal_grades(self) -> torch.Tensor:
@@ -91,7 +98,7 @@ class RankedLists:
         The i-th ideal grade (1-based) is #{k >= 1 : RB(k) >= i}; zeros pad shorter queries. Weighted lists
         have no ideal ranking of grades (:meth:`ideal_values` orders their documents' values).
         """
-        if self.weights is not None:
+        if self.mass is not None:
             raise WeightsNotTaken("its normaliser is the value of an ideal ranking of grades, which weighted "
                                   "documents do not have")
         rb = self.recall_base[:, 1:]  # [B, c]
@@ -110,10 +117,11 @@ class RankedLists:
         return torch.sort(values.masked_fill(~self.valid, 0.0), dim=-1, descending=True).values
 
     def grade_mass(self) -> torch.Tensor:
-        """``[B, N, c+1]`` float64: how much the document at each rank counts at each grade (its weight, or 1, at
-        its own grade; 0 at padding)."""
-        mass = (grade_indicators(self.grades, self.num_grades + 1) & self.valid[..., None]).to(torch.float64)
-        return mass if self.weights is None else mass * self.weights[..., None]
+        """``[B, N, c+1]`` float64: how much the document at each rank counts at each grade (one at its own grade
+        unless weighted; 0 at padding)."""
+        if self.mass is not None:
+            return self.mass
+        return (grade_indicators(self.grades, self.num_grades + 1) & self.valid[..., None]).to(torch.float64)
 
 
 class WeightsNotTaken(GaprankInputError):
@@ -209,8 +217,8 @@ def rank_lists(
     ``validate=False`` reads nothing back from the device (no synchronisation on a GPU): scores, labels and
     ``grade_counts`` are trusted (see :func:`~gaprank._inputs.prepare_scores_labels`), and the grade scale
     must be fixed by ``num_grades`` or ``grade_counts``' shape, since the largest label is not read.
-    ``weights``: per document (module doc); the grade counts are then the weighted counts of the list, so
-    ``grade_counts`` cannot come with them.
+    ``weights``: per document, or per document and level (module doc); the grade counts are then the weighted
+    counts of the list, so ``grade_counts`` cannot come with them.
     """
     check_choice(ties, "ties", TIE_RULES)
     for flag, name in ((by_score, "by_score"), (validate, "validate")):
@@ -246,9 +254,14 @@ def rank_lists(
         order = torch.empty_like(slot).scatter_(-1, slot, torch.arange(s.shape[-1], device=device).expand_as(slot))
     grades = y.gather(-1, order)
     valid = m.gather(-1, order)
-    ranked_weights = None if w is None else w.gather(-1, order)
     onehot = (grade_indicators(grades, num_grades + 1) & valid[..., None]).to(torch.float64)
-    in_list = (onehot if ranked_weights is None else onehot * ranked_weights[..., None]).sum(1)  # [B, c+1]
+    ranked_weights = mass = None
+    if w is not None and w.ndim == 2:
+        ranked_weights = w.gather(-1, order)
+        mass = onehot * ranked_weights[..., None]
+    elif w is not None:
+        mass = _level_mass(grades, w.gather(1, order[..., None].expand(-1, -1, w.shape[-1])), num_grades)
+    in_list = (onehot if mass is None else mass).sum(1)  # [B, c+1]
     if grade_counts is None:
         counts = in_list
     else:
@@ -256,7 +269,19 @@ def rank_lists(
     # Unvalidated lists bound the ideal ranking by their width, so that its length is not read back; validated
     # ones keep the exact length (a longer sum of the same terms could round differently).
     ideal_length = s.shape[-1] if grade_counts is None and not validate else None
-    return RankedLists(grades, valid, order, m.sum(-1), counts, num_grades, spec, ideal_length, ranked_weights)
+    return RankedLists(grades, valid, order, m.sum(-1), counts, num_grades, spec, ideal_length, ranked_weights, mass)
+
+
+def _level_mass(grades: torch.Tensor, weights: torch.Tensor, num_grades: int) -> torch.Tensor:
+    """``[B, N, c+1]``: the grade mass of documents weighted per level (``weights`` ``[B, N, c]``, 0 at padding):
+    ``X_a = w_a 1[label >= a]`` at each threshold a = 1..c, mass ``X_u - X_{u+1}`` at grade u >= 1, 0 at grade 0."""
+    if weights.shape[-1] != num_grades:
+        raise GaprankInputError(f"weights give {weights.shape[-1]} levels per document, but the grade scale is "
+                                f"0..{num_grades}: one weight per level 1..{num_grades}")
+    levels = torch.arange(1, num_grades + 1, device=grades.device)
+    reached = weights * (grades[..., None] >= levels)  # X_1..X_c
+    mass = reached - torch.nn.functional.pad(reached[..., 1:], (0, 1))
+    return torch.nn.functional.pad(mass, (1, 0))
 
 
 def spec_shape(scores: torch.Tensor, spec: OutputSpec) -> tuple[int, ...]:
