@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from gaprank import GaprankInputError
-from gaprank.clicks import ClickModel, estimate_propensities, inverse_propensities, simulate_clicks
+from gaprank.clicks import (
+    ClickCounts,
+    ClickModel,
+    click_training_set,
+    estimate_propensities,
+    inverse_propensities,
+    simulate_clicks,
+)
 from gaprank.data import RankingSplit
 
 
@@ -234,3 +241,58 @@ def test_propensities_estimated_from_randomised_top_ranks_recover_the_examinatio
         assert abs(estimate[rank - 1] - truth) <= error, (rank, estimate[rank - 1], truth)
     weights = inverse_propensities(log, model.examined(6))
     np.testing.assert_allclose(weights, log.position.astype(float) ** 1.5, rtol=1e-15)
+
+
+def test_a_click_training_set_averages_each_level_over_the_sessions_that_showed_the_document():
+    """By hand: row 0 shown twice at position 1 (a click, a purchase) and once at position 2 (nothing); row 2 once at
+    position 2 (a cart); row 1 never shown (left out); propensities 1 and 1/2."""
+    split = _split([[2, 0, 1]])
+    counts = np.zeros((3, 2, 4), dtype=np.int64)
+    counts[0, 0, 1] = counts[0, 0, 3] = counts[0, 1, 0] = 1
+    counts[2, 1, 2] = 1
+    data = click_training_set(split, ClickCounts(counts, 3), [1.0, 0.5])
+    np.testing.assert_array_equal(data.rows, [0, 2])
+    np.testing.assert_array_equal(data.sessions, [3, 1])
+    np.testing.assert_allclose(data.weights, [[2 / 3, 1 / 3, 1 / 3], [2.0, 2.0, 0.0]])
+    np.testing.assert_array_equal(data.split.labels, [3, 2])
+    np.testing.assert_array_equal(data.split.features, split.features[[0, 2]])
+    per_level = click_training_set(split, ClickCounts(counts, 3), [[1.0, 1.0, 0.5], [0.5, 0.5, 0.25]])
+    np.testing.assert_allclose(per_level.weights, [[2 / 3, 1 / 3, 2 / 3], [2.0, 2.0, 0.0]])
+
+
+def test_a_click_training_set_s_weights_estimate_the_examined_event_rates():
+    """Position-based model at eta 1: with the true propensities each shown document's weights approach its grade's
+    click, cart and purchase rates of an examined user (5 standard errors); the naive rates (propensities 1) fall
+    short by the examination probability of where it was shown."""
+    grades = [[2, 0, 1, 2, 1]]
+    model = ClickModel(eta=1.0, epsilon_minus=0.1, cart=[0.0, 0.4, 0.7], purchase=[0.0, 0.3, 0.6])
+    split = _split(grades)
+    log = simulate_clicks(split, _scores(grades), 200_000, model, shown=5, seed=9)
+    counts = log.count(5, positions=5)
+    ipw = click_training_set(split, counts, model.examined(5))
+    naive = click_training_set(split, counts, np.ones(5))
+    for row, grade in enumerate(grades[0]):
+        click = 0.1 + 0.9 * (2 ** grade - 1) / 3
+        rates = [click, click * [0.0, 0.4, 0.7][grade], click * [0.0, 0.4, 0.7][grade] * [0.0, 0.3, 0.6][grade]]
+        theta = 1.0 / (row + 1)
+        for level, rate in enumerate(rates):
+            error = 5 * np.sqrt(max(rate * theta * (1 - rate * theta), 1e-12) / 200_000) / theta + 1e-12
+            assert abs(ipw.weights[row, level] - rate) <= error, (row, level, ipw.weights[row, level], rate)
+            assert naive.weights[row, level] == pytest.approx(ipw.weights[row, level] * theta, rel=1e-12)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda s, c: click_training_set(s, c, [1.0, 0.0, 1.0]), "propensities must be probabilities in \\(0, 1\\]"),
+    (lambda s, c: click_training_set(s, c, [[1.0, 1.0]] * 3), "one per position and level 1..3"),
+    (lambda s, c: click_training_set(s, c, [1.0]), "the counts show position 3, but propensities give positions 1..1"),
+    (lambda s, c: click_training_set(_split([[1, 0]]), c, [1.0, 1.0, 1.0]), "the counts are of 5 rows; the split has 2"),
+    (lambda s, c: click_training_set(s, ClickCounts(np.zeros((5, 3, 4), np.int64), 0), [1.0, 1.0, 1.0]),
+     "an empty log"),
+])
+def test_a_bad_click_training_set_is_one_line(call, message):
+    grades = [[2, 0, 1], [1, 0]]
+    split = _split(grades)
+    counts = simulate_clicks(split, _scores(grades), 50, shown=3).count(5, positions=3)
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        call(split, counts)
+    assert "\n" not in str(caught.value)

@@ -496,3 +496,32 @@ def test_lambdarank_and_lambdamart_take_weights_per_level_on_the_torch_backend(m
     np.testing.assert_allclose(grad, s.grad.reshape(-1).numpy(), rtol=1e-10, atol=1e-12)
     with pytest.raises(GaprankInputError, match="weights give 2 levels per document, but the grade scale is 0..3"):
         gaprank.gap(scores, labels, weights=levels[..., :2])
+
+
+def test_lightgbm_takes_weights_per_level_with_the_objective():
+    """A LightGBM data set holds one weight per row: weights per row and level come with the objective, which gives
+    the engine-neutral objective's gradients, and refuse a data set that has weights of its own or other rows."""
+    lgb = pytest.importorskip("lightgbm")
+    from gaprank.boosting import LambdaMARTObjective, LambdaMARTSettings
+    from gaprank.lightgbm import LambdaRankObjective
+
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(60, 3)), rng.integers(0, 4, 60).astype(float)
+    y[0] = 3
+    levels = rng.choice([0.0, 0.5, 1.0, 3.0], (60, 3))
+    settings = LambdaMARTSettings("gap", row_weights="measure")
+    objective = LambdaRankObjective(settings, level_weights=levels)
+    train = lgb.Dataset(X, y, group=[20, 20, 20], free_raw_data=False).construct()
+    preds = rng.normal(size=60)
+    grad, hess = objective(preds, train)
+    want = LambdaMARTObjective(settings).gradients(preds, y, [20, 20, 20], levels)
+    np.testing.assert_array_equal(grad, want[0])
+    np.testing.assert_array_equal(hess, want[1])
+    booster = lgb.train({"objective": objective, "verbosity": -1, "min_data_in_leaf": 5}, train, num_boost_round=3)
+    assert np.isfinite(booster.predict(X)).all()
+    with pytest.raises(GaprankInputError, match="the data set has weights too"):
+        objective(preds, lgb.Dataset(X, y, group=[20, 20, 20], weight=np.arange(1.0, 61.0)).construct())
+    with pytest.raises(GaprankInputError, match="level_weights has 60 rows; the data set has 40"):
+        objective(preds[:40], lgb.Dataset(X[:40], y[:40], group=[20, 20]).construct())
+    with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
+        LambdaRankObjective("gap", level_weights=levels)

@@ -11,6 +11,8 @@ from ._files import ClickLogError, count_clicks, read_click_log, write_click_log
 from ._log import EVENTS, ClickCounts, ClickLog
 from ._propensities import estimate_propensities, inverse_propensities
 from ._simulator import ClickModel, simulate_clicks
+from ._training import ClickTrainingSet, click_training_set
 
-__all__ = ["EVENTS", "ClickCounts", "ClickLog", "ClickLogError", "ClickModel", "count_clicks", "estimate_propensities",
-           "inverse_propensities", "read_click_log", "simulate_clicks", "write_click_log"]
+__all__ = ["EVENTS", "ClickCounts", "ClickLog", "ClickLogError", "ClickModel", "ClickTrainingSet", "click_training_set",
+           "count_clicks", "estimate_propensities", "inverse_propensities", "read_click_log", "simulate_clicks",
+           "write_click_log"]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._inputs import GaprankInputError
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings
 from ._folds import check_whole_queries
@@ -22,12 +23,39 @@ class LambdaRankObjective(LambdaMARTObjective):
 
     Build it with :func:`lambdarank_objective` (``lgb.train``) or :func:`sklearn_objective`
     (``LGBMRanker``); :meth:`gradients` is the plain-array form both call.
+
+    A LightGBM data set holds one weight per row. Weights per row and level (``[rows, c]``: graded events, each
+    level weighed in the measure; ``row_weights="measure"``) come with the objective instead:
+    ``LambdaRankObjective(settings, level_weights=W)`` reads them in place of the data set's, which must then
+    have none, and refuses a data set of another number of rows.
     """
+
+    def __init__(self, settings: LambdaMARTSettings | str = "gap", *, level_weights: ArrayLike | None = None,
+                 **fields: Any) -> None:
+        super().__init__(settings, **fields)
+        self.level_weights = None
+        if level_weights is not None:
+            if self.settings.row_weights != "measure":
+                raise GaprankInputError("level_weights weigh documents in the measure: they need "
+                                        "row_weights='measure'")
+            weights = np.asarray(level_weights, dtype=np.float64)
+            if weights.ndim != 2:
+                raise GaprankInputError(f"level_weights must be [rows, levels]; got shape {weights.shape}")
+            self.level_weights = weights
 
     def __call__(self, preds: np.ndarray, train_data: Any) -> tuple[np.ndarray, np.ndarray]:
         """``lgb.train`` form: ``(preds, train_data) -> (grad, hess)``."""
         check_whole_queries(train_data)
-        return self.gradients(preds, train_data.get_label(), train_data.get_group(), train_data.get_weight())
+        weight = train_data.get_weight()
+        if self.level_weights is not None:
+            if weight is not None:
+                raise GaprankInputError("the objective has level_weights and the data set has weights too: give the "
+                                        "documents' weights in one place")
+            if self.level_weights.shape[0] != train_data.num_data():
+                raise GaprankInputError(f"level_weights has {self.level_weights.shape[0]} rows; the data set has "
+                                        f"{train_data.num_data()}")
+            weight = self.level_weights
+        return self.gradients(preds, train_data.get_label(), train_data.get_group(), weight)
 
 
 class SklearnObjective:
