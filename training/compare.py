@@ -27,6 +27,9 @@ fingerprint of every fold and gaprank's version, and ``run`` the commit, the com
 comparison, the reference numbers, the p-values, the tuned parameters), ``plots/*.png`` and
 ``log.jsonl``. ``--quick`` (fold 1, a few epochs / rounds per run, two seeds, two tuning trials) writes
 under ``<output_dir>-quick``; ``--out DIR`` puts the comparison and every run under ``DIR`` instead.
+
+A config of ``kind: clicks`` (learning from simulated clicks, ``configs/mq2008/clicks.yaml``) is run by
+:mod:`training.clicks`, with the same options.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from ._runner import (
     script_parser,
 )
 from ._trainers import REPO, TRAINERS, RunEntry, check_seeds
-from .config import ConfigError, load_config, output_path, to_dict, with_params
+from .config import ConfigError, load_config, output_path, read_config_data, to_dict, with_params
 
 # The suffix of a measure averaged over only the test queries that have a relevant document.
 RELEVANT_ONLY = " [queries with a relevant doc]"
@@ -626,7 +629,26 @@ def _compare(config: CompareConfig, loaded: list[_Loaded], root: Path, *, quick:
     return summary | {"table": table, "output_dir": str(root)}
 
 
+def _is_clicks_config(argv: list[str] | None) -> bool:
+    """Whether the ``--config`` given is a click experiment's (``kind: clicks``): :mod:`training.clicks` runs it."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    path = next((a.split("=", 1)[1] for a in args if a.startswith("--config=")), None)
+    if path is None and "--config" in args and args.index("--config") + 1 < len(args):
+        path = args[args.index("--config") + 1]
+    if path is None:
+        return False
+    try:
+        data = read_config_data(path)
+    except GaprankInputError:
+        return False  # the comparison's own loading reports it
+    return isinstance(data, dict) and data.get("kind") == "clicks"
+
+
 def main(argv: list[str] | None = None) -> int:
+    if _is_clicks_config(argv):
+        from . import clicks
+
+        return clicks.main(argv)
     parser = script_parser("python -m training.compare", __doc__, "configs/ohsumed/compare.yaml")
     parser.add_argument("--quick", action="store_true", help="fold 1 and a few epochs / rounds per run (CI)")
     parser.add_argument("--force", action="store_true", help="retrain runs whose folds already have results")

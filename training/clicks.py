@@ -1,0 +1,595 @@
+"""Learning GAP from simulated clicks, carts and purchases: debiased learners against naive ones and the skylines.
+
+    python -m training.compare --config configs/mq2008/clicks.yaml [--quick] [--force] [--out DIR]
+
+(``training.compare`` hands a config of ``kind: clicks`` to this module; ``python -m training.clicks`` is the same.)
+
+The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
+
+1. A logging ranker: LightGBM's native lambdarank, ``logger.rounds`` rounds on a ``logger.share`` of the training
+   queries (drawn with the seed) with their true grades.
+2. Sessions over the training queries (:func:`gaprank.clicks.simulate_clicks`): the logger's top ``logger.shown``
+   documents, examined by the position-based model at each ``eta``, with or without trust bias, graded events
+   (click, cart, purchase) from the true grades. A share ``randomised_share`` of the sessions shows the top ranks
+   in a random order (result randomisation: where the estimated propensities come from). The learners see the
+   log's counts per shown document, position and event, never the true grades; the 10^4- and 10^5-session logs
+   are the first sessions of the 10^6-session one.
+3. The learners (``methods``), each LambdaMART in LightGBM (``booster``), early stopping on the validation split's
+   true-grade ``selection`` measure:
+
+   * ``logger``: the logging ranker itself;
+   * ``naive GAP`` / ``naive nDCG``: gaprank's GAP / nDCG objective on the events as they come (every propensity 1);
+   * ``IPW GAP`` / ``IPW nDCG``: the same with the true propensities (inverse-propensity weights per level,
+     :func:`gaprank.clicks.click_training_set`);
+   * ``IPW GAP (estimated)``: with the propensities estimated from the randomised sessions
+     (:func:`gaprank.clicks.estimate_propensities`);
+   * ``skyline, shown``: the GAP objective on the true grades of the documents the log shows;
+   * ``skyline, all``: on the true grades of every training document.
+
+4. Test: the true grades of the test split, with the data set's conventions (``conventions``).
+
+Headline: the share of the naive-to-shown-skyline NDCG@10 gap the best debiased GAP learner closes at the
+``headline`` condition, pooled over folds and seeds (ratio of sums), with a 95% bootstrap interval over the (fold,
+seed) cells and a paired t-test against the naive learner.
+
+Each cell (condition, fold, seed) is written atomically to ``<output_dir>/cells/`` with what produced it (its part of
+the config, gaprank's version, the fold's data fingerprint) and reused when all of that is unchanged; ``--force``
+trains again. Writes ``table.md``, ``summary.json`` (configuration, seeds, per-cell means, the headline) and
+``plots/sessions.png``. ``--quick``: fold 1, one seed, one condition, 10^4 sessions, few rounds, under
+``<output_dir>-quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import inspect
+import json
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import gaprank
+from gaprank import GaprankInputError
+from gaprank.clicks import ClickCounts, ClickModel, click_training_set, estimate_propensities, simulate_clicks
+from gaprank.data import fold_fingerprint, load_fold, write_atomic, write_json_atomic
+from gaprank.metrics import evaluate_letor
+
+from ._runner import checkout_commit, locked, machine_description, output_root
+from .config import ConfigError, load_config, output_path, to_dict
+
+METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP (estimated)", "skyline, shown",
+           "skyline, all")
+DEBIASED_GAP = ("IPW GAP", "IPW GAP (estimated)")
+
+
+@dataclass
+class LoggerConfig:
+    share: float = 0.05  # of the training queries, with their true grades
+    rounds: int = 20
+    shown: int = 10
+
+
+@dataclass
+class BoosterConfig:
+    num_boost_round: int = 500
+    early_stopping_rounds: int = 30
+    learning_rate: float = 0.05
+    num_leaves: int = 31
+    min_data_in_leaf: int = 20
+    num_threads: int = 2
+    truncation_level: int = 30  # the objectives' (LightGBM's rule), with norm
+    selection: str = "NDCG@10"  # early stopping on the validation split's true grades
+
+
+@dataclass
+class Condition:
+    eta: float = 1.0
+    trust_bias: bool = False
+    randomised_share: float = 0.05
+    sessions: int = 1_000_000
+
+    @property
+    def key(self) -> str:
+        return f"eta{self.eta:g}-trust{int(self.trust_bias)}-random{self.randomised_share:g}"
+
+
+@dataclass
+class ClicksConfig:
+    name: str
+    kind: str
+    dataset: str
+    output_dir: str
+    folds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
+    etas: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0])
+    sessions: list[int] = field(default_factory=lambda: [10_000, 100_000, 1_000_000])
+    trust_bias: list[bool] = field(default_factory=lambda: [False, True])
+    randomised_share: list[float] = field(default_factory=lambda: [0.05, 1.0])
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    measures: list[str] = field(default_factory=lambda: ["NDCG@10", "GAP", "MAP", "P@10"])
+    g: list[float] = field(default_factory=lambda: [0.5, 0.5])  # GAP's user model on the true grades
+    conventions: str = "letor4"
+    headline: Condition = field(default_factory=Condition)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    booster: BoosterConfig = field(default_factory=BoosterConfig)
+
+    def __post_init__(self) -> None:
+        if self.kind != "clicks":
+            raise ConfigError(f"kind must be 'clicks'; got {self.kind!r}")
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ConfigError(f"methods: {unknown[0]!r} is not one of {', '.join(METHODS)}")
+        if not 0 < self.logger.share <= 1:
+            raise ConfigError(f"logger.share must be in (0, 1]; got {self.logger.share}")
+        if any(not 0 <= s <= 1 for s in self.randomised_share):
+            raise ConfigError(f"randomised_share must hold shares in [0, 1]; got {self.randomised_share}")
+        if any(s < 1 for s in self.sessions):
+            raise ConfigError(f"sessions must be positive; got {self.sessions}")
+
+    def conditions(self) -> list[Condition]:
+        """Every (eta, trust bias, randomised share) at the largest session count (the smaller are its prefixes),
+        the headline's first."""
+        every = [Condition(eta, trust, share, max(self.sessions)) for eta in self.etas for trust in self.trust_bias
+                 for share in self.randomised_share]
+        first = [c for c in every if (c.eta, c.trust_bias, c.randomised_share) == (
+            self.headline.eta, self.headline.trust_bias, self.headline.randomised_share)]
+        return first + [c for c in every if c not in first]
+
+
+def trust_model(eta: float, trust_bias: bool, shown: int) -> ClickModel:
+    """The position-based model at ``eta``; with trust bias, Agarwal et al.'s (2019) noise clicks of 0.65 / rank
+    and a ceiling that falls with the rank."""
+    if not trust_bias:
+        return ClickModel(eta=eta)
+    ranks = np.arange(1, shown + 1)
+    return ClickModel(eta=eta, epsilon_plus=list(1.0 - (np.minimum(ranks, 20) - 1) / 100.0),
+                      epsilon_minus=list(0.65 / ranks))
+
+
+def _fit(train: tuple[np.ndarray, np.ndarray, np.ndarray], vali: Any, objective: Any, booster: BoosterConfig,
+         seed: int, conventions: str, g: list[float]) -> Any:
+    import lightgbm as lgb
+
+    from gaprank.lightgbm import ranking_feval
+
+    features, labels, sizes = train
+    params = {"objective": objective, "learning_rate": booster.learning_rate, "num_leaves": booster.num_leaves,
+              "min_data_in_leaf": booster.min_data_in_leaf, "num_threads": booster.num_threads, "seed": seed,
+              "verbosity": -1, "metric": "None", "deterministic": True, "force_row_wise": True}
+    data = lgb.Dataset(features, labels.astype(np.float64), group=sizes, free_raw_data=False)
+    X, y, vali_sizes = vali.to_flat()
+    valid = lgb.Dataset(X, y.astype(np.float64), group=vali_sizes, reference=data)
+    return lgb.train(params, data, num_boost_round=booster.num_boost_round, valid_sets=[valid],
+                     feval=ranking_feval([booster.selection], g=g, conventions=conventions),
+                     callbacks=[lgb.early_stopping(booster.early_stopping_rounds, verbose=False)])
+
+
+def _logger(fold: Any, config: ClicksConfig, seed: int) -> Any:
+    """The logging ranker: native lambdarank on a share of the training queries, true grades."""
+    import lightgbm as lgb
+
+    train = fold.train
+    rng = np.random.default_rng(seed)
+    queries = np.sort(rng.choice(train.num_queries, max(1, round(config.logger.share * train.num_queries)),
+                                 replace=False))
+    keep = np.isin(train.query_index, queries)
+    sizes = train.group_sizes[queries]
+    params = {"objective": "lambdarank", "num_threads": config.booster.num_threads, "seed": seed, "verbosity": -1,
+              "min_data_in_leaf": 5, "deterministic": True, "force_row_wise": True}
+    data = lgb.Dataset(train.features[keep], train.labels[keep].astype(np.float64), group=sizes)
+    return lgb.train(params, data, num_boost_round=config.logger.rounds)
+
+
+def _evaluate(model: Any, test: Any, config: ClicksConfig) -> dict[str, list[float]]:
+    scores = model.predict(test.features, num_threads=config.booster.num_threads)
+    values = evaluate_letor(scores, test.labels, test.group_sizes, g=config.g, conventions=config.conventions)
+    return {m: [float(v) for v in values[m]] for m in config.measures}
+
+
+class Cell:
+    """One (condition, fold, seed): the fold, the logging ranker, the simulated log (made on first use), and what
+    every method reads of them."""
+
+    def __init__(self, config: ClicksConfig, condition: Condition, fold_number: int, seed: int) -> None:
+        self.config, self.condition, self.seed = config, condition, seed
+        self.booster = config.booster
+        self.fold = load_fold(config.dataset, fold_number)
+        self.train, self.test = self.fold.train, self.fold.test
+        self.shown = config.logger.shown
+        self.model = trust_model(condition.eta, condition.trust_bias, self.shown)
+        self.settings = dict(truncation_level=self.booster.truncation_level, norm=True)
+        self._logs: tuple[Any, Any] | None = None
+        self._logger: Any = None
+        self._counts: dict[int, ClickCounts] = {}
+
+    @property
+    def logger(self) -> Any:
+        if self._logger is None:
+            self._logger = _logger(self.fold, self.config, self.seed)
+        return self._logger
+
+    def logs(self) -> tuple[Any, Any]:
+        """The logger's own sessions and the randomised ones, each as long as the largest log needs; a smaller log
+        is the first sessions of both."""
+        if self._logs is None:
+            scores = self.logger.predict(self.train.features, num_threads=self.booster.num_threads)
+            total = max(self.config.sessions)
+            randomised = round(self.condition.randomised_share * total)
+            fixed = simulate_clicks(self.train, scores, total - randomised, self.model, shown=self.shown,
+                                    seed=self.seed) if total > randomised else None
+            shuffled = simulate_clicks(self.train, scores, randomised, self.model, shown=self.shown,
+                                       randomise=self.shown, seed=self.seed + 10_000) if randomised else None
+            self._logs = (fixed, shuffled)
+        return self._logs
+
+    def randomised_sessions(self, count: int) -> int:
+        return round(self.condition.randomised_share * count)
+
+    def counts(self, count: int) -> ClickCounts:
+        """The first ``count`` sessions' events per row, position and level."""
+        if count not in self._counts:
+            fixed, shuffled = self.logs()
+            n_random = self.randomised_sessions(count)
+            table = np.zeros((len(self.train.labels), self.shown, 4), dtype=np.int64)
+            if fixed is not None and count > n_random:
+                _add(table, fixed, fixed.session < count - n_random)
+            if shuffled is not None and n_random:
+                _add(table, shuffled, shuffled.session < n_random)
+            self._counts[count] = ClickCounts(table, count)
+        return self._counts[count]
+
+    def propensities(self, kind: str, count: int) -> np.ndarray:
+        if kind == "naive":
+            return np.ones(self.shown)
+        if kind == "IPW":
+            return self.model.examined(self.shown)
+        shuffled = self.logs()[1]
+        n_random = self.randomised_sessions(count)
+        if shuffled is None or not n_random:
+            raise GaprankInputError("IPW GAP (estimated) needs randomised sessions: randomised_share > 0")
+        return estimate_propensities(_prefix(shuffled, n_random), self.shown)
+
+    def fitted(self, objective: Any, data: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[str, list[float]]:
+        model = _fit(data, self.fold.vali, objective, self.booster, self.seed, self.config.conventions, self.config.g)
+        return _evaluate(model, self.test, self.config)
+
+
+def _logger_values(cell: Cell, count: int) -> dict[str, Any]:
+    return _evaluate(cell.logger, cell.test, cell.config)
+
+
+def _skyline_all(cell: Cell, count: int) -> dict[str, Any]:
+    from gaprank.lightgbm import lambdarank_objective
+
+    return cell.fitted(lambdarank_objective("gap", **cell.settings), cell.train.to_flat())
+
+
+def _skyline_shown(cell: Cell, count: int) -> dict[str, Any]:
+    from gaprank.lightgbm import lambdarank_objective
+
+    data = click_training_set(cell.train, cell.counts(count), np.ones(cell.shown))
+    return cell.fitted(lambdarank_objective("gap", **cell.settings),
+                       (data.split.features, cell.train.labels[data.rows], data.split.group_sizes))
+
+
+def _click_learner(kind: str, measure: str) -> Any:
+    def learner(cell: Cell, count: int) -> dict[str, Any]:
+        """LambdaMART on the log's events, each document weighed per level by its events' estimates under the
+        ``kind`` propensities (naive: all 1; IPW: the true ones; estimated: from the randomised sessions)."""
+        from gaprank.boosting import LambdaMARTSettings
+        from gaprank.lightgbm import LambdaRankObjective
+
+        propensities = cell.propensities(kind, count)
+        data = click_training_set(cell.train, cell.counts(count), propensities)
+        objective = LambdaRankObjective(LambdaMARTSettings(measure, row_weights="measure", **cell.settings),
+                                        level_weights=data.weights)
+        values = cell.fitted(objective, data.split.to_flat())
+        return values | ({"propensities": [float(t) for t in propensities]} if kind == "estimated" else {})
+
+    learner.code = f"{kind} {measure}"  # type: ignore[attr-defined]
+    return learner
+
+
+# name -> (runner, depends on the session count)
+RUNNERS: dict[str, tuple[Any, bool]] = {
+    "logger": (_logger_values, False),
+    "naive GAP": (_click_learner("naive", "gap"), True),
+    "naive nDCG": (_click_learner("naive", "ndcg"), True),
+    "IPW GAP": (_click_learner("IPW", "gap"), True),
+    "IPW nDCG": (_click_learner("IPW", "ndcg"), True),
+    "IPW GAP (estimated)": (_click_learner("estimated", "gap"), True),
+    "skyline, shown": (_skyline_shown, True),
+    "skyline, all": (_skyline_all, False),
+}
+
+
+def method_code(method: str) -> str:
+    """A hash of the code that makes a method's result (its runner; the cell's, shared by every method), so that
+    a changed method is trained again and an unchanged one reused."""
+    runner = RUNNERS[method][0]
+    shared = (Cell, _fit, _logger, _evaluate, trust_model, _add, _prefix)
+    own = _click_learner if hasattr(runner, "code") else runner
+    source = "".join(inspect.getsource(f) for f in (*shared, own)) + getattr(runner, "code", "")
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def run_cell(config: ClicksConfig, condition: Condition, fold_number: int, seed: int,
+             held: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One (condition, fold, seed): every method at every session count, their test values per query. A method
+    ``held`` (a record of this cell) with unchanged code is kept."""
+    cell = Cell(config, condition, fold_number, seed)
+    start = time.perf_counter()
+    methods: dict[str, Any] = {}
+    for method in config.methods:
+        code = method_code(method)
+        kept = (held or {}).get("methods", {}).get(method)
+        if kept is not None and kept["code"] == code and all(str(c) in kept["values"] for c in config.sessions):
+            methods[method] = kept
+            continue
+        runner, per_count = RUNNERS[method]
+        values: dict[str, Any] = {}
+        once = None if per_count else runner(cell, max(config.sessions))
+        for count in sorted(config.sessions):
+            values[str(count)] = runner(cell, count) if per_count else once
+        methods[method] = {"code": code, "values": values}
+    return {"methods": methods, "seconds": time.perf_counter() - start,
+            "true_propensities": [float(t) for t in cell.model.examined(cell.shown)]}
+
+
+def _add(counts: np.ndarray, log: Any, rows: np.ndarray) -> None:
+    np.add.at(counts, (log.document[rows], log.position[rows].astype(np.int64) - 1, log.event[rows].astype(np.int64)),
+              1)
+
+
+def _prefix(log: Any, sessions: int) -> Any:
+    from gaprank.clicks import ClickLog
+
+    keep = log.session < sessions
+    return ClickLog(log.session[keep], log.query[keep], log.document[keep], log.position[keep], log.event[keep])
+
+
+def cell_key(config: ClicksConfig, condition: Condition, fold: int, seed: int) -> dict[str, Any]:
+    """What every method of a cell depends on: its part of the config (the methods aside: each has its own code's
+    hash), gaprank's version, the fold's data."""
+    shared = {k: v for k, v in to_dict(config).items() if k not in (
+        "name", "output_dir", "folds", "seeds", "etas", "trust_bias", "randomised_share", "headline", "methods",
+        "measures")}
+    return {"config": shared, "measures": sorted(config.measures), "condition": dataclasses.asdict(condition),
+            "fold": fold, "seed": seed, "gaprank": gaprank.__version__,
+            "data": fold_fingerprint(config.dataset, fold)}
+
+
+def _cell_path(root: Path, condition: Condition, fold: int, seed: int) -> Path:
+    return root / "cells" / condition.key / f"fold{fold}-seed{seed}.json"
+
+
+def means(values: dict[str, list[float]]) -> dict[str, float]:
+    return {m: float(np.mean(v)) for m, v in values.items()}
+
+
+def cell_values(cell: dict[str, Any], method: str, sessions: str) -> dict[str, list[float]] | None:
+    """A cell's test values per query of one method at one session count (None: not run)."""
+    entry = cell["methods"].get(method)
+    return None if entry is None else entry["values"].get(sessions)
+
+
+def gap_closed(cells: list[dict[str, Any]], method: str, sessions: str, measure: str, *, resamples: int = 10_000,
+               seed: int = 1) -> dict[str, Any] | None:
+    """The share of the naive-to-shown-skyline gap ``method`` closes, pooled over cells (ratio of sums), with a 95%
+    bootstrap interval over the cells and a paired t-test against the naive learner over the cells."""
+    from scipy import stats
+
+    rows = []
+    for cell in cells:
+        values = {k: cell_values(cell, k, sessions) for k in (method, "naive GAP", "skyline, shown")}
+        if any(v is None for v in values.values()):
+            return None
+        rows.append([float(np.mean(values[k][measure])) for k in (method, "naive GAP", "skyline, shown")])  # type: ignore[index]
+    if not rows:
+        return None
+    table = np.array(rows)
+    gained, possible = table[:, 0] - table[:, 1], table[:, 2] - table[:, 1]
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(rows), (resamples, len(rows)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = gained[picks].sum(1) / possible[picks].sum(1)
+    boot = boot[np.isfinite(boot)]
+    p_value = float(stats.ttest_rel(table[:, 0], table[:, 1]).pvalue) if len(rows) > 1 else None
+    if p_value is not None and not np.isfinite(p_value):
+        p_value = None
+    if not possible.sum():
+        return None
+    return {"closed": float(gained.sum() / possible.sum()),
+            "interval": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))] if boot.size else None,
+            "gap": float(possible.mean()), "cells": len(rows), "p_vs_naive": p_value}
+
+
+def render(summary: dict[str, Any]) -> str:
+    config = summary["config"]
+    measures = config["measures"]
+    lines = [f"# {config['name']}", "",
+             "Test measures on the true grades, means over folds x seeds (each cell a fold and a seed). Learners "
+             "see only the click log; see `training/clicks.py` for the protocol.", ""]
+    headline = summary.get("headline")
+    if headline:
+        lines += ["## Headline", "", headline["text"], ""]
+    for condition in summary["conditions"]:
+        for sessions, methods in condition["by_sessions"].items():
+            lines += [f"## eta {condition['eta']:g}, trust bias {'yes' if condition['trust_bias'] else 'no'}, "
+                      f"randomised share {condition['randomised_share']:g}, {int(sessions):,} sessions "
+                      f"({condition['cells']} cells)", "",
+                      "| method | " + " | ".join(measures) + " | NDCG@10 gap closed (95% interval) |",
+                      "|---|" + "---:|" * (len(measures) + 1)]
+            for method, row in methods.items():
+                closed = row.get("closed")
+                closed_text = "" if not closed else (
+                    f"{closed['closed']:.0%}" + (f" ({closed['interval'][0]:.0%} to {closed['interval'][1]:.0%})"
+                                                 if closed["interval"] else ""))
+                lines.append(f"| {method} | " + " | ".join(f"{row['means'][m]:.4f}" for m in measures)
+                             + f" | {closed_text} |")
+            lines.append("")
+    run = summary["run"]
+    lines.append(f"Produced by `{run['command']}` at commit {run['commit']} ({run['machine']}): {run['wall_seconds']:.0f}"
+                 f" s wall, {run['cells_reused']} of {run['cells']} cells reused. Data {config['dataset']}, folds "
+                 f"{config['folds']}, seeds {config['seeds']}, conventions {config['conventions']}, g = {config['g']}.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(summary: dict[str, Any], out: Path) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    condition = next((c for c in summary["conditions"] if c["is_headline"]), None)
+    if condition is None or len(condition["by_sessions"]) < 2:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, measure in zip(axes, ("NDCG@10", "GAP"), strict=True):
+        sessions = sorted(condition["by_sessions"], key=int)
+        for method in summary["config"]["methods"]:
+            ys = [condition["by_sessions"][s][method]["means"].get(measure) for s in sessions if
+                  method in condition["by_sessions"][s]]
+            if len(ys) == len(sessions):
+                ax.plot([int(s) for s in sessions], ys, marker="o", label=method)
+        ax.set_xscale("log")
+        ax.set_xlabel("sessions")
+        ax.set_ylabel(f"test {measure} (true grades)")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{summary['config']['name']}: eta {condition['eta']:g}, no trust bias")
+    fig.tight_layout()
+    path = out / "plots" / "sessions.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+def quick_config(config: ClicksConfig) -> ClicksConfig:
+    return dataclasses.replace(
+        config, folds=config.folds[:1], seeds=config.seeds[:1], etas=[config.headline.eta], sessions=[10_000],
+        trust_bias=[False], randomised_share=[max(config.headline.randomised_share, 0.05)],
+        headline=dataclasses.replace(config.headline, sessions=10_000),
+        booster=dataclasses.replace(config.booster, num_boost_round=20, early_stopping_rounds=5))
+
+
+def run(config: ClicksConfig, *, quick: bool = False, force: bool = False, out: str | Path | None = None,
+        command: str = "", progress: bool = True) -> dict[str, Any]:
+    started = time.perf_counter()
+    if quick:
+        config = quick_config(config)
+    root = output_path(out, "--out") if out is not None else output_root(config.output_dir, quick)
+    root.mkdir(parents=True, exist_ok=True)
+    conditions, reused, cells_total = [], 0, 0
+    with locked(root):
+        for condition in config.conditions():
+            cells = []
+            for fold in config.folds:
+                for seed in config.seeds:
+                    cells_total += 1
+                    path = _cell_path(root, condition, fold, seed)
+                    key = cell_key(config, condition, fold, seed)
+                    held = json.loads(path.read_text()) if path.exists() and not force else None
+                    if held is not None and held.get("key") != key:
+                        held = None
+                    result = run_cell(config, condition, fold, seed, held)
+                    if held is not None and result["methods"] == {m: held["methods"].get(m) for m in config.methods}:
+                        cells.append(held)
+                        reused += 1
+                        continue
+                    methods = {**(held or {}).get("methods", {}), **result["methods"]}  # others' kept too
+                    record = {"key": key, "commit": checkout_commit(), **result, "methods": methods}
+                    write_json_atomic(path, record)
+                    cells.append(record)
+                    if progress:
+                        print(f"{condition.key} fold {fold} seed {seed}: {result['seconds']:.0f} s", flush=True)
+            conditions.append(_summarise(config, condition, cells))
+    headline = _headline(config, conditions)
+    summary = {"config": to_dict(config), "conditions": conditions, "headline": headline,
+               "run": {"command": command, "commit": checkout_commit(), "machine": machine_description(),
+                       "wall_seconds": time.perf_counter() - started, "cells": cells_total, "cells_reused": reused,
+                       "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}}
+    write_json_atomic(root / "summary.json", summary)
+    table = render(summary)
+    write_atomic(root / "table.md", table)
+    plot(summary, root)
+    return summary | {"table": table, "output_dir": str(root)}
+
+
+def _summarise(config: ClicksConfig, condition: Condition, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    by_sessions: dict[str, dict[str, Any]] = {}
+    for sessions in sorted(config.sessions):
+        key = str(sessions)
+        methods = {}
+        for method in config.methods:
+            per_cell = [means({m: v for m, v in values.items() if m in config.measures})
+                        for values in (cell_values(cell, method, key) for cell in cells) if values is not None]
+            if not per_cell:
+                continue
+            row: dict[str, Any] = {"means": {m: float(np.mean([c[m] for c in per_cell])) for m in config.measures},
+                                   "per_cell": per_cell}
+            if method not in ("naive GAP", "skyline, shown", "skyline, all", "logger"):
+                row["closed"] = gap_closed(cells, method, key, "NDCG@10")
+            methods[method] = row
+        by_sessions[key] = methods
+    headline = config.headline
+    is_headline = (condition.eta == headline.eta and condition.trust_bias == headline.trust_bias
+                   and condition.randomised_share == headline.randomised_share)
+    return {**dataclasses.asdict(condition), "cells": len(cells), "by_sessions": by_sessions,
+            "is_headline": is_headline}
+
+
+def _headline(config: ClicksConfig, conditions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    condition = next((c for c in conditions if c["is_headline"]), None)
+    if condition is None or str(config.headline.sessions) not in condition["by_sessions"]:
+        return None
+    methods = condition["by_sessions"][str(config.headline.sessions)]
+    candidates = {m: methods[m]["closed"] for m in DEBIASED_GAP if m in methods and methods[m].get("closed")}
+    if not candidates:
+        return None
+    best = max(candidates, key=lambda m: candidates[m]["closed"])
+    closed = candidates[best]
+    interval = closed["interval"]
+    goal_met = bool(interval and closed["closed"] >= 0.8 and interval[0] > 0)
+    text = (f"At eta {config.headline.eta:g}, {config.headline.sessions:,} sessions, no trust bias: {best} closes "
+            f"{closed['closed']:.0%} of the naive-to-shown-skyline NDCG@10 gap ({closed['gap']:.4f} on average), 95% "
+            f"interval {interval[0]:.0%} to {interval[1]:.0%} over {closed['cells']} cells; paired t-test against "
+            f"naive GAP p = {_p(closed['p_vs_naive'])}. Goal (>= 80%, interval above 0): "
+            f"{'met' if goal_met else 'not met'}. The peers' own debiasing (XGBoost lambdarank_unbiased, LightGBM's "
+            "position term) is not in this run yet.")
+    return {"method": best, **closed, "goal": ">= 0.80 of the gap, interval excluding the naive model",
+            "goal_met": goal_met, "text": text}
+
+
+def _p(value: float | None) -> str:
+    return "n/a (one cell)" if value is None else f"{value:.2g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.clicks", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--quick", action="store_true", help="fold 1, one seed, one condition, 10^4 sessions")
+    parser.add_argument("--force", action="store_true", help="train every cell again")
+    parser.add_argument("--out", help="write under this directory instead of the config's output_dir")
+    args = parser.parse_args(argv)
+    command = "python -m training.compare " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    try:
+        config = load_config(args.config, ClicksConfig)
+        result = run(config, quick=args.quick, force=args.force, out=args.out, command=command)
+    except GaprankInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result["table"], end="")
+    print(f"written to {result['output_dir']}/")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
