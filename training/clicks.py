@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import inspect
 import json
@@ -135,9 +136,9 @@ class ClicksConfig:
 
     def conditions(self) -> list[Condition]:
         """Every (eta, trust bias, randomised share) at the largest session count (the smaller are its prefixes),
-        the headline's first."""
-        every = [Condition(eta, trust, share, max(self.sessions)) for eta in self.etas for trust in self.trust_bias
-                 for share in self.randomised_share]
+        the headline's first, then the others with its trust bias and randomised share."""
+        every = [Condition(eta, trust, share, max(self.sessions)) for trust in self.trust_bias
+                 for share in self.randomised_share for eta in self.etas]
         first = [c for c in every if (c.eta, c.trust_bias, c.randomised_share) == (
             self.headline.eta, self.headline.trust_bias, self.headline.randomised_share)]
         return first + [c for c in every if c not in first]
@@ -355,14 +356,24 @@ def _prefix(log: Any, sessions: int) -> Any:
     return ClickLog(log.session[keep], log.query[keep], log.document[keep], log.position[keep], log.event[keep])
 
 
+@functools.cache
+def gaprank_source() -> str:
+    """A hash of gaprank's Python source: a cell trained by another engine is trained again."""
+    root = Path(gaprank.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def cell_key(config: ClicksConfig, condition: Condition, fold: int, seed: int) -> dict[str, Any]:
     """What every method of a cell depends on: its part of the config (the methods aside: each has its own code's
-    hash), gaprank's version, the fold's data."""
+    hash), gaprank's version and source, the fold's data."""
     shared = {k: v for k, v in to_dict(config).items() if k not in (
         "name", "output_dir", "folds", "seeds", "etas", "trust_bias", "randomised_share", "headline", "methods",
         "measures")}
     return {"config": shared, "measures": sorted(config.measures), "condition": dataclasses.asdict(condition),
-            "fold": fold, "seed": seed, "gaprank": gaprank.__version__,
+            "fold": fold, "seed": seed, "gaprank": gaprank.__version__, "gaprank_source": gaprank_source(),
             "data": fold_fingerprint(config.dataset, fold)}
 
 

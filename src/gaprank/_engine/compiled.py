@@ -186,13 +186,15 @@ if numba is not None:
     def _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
               inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q, table_v,
               v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas, hessians,
-              pair_sums, pair_logs, log_scratch, counts, others, cost, doc_weights, w_rank):
+              pair_sums, pair_logs, log_scratch, counts, others, cost, doc_weights, w_rank, ups):
         """One lane's queries, one after another, in the thread's workspace. The loop over them is here, not
         around a call per query: such a call passes some forty arrays, which cost more than a short query. Nothing
         here takes a slice of an array: each view costs two atomic updates of its parent's reference count, on a
         cache line the threads share. ``doc_weights`` None (the unweighted kernel, its branches pruned) or each
-        row's weight: then the tables sum ``w_m K``, and a pair's delta is
-        ``w_b U_a[y] - w_a U_a[x] + w_b V[b, y] - w_a V[b, x] + w_a w_b K[y, x] / b - w_a^2 K[x, x] / b``."""
+        row's weight: then the tables sum ``w_m K``, a pair's delta is
+        ``w_b U_a[y] - w_a U_a[x] + w_b V[b, y] - w_a V[b, x] + w_a w_b K[y, x] / b - w_a^2 K[x, x] / b``, every pair
+        of different documents counts (equal grades too), and its direction is the delta's: the upper document is
+        the better one when the swap lowers the measure."""
         for position in range(lane_starts[lane], lane_starts[lane + 1]):
             q = lane_queries[position]
             start = starts[q]
@@ -288,26 +290,29 @@ if numba is not None:
                 # when they are under half the lower ranks; else over every lower rank b = a + 1 + j (contiguous,
                 # vectorised)
                 # (never where e_a underflowed: that branch reads the weights of every lower rank)
-                sparse = x == common and e_a > 1e-290 and 2 * (m - p) < count
+                # (weighted documents: every pair counts, equal grades too, so no row is gathered)
+                sparse = doc_weights is None and x == common and e_a > 1e-290 and 2 * (m - p) < count
                 pairs = m - p if sparse else count
                 # the row's weights |delta| (normalised) in a pass of their own; equal grades give exactly 0
-                if mode == 0 and doc_weights is not None:  # equal grades weigh 0 by rule, not by arithmetic
-                    for u in range(c1):
-                        u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
-                    w_a = w_rank[a]
-                    up = w_a * u_a[x]
-                    own = w_a * w_a * kernel[q, x, x]
-                    if sparse:
-                        for j in range(pairs):
-                            b = others[p + j]
-                            weights[j] = abs(w_rank[b] * u_a[g_rank[b]] - up + v_own[b] + w_a * table_w[x, b]
-                                             - own * inv[b])
-                    else:
+                if doc_weights is not None:  # weighted: the signed delta first, its sign the pair's direction
+                    if mode == 0:
+                        for u in range(c1):
+                            u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
+                        w_a = w_rank[a]
+                        up = w_a * u_a[x]
+                        own = w_a * w_a * kernel[q, x, x]
                         for j in lower:
                             b = lo + j
-                            delta = (w_rank[b] * u_a[np.uint64(g_rank[b])] - up + v_own[b] + w_a * table_w[x, b]
-                                     - own * inv[b])
-                            weights[j] = 0.0 if g_rank[b] == x else abs(delta)
+                            weights[j] = (w_rank[b] * u_a[np.uint64(g_rank[b])] - up + v_own[b] + w_a * table_w[x, b]
+                                          - own * inv[b])
+                    else:
+                        gain_x = gain_rank[a]
+                        disc_a = discounts[a]
+                        for j in lower:
+                            weights[j] = (gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q
+                    for j in lower:  # the upper document is the better one when swapping lowers the measure
+                        ups[j] = 1.0 if weights[j] < 0.0 else 0.0
+                        weights[j] = abs(weights[j])
                 elif mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
                     for u in range(c1):
                         u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
@@ -329,10 +334,6 @@ if numba is not None:
                     else:
                         for j in lower:
                             weights[j] = abs((gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q)
-                    if doc_weights is not None and not sparse:  # weighted gains of equal grades may differ
-                        for j in lower:
-                            if g_rank[lo + j] == x:
-                                weights[j] = 0.0
                 if norm:
                     if sparse:
                         for j in range(pairs):
@@ -366,7 +367,7 @@ if numba is not None:
                     else:
                         for j in lower:
                             e_b = e_rank[lo + j]
-                            better_up = x > g_rank[lo + j]
+                            better_up = ups[j] > 0.5 if doc_weights is not None else x > g_rank[lo + j]
                             sign = 1.0 if better_up else -1.0
                             total = e_a + e_b
                             rho = (e_b if better_up else e_a) / total
@@ -390,7 +391,8 @@ if numba is not None:
                         else:
                             for j in lower:
                                 s_b = s_rank[lo + j]  # (loaded on both arms of the select, which then vectorises)
-                                better = s_a if x > g_rank[lo + j] else s_b
+                                upper_better = ups[j] > 0.5 if doc_weights is not None else x > g_rank[lo + j]
+                                better = s_a if upper_better else s_b
                                 pair_logs[j] = weights[j] * (pair_logs[j] - (better - s_top))
                     for j in range(pairs):
                         sum_grad -= lambdas[j]
@@ -403,7 +405,8 @@ if numba is not None:
                 else:  # the top score is so far above this one that e_a underflowed: the sigmoid itself
                     for j in range(count):
                         b = a + 1 + j
-                        sign = 1.0 if x > g_rank[b] else -1.0
+                        upper_better = ups[j] > 0.5 if doc_weights is not None else x > g_rank[b]
+                        sign = 1.0 if upper_better else -1.0
                         diff = s_rank[b] - s_a
                         weight = weights[j]
                         rho = 1.0 / (1.0 + math.exp(-diff * sign))  # z = -sigma (s_better - s_worse)
@@ -469,10 +472,11 @@ if numba is not None:
         counts = np.empty(c1 if mode == 0 else gains.size, dtype=np.int64)
         others = np.empty(longest, dtype=np.int64)
         w_rank = np.empty(longest if doc_weights is not None else 0)
+        ups = np.empty(longest if doc_weights is not None else 0)
         _lane(lane, lane_queries, lane_starts, starts, scores, plan_rows, labels, mode, kernel, diag, gains, discounts,
               inverse_norm, inv, sigma, truncation, norm, grad, hess, orders, warm_start, keys, table_a, table_q,
               table_v, v_own, u_a, s_rank, e_rank, g_rank, gain_rank, grad_rank, hess_rank, table_w, weights, lambdas,
-              hessians, pair_sums, pair_logs, log_scratch, counts, others, cost, doc_weights, w_rank)
+              hessians, pair_sums, pair_logs, log_scratch, counts, others, cost, doc_weights, w_rank, ups)
 
 
     @compiled(parallel=True, nogil=True)

@@ -40,13 +40,15 @@ class PairFactors:
     ``[F, S]`` float64 (factor-major: each factor is one contiguous row over the slots), and
     ``right`` is 0 at padding, so every pair whose lower slot is padding weighs 0.
 
-    Entries with a >= b or equal grades are not meaningful; :meth:`block` masks them.
+    Entries with a >= b or equal grades are not meaningful; :meth:`block` masks them. ``weighted``: the factors
+    of weighted documents, whose pairs of equal grades count too (and whose direction is the delta's sign).
     """
 
     left: torch.Tensor  # [F, S] float64
     right: torch.Tensor  # [F, S] float64, 0 at padding
     grades: torch.Tensor  # [S] int64, ranked
     layout: SlotLayout
+    weighted: bool = False
 
     def block(self, start: int, stop: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
         """Deltas for upper ranks ``start..stop-1`` against every lower rank: ``[B, stop-start, N]``
@@ -56,17 +58,18 @@ class PairFactors:
         left = self.layout.list_major(self.left, block)[:, :, start:stop].to(dtype)
         deltas = torch.bmm(left.transpose(1, 2), self.layout.list_major(self.right, block).to(dtype))
         grades, valid = self.layout.view(self.grades, block), self.layout.view(self.layout.valid, block)
-        keep = pair_keep(grades, valid, start, stop)
+        keep = pair_keep(grades, valid, start, stop, equal_grades=self.weighted)
         return torch.where(keep, deltas, torch.zeros((), dtype=dtype, device=deltas.device))
 
 
-def pair_keep(grades: torch.Tensor, valid: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+def pair_keep(grades: torch.Tensor, valid: torch.Tensor, start: int, stop: int, *,
+              equal_grades: bool = False) -> torch.Tensor:
     """``[B, stop-start, N]`` bool: rank a (in start..stop-1) is above rank b, both are real documents
-    and their grades differ -- the pairs a swap can change."""
+    and their grades differ (or not, ``equal_grades``: weighted documents) -- the pairs a swap can change."""
     rows = torch.arange(start, stop, device=grades.device)
     cols = torch.arange(grades.shape[1], device=grades.device)
     keep = (cols[None, :] > rows[:, None])[None] & valid[:, start:stop, None] & valid[:, None, :]
-    return keep & (grades[:, start:stop, None] != grades[:, None, :])
+    return keep if equal_grades else keep & (grades[:, start:stop, None] != grades[:, None, :])
 
 
 class RowLayout:
@@ -269,7 +272,7 @@ class KernelFactorPlan(FactorPlan):
         torch.sub(self._k_own, own_pair, out=wide_left[-1])  # k_own: diag(K) read linearly at the mass
         wide_right[:-1].copy_(right)
         torch.mul(self._inv, self._valid, out=wide_right[-1])
-        return PairFactors(wide_left, wide_right, self.result.grades, self.layout)
+        return PairFactors(wide_left, wide_right, self.result.grades, self.layout, weighted=True)
 
 
 class GainDiscountFactorPlan(FactorPlan):
@@ -307,6 +310,7 @@ class GainDiscountFactorPlan(FactorPlan):
         torch.mul(gain, self.scale, out=self.right[0])
         torch.mul(self.left[2], self.scale, out=self.right[3])
         self.result.grades = grades
+        self.result.weighted = mass is not None
         return self.result
 
 

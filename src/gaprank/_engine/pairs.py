@@ -265,19 +265,22 @@ class PairwiseEngine:
         if self.norm:
             self.weight_sum.zero_()
         for chunk in self.chunks:
-            self._run_chunk(chunk, factors is None)
+            self._run_chunk(chunk, factors is None, factors is not None and factors.weighted)
         return self._finish(flat)
 
-    def _run_chunk(self, chunk: _PairChunk, unit: bool) -> None:
+    def _run_chunk(self, chunk: _PairChunk, unit: bool, weighted: bool = False) -> None:
         for run in chunk.runs:
-            torch.sub(run.grades_up, run.grades_low, out=run.sign)
-            # a pair needs its upper rank strictly above the lower: lower column j is rank start+1+j
-            run.sign[:, :, :run.stop - run.start].triu_(0)
+            if not weighted:
+                torch.sub(run.grades_up, run.grades_low, out=run.sign)
             if unit:  # unit weights (RankNet) on pairs of real documents
                 torch.mul(run.valid_up, run.valid_low, out=run.weight)
             else:
                 assert run.left is not None and run.right is not None, "factor views are bound before a run"
                 torch.bmm(run.left, run.right, out=run.deltas)
+            if weighted:  # every pair counts; the upper document is the better one when the swap lowers the measure
+                run.sign.copy_(torch.sign(run.deltas)).neg_()
+            # a pair needs its upper rank strictly above the lower: lower column j is rank start+1+j
+            run.sign[:, :, :run.stop - run.start].triu_(0)
             torch.sub(run.scores_low, run.scores_up, out=run.diff)  # sigma (s_low - s_up)
         # Every step below runs once over the whole chunk. Swap deltas and score differences were
         # formed in float64; a float32 run rounds them once, here.

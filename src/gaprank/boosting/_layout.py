@@ -56,7 +56,7 @@ class QueryLayout:
     :class:`~gaprank._engine.slots.SlotLayout` (bucket after bucket, query-major).
 
     ``only_rankable`` keeps only the queries with at least two different labels (the only ones a
-    pairwise objective can move); the others are left out of every bucket.
+    pairwise objective can move; with weights, at least two documents); the others are left out of every bucket.
     """
 
     num_rows: int
@@ -82,7 +82,9 @@ class QueryLayout:
         grouped = GroupedLists(check_group_sizes(group, y.size, allow_empty=True))
         sizes, starts = grouped.group_sizes, grouped.starts
         queries = np.flatnonzero(sizes > 0)
-        if only_rankable and queries.size:
+        if only_rankable and queries.size and weights is not None:  # two weighted documents of one grade may differ
+            queries = queries[sizes[queries] >= 2]
+        elif only_rankable and queries.size:
             differ = np.maximum.reduceat(y, starts[queries]) > np.minimum.reduceat(y, starts[queries])
             queries = queries[differ]
         buckets, chosen_sizes = [], []

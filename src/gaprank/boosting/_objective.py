@@ -188,7 +188,8 @@ class LambdaMARTObjective:
                   weight: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
 
-        Queries with fewer than two different labels get 0 and 0. ``weight`` (one per row), when
+        Queries with fewer than two different labels (weighted in the measure: fewer than two documents) get 0 and
+        0. ``weight`` (one per row), when
         given, multiplies both, as LightGBM's own lambdarank does; with ``row_weights="measure"`` it is each
         document's weight in the measure instead (and must be given), one per row or one per row and level
         (``[rows, c]``: graded events; the torch backend).

@@ -96,7 +96,8 @@ def lambdarank_loss(
     ``grade_counts`` a measure normalised by its ideal ranking (nDCG, vG, Q, ...) still reads that ranking's
     length back, since the counts, unlike the lists, do not bound it. With ``weights``, :math:`\Delta M` is the
     weighted measure's (the metrics' ``weights=``: with w = 1/propensity, the inverse-propensity estimate of the
-    measure from clicks); the pairs and their direction stay those of the labels.
+    measure from clicks): every pair whose swap changes the weighted measure counts, equal labels too, and its
+    better document is the one whose place above the other gives the higher value.
 
     Parameters
     ----------

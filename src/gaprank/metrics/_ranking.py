@@ -78,7 +78,10 @@ class RankedLists:
 
     def rankable(self) -> torch.Tensor:
         """``[B]`` bool: the query has real documents of at least two different grades (a loss gives the others
-        exactly zero value and gradient)."""
+        exactly zero value and gradient); weighted, at least two real documents (two of one grade may differ in
+        weight)."""
+        if self.mass is not None:
+            return self.n_docs >= 2
         top = self.grades.masked_fill(~self.valid, -1).amax(-1)  # amax, not max(-1): no OpenMP region on the CPU
         low = self.grades.masked_fill(~self.valid, torch.iinfo(torch.int64).max).amin(-1)
         return top > low
