@@ -301,18 +301,19 @@ if numba is not None:
                         w_a = w_rank[a]
                         up = w_a * u_a[x]
                         own = w_a * w_a * kernel[q, x, x]
-                        for j in lower:
+                        for j in lower:  # the upper document is the better one when swapping lowers the measure
                             b = lo + j
-                            weights[j] = (w_rank[b] * u_a[np.uint64(g_rank[b])] - up + v_own[b] + w_a * table_w[x, b]
-                                          - own * inv[b])
+                            delta = (w_rank[b] * u_a[np.uint64(g_rank[b])] - up + v_own[b] + w_a * table_w[x, b]
+                                     - own * inv[b])
+                            ups[j] = 1.0 if delta < 0.0 else 0.0
+                            weights[j] = abs(delta)
                     else:
                         gain_x = gain_rank[a]
                         disc_a = discounts[a]
                         for j in lower:
-                            weights[j] = (gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q
-                    for j in lower:  # the upper document is the better one when swapping lowers the measure
-                        ups[j] = 1.0 if weights[j] < 0.0 else 0.0
-                        weights[j] = abs(weights[j])
+                            delta = (gain_rank[lo + j] - gain_x) * (disc_a - discounts[lo + j]) * z_q
+                            ups[j] = 1.0 if delta < 0.0 else 0.0
+                            weights[j] = abs(delta)
                 elif mode == 0:  # U_a[u] = (D_u + A[a, u]) / a - Q[a, u]
                     for u in range(c1):
                         u_a[u] = inv[a] * (diag[q, u] + table_a[a, u]) - table_q[a, u]
