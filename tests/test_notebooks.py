@@ -13,7 +13,7 @@ nbclient = pytest.importorskip("nbclient")
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-@pytest.mark.parametrize("name", ["compare_objectives", "metrics_tour", "losses_in_your_model"])
+@pytest.mark.parametrize("name", ["compare_objectives", "metrics_tour", "losses_in_your_model", "learning_from_clicks"])
 def test_notebook_executes_in_quick_mode(name, quick_ohsumed_comparison, monkeypatch):
     _, summary = quick_ohsumed_comparison
     monkeypatch.setenv("GAPRANK_RESULTS", summary["output_dir"])
