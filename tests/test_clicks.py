@@ -296,3 +296,35 @@ def test_a_bad_click_training_set_is_one_line(call, message):
     with pytest.raises(GaprankInputError, match=message) as caught:
         call(split, counts)
     assert "\n" not in str(caught.value)
+
+
+def test_a_parquet_log_reads_as_its_csv_twin_and_names_its_bad_rows(tmp_path, monkeypatch):
+    """A log written as Parquet reads back, in chunks, as the same log with the same counts as its CSV twin; a bad
+    row is named by its row (1-based); the columns are checked; a missing pyarrow names the extra."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gaprank.clicks import _files, count_clicks, read_click_log, write_click_log
+
+    split = _toy_split()
+    log = simulate_clicks(split, np.array([3.0, 2.0, 1.0, 2.0, 1.0]), 40, ClickModel(eta=0.5), shown=3, seed=4)
+    write_click_log(tmp_path / "log.parquet", log, split)
+    write_click_log(tmp_path / "log.csv", log, split)
+    monkeypatch.setattr(_files, "ROWS_PER_CHUNK", 5)
+    back = read_click_log(tmp_path / "log.parquet", split)
+    for column in ("session", "query", "document", "position", "event"):
+        assert np.array_equal(getattr(back, column), getattr(log, column)), column
+    assert np.array_equal(count_clicks(tmp_path / "log.parquet", split, positions=3).counts,
+                          count_clicks(tmp_path / "log.csv", split, positions=3).counts)
+    bad = pa.table({"session": [1, 1, 2], "query": ["0", "0", "1"], "document": ["a", "b", "d"],
+                    "position": [1, 2, 0], "event": [1, 0, 0]})
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    with pytest.raises(_files.ClickLogError, match=r"bad.parquet, row 3: position must be an integer >= 1; got '0'"):
+        read_click_log(tmp_path / "bad.parquet", split)
+    pq.write_table(bad.drop(["event"]), tmp_path / "columns.parquet")
+    with pytest.raises(_files.ClickLogError, match="the columns must be session,query,document,position,event"):
+        count_clicks(tmp_path / "columns.parquet", split)
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow.parquet", None)  # as if pyarrow were not installed
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "gaprank\[parquet\]"'):
+        read_click_log(tmp_path / "log.parquet", split)

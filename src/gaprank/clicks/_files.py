@@ -1,5 +1,6 @@
-"""Click logs on disk: a CSV file with a header, one row per document shown in a session, read in chunks so that
-memory follows the chunk, not the log, and checked row by row (a bad row is one error naming the file and line).
+"""Click logs on disk: a CSV file with a header (or a Parquet file, ``.parquet``, with the same columns: the
+``parquet`` extra), one row per document shown in a session, read in chunks so that memory follows the chunk, not
+the log, and checked row by row (a bad row is one error naming the file and its line, or its row in a Parquet file).
 
 Columns: ``session`` (an id; a session's rows are contiguous), ``query`` (the split's query id), ``document`` (the
 split's document id, LETOR's ``#docid``), ``position`` (1 at the top) and ``event`` (an integer grade 0..c:
@@ -35,10 +36,8 @@ def _document_rows(split: Any) -> dict[tuple[str, str], int]:
     return rows
 
 
-def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[np.ndarray, ClickLog]]:
-    """``(each row's line, the chunk's rows as a ClickLog with session ids as read)`` for each chunk of ``path``."""
-    rows = _document_rows(split)
-    query_of_row, _ = group_positions(split.group_sizes)
+def _csv_batches(path: Path) -> Iterator[list[tuple[int, list[str]]]]:
+    """A CSV log's rows, ``ROWS_PER_CHUNK`` at a time: ``(line, fields)``, blank lines passed over."""
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
@@ -62,33 +61,69 @@ def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[np.ndarray, C
                     break
             if not batch:
                 return
-            sessions, documents, positions, events = [], [], [], []
-            for number, fields in batch:
-                where = f"{path}, line {number}"
-                if len(fields) != len(COLUMNS):
-                    raise ClickLogError(f"{where}: {len(fields)} fields; a row has {len(COLUMNS)} ({','.join(COLUMNS)})")
-                session, query, document, position, event = (f.strip() for f in fields)
-                row = rows.get((query, document))
-                if row is None:
-                    raise ClickLogError(f"{where}: document {document!r} of query {query!r} is not in the split")
-                if not (position.isascii() and position.isdigit()) or int(position) < 1:
-                    raise ClickLogError(f"{where}: position must be an integer >= 1; got {position!r}")
-                if not (event.isascii() and event.isdigit()) or int(event) >= levels:
-                    raise ClickLogError(f"{where}: event must be an integer grade 0..{levels - 1}; got {event!r}")
-                sessions.append(session)
-                documents.append(row)
-                positions.append(int(position))
-                events.append(int(event))
-            document_rows = np.asarray(documents, dtype=np.int64)
-            yield np.asarray([number for number, _ in batch]), ClickLog(
-                np.asarray(sessions, dtype=object), query_of_row[document_rows], document_rows,
-                np.asarray(positions, dtype=np.int64), np.asarray(events, dtype=np.int8))
+            yield batch
+
+
+def _parquet_batches(path: Path) -> Iterator[list[tuple[int, list[str]]]]:
+    """A Parquet log's rows, ``ROWS_PER_CHUNK`` at a time: ``(row, fields as text)``, rows numbered from 1."""
+    from .._extras import require
+
+    parquet = require("pyarrow.parquet", "parquet", "reading a Parquet click log")
+    try:
+        file = parquet.ParquetFile(path)
+    except (OSError, ValueError) as exc:
+        raise ClickLogError(f"{path}: cannot be read as Parquet ({exc})") from None
+    names = list(file.schema_arrow.names)
+    if sorted(names) != sorted(COLUMNS):
+        raise ClickLogError(f"{path}: the columns must be {','.join(COLUMNS)}; got {','.join(names)}")
+    row = 0
+    for table in file.iter_batches(batch_size=ROWS_PER_CHUNK, columns=list(COLUMNS)):
+        columns = [["" if v is None else str(v) for v in table.column(i).to_pylist()] for i in range(len(COLUMNS))]
+        batch = [(row + k + 1, [c[k] for c in columns]) for k in range(table.num_rows)]
+        row += table.num_rows
+        if batch:
+            yield batch
+
+
+def _chunks(path: Path, split: Any, levels: int) -> Iterator[tuple[np.ndarray, ClickLog]]:
+    """``(each row's line, the chunk's rows as a ClickLog with session ids as read)`` for each chunk of ``path``."""
+    rows = _document_rows(split)
+    query_of_row, _ = group_positions(split.group_sizes)
+    unit = _unit(path)
+    for batch in (_parquet_batches(path) if unit == "row" else _csv_batches(path)):
+        sessions, documents, positions, events = [], [], [], []
+        for number, fields in batch:
+            where = f"{path}, {unit} {number}"
+            if len(fields) != len(COLUMNS):
+                raise ClickLogError(f"{where}: {len(fields)} fields; a row has {len(COLUMNS)} ({','.join(COLUMNS)})")
+            session, query, document, position, event = (f.strip() for f in fields)
+            row = rows.get((query, document))
+            if row is None:
+                raise ClickLogError(f"{where}: document {document!r} of query {query!r} is not in the split")
+            if not (position.isascii() and position.isdigit()) or int(position) < 1:
+                raise ClickLogError(f"{where}: position must be an integer >= 1; got {position!r}")
+            if not (event.isascii() and event.isdigit()) or int(event) >= levels:
+                raise ClickLogError(f"{where}: event must be an integer grade 0..{levels - 1}; got {event!r}")
+            sessions.append(session)
+            documents.append(row)
+            positions.append(int(position))
+            events.append(int(event))
+        document_rows = np.asarray(documents, dtype=np.int64)
+        yield np.asarray([number for number, _ in batch]), ClickLog(
+            np.asarray(sessions, dtype=object), query_of_row[document_rows], document_rows,
+            np.asarray(positions, dtype=np.int64), np.asarray(events, dtype=np.int8))
+
+
+def _unit(path: Path) -> str:
+    """What a message calls a place in the file: a CSV file's line, a Parquet file's row."""
+    return "row" if path.suffix.lower() == ".parquet" else "line"
 
 
 def _checked_sessions(path: Path, lines: np.ndarray, chunk: ClickLog, carried: dict[str, Any]) -> np.ndarray:
     """The chunk's sessions numbered 0, 1, ... continuing the previous chunk's (``carried``), each checked: its rows
     contiguous, one query, no position twice."""
     ids = chunk.session
+    unit = _unit(path)
     first_row = np.concatenate([[True], ids[1:] != ids[:-1]])  # a session's first row in the chunk
     starts = np.flatnonzero(first_row)
     continuing = carried["last"] is not None and ids[0] == carried["last"]
@@ -96,15 +131,15 @@ def _checked_sessions(path: Path, lines: np.ndarray, chunk: ClickLog, carried: d
     for start, end in zip(starts, np.append(starts[1:], len(ids)), strict=True):
         session = ids[start]
         if session in carried["seen"] and not (start == 0 and continuing):
-            raise ClickLogError(f"{path}, line {int(lines[start])}: session {session!r} appears again after other "
+            raise ClickLogError(f"{path}, {unit} {int(lines[start])}: session {session!r} appears again after other "
                                 "sessions; a session's rows must be contiguous")
         positions, query = (carried["positions"], carried["query"]) if start == 0 and continuing else (set(), None)
         for row in range(start, end):  # the first row that breaks the session is the line named
             position = int(chunk.position[row])
             if query is not None and int(chunk.query[row]) != query:
-                raise ClickLogError(f"{path}, line {int(lines[row])}: session {session!r} holds more than one query")
+                raise ClickLogError(f"{path}, {unit} {int(lines[row])}: session {session!r} holds more than one query")
             if position in positions:
-                raise ClickLogError(f"{path}, line {int(lines[row])}: session {session!r} shows position {position} "
+                raise ClickLogError(f"{path}, {unit} {int(lines[row])}: session {session!r} shows position {position} "
                                     "twice")
             positions.add(position)
             query = int(chunk.query[row])
@@ -121,7 +156,7 @@ def read_click_log(path: str | Path, split: Any, *, levels: int = len(EVENTS)) -
     Parameters
     ----------
     path : str or Path
-        The CSV file.
+        The CSV file, or a Parquet file (``.parquet``; the ``parquet`` extra).
     split : RankingSplit
         The queries and documents the log's ids refer to.
     levels : int
@@ -167,12 +202,38 @@ def _read(path: str | Path, split: Any, levels: int) -> Iterator[tuple[ClickLog,
 
 
 def write_click_log(path: str | Path, log: ClickLog, split: Any) -> None:
-    """``log`` (against ``split``) as a click log file (module doc), written whole then moved into place."""
+    """``log`` (against ``split``) as a click log file (module doc): CSV, or Parquet for a ``.parquet`` path (the
+    ``parquet`` extra); written whole, then moved into place."""
     from ..data import write_atomic
 
     queries = np.asarray(split.qids)[log.document]
     documents = np.asarray(split.docids)[log.document]
+    if _unit(Path(path)) == "row":
+        _write_parquet(Path(path), log, queries, documents)
+        return
     lines = [",".join(COLUMNS)]
     lines += [f"{s},{q},{d},{p},{e}" for s, q, d, p, e in zip(log.session.tolist(), queries.tolist(), documents.tolist(),
                                                                log.position.tolist(), log.event.tolist(), strict=True)]
     write_atomic(path, "\n".join(lines) + "\n")
+
+
+def _write_parquet(path: Path, log: ClickLog, queries: np.ndarray, documents: np.ndarray) -> None:
+    import os
+    import tempfile
+
+    from .._extras import require
+
+    arrow = require("pyarrow", "parquet", "writing a Parquet click log")
+    parquet = require("pyarrow.parquet", "parquet", "writing a Parquet click log")
+    table = arrow.table({"session": log.session.astype(np.int64), "query": queries.astype(str),
+                         "document": documents.astype(str), "position": log.position.astype(np.int64),
+                         "event": log.event.astype(np.int64)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        parquet.write_table(table, temporary)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
