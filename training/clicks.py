@@ -460,20 +460,31 @@ def _prefix(log: Any, sessions: int) -> Any:
     return ClickLog(log.session[keep], log.query[keep], log.document[keep], log.position[keep], log.event[keep])
 
 
+# The parts of gaprank a cell's numbers come from (the simulator, the estimates, the measures, the engine, the
+# objectives, the data): a change there trains the cells again; one elsewhere (file formats, the CLI, other
+# adapters) does not.
+NUMBERS_FROM = ("_engine", "boosting", "metrics", "lightgbm", "xgboost", "data", "clicks/_simulator.py",
+                "clicks/_training.py", "clicks/_propensities.py", "clicks/_log.py", "_inputs.py", "_grouped.py",
+                "_padding.py", "_elementwise.py", "_compiled_setup.py")
+
+
 @functools.cache
 def gaprank_source() -> str:
-    """A hash of gaprank's code (its syntax trees without docstrings, so that an edit of the words alone keeps the
-    cells): a cell trained by another engine is trained again."""
+    """A hash of the gaprank code a cell's numbers come from (:data:`NUMBERS_FROM`; syntax trees without docstrings,
+    so that an edit of the words alone keeps the cells): a cell trained by another engine is trained again."""
     root = Path(gaprank.__file__).parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if not any(name == part or name.startswith(part.rstrip("/") + "/") for part in NUMBERS_FROM):
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             body = getattr(node, "body", None)
             if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
                     and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
                 node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + ast.dump(tree).encode())
+        digest.update(name.encode() + b"\0" + ast.dump(tree).encode())
     return digest.hexdigest()[:16]
 
 
