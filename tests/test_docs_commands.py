@@ -55,8 +55,14 @@ def _targets(script: str, arguments: str) -> list[Path]:
             return [studies_path(config, quick=args.quick).parent]
         from training._runner import destination
         from training.compare import CompareConfig, load_runs, load_tuning
+        from training.config import read_config_data
         from training.tune import studies_path
 
+        if read_config_data(config_path).get("kind") == "clicks":  # training.clicks: its cells and summary
+            from training.clicks import ClicksConfig
+
+            clicks = load_config(config_path, ClicksConfig)
+            return [output_path(args.out) if args.out is not None else output_root(clicks.output_dir, args.quick)]
         config = load_config(config_path, CompareConfig)
         out = None if args.out is None else output_path(args.out)
         root = out if out is not None else output_root(config.output_dir, args.quick)

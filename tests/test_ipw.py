@@ -521,3 +521,91 @@ def test_lightgbm_takes_weights_per_level_with_the_objective():
         objective(preds[:40], lgb.Dataset(X[:40], y[:40], group=[20, 20]).construct())
     with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
         LambdaRankObjective("gap", level_weights=levels)
+
+
+# ----------------------------------------------------------------------------- the learned position term
+
+
+def test_the_position_term_adjusts_the_scores_and_takes_its_newton_step():
+    """Each call's gradients are those of preds + g[position] (the plain objective's), and g then moves by
+    lr * D1 / (|D2| + 0.001) with D1, D2 the gradient and hessian sums at each position, regularised."""
+    from gaprank.boosting import LambdaMARTObjective
+
+    sizes, labels, _, preds = _grouped_batch(5)
+    labels = labels.astype(float)
+    positions = np.concatenate([np.arange(s) % 6 for s in sizes])
+    objective = LambdaMARTObjective("gap", position_term=True, position_regularization=0.5,
+                                    position_learning_rate=0.3)
+    plain = LambdaMARTObjective("gap")
+    term = np.zeros(6)
+    for _ in range(3):
+        grad, hess = objective.gradients(preds, labels, sizes, None, positions)
+        want_grad, want_hess = plain.gradients(preds + term[positions], labels, sizes)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(hess, want_hess, rtol=1e-12, atol=1e-15)
+        for p in range(6):
+            at = positions == p
+            first = -grad[at].sum() - 0.5 * at.sum() * term[p]
+            second = -hess[at].sum() - 0.5 * at.sum()
+            term[p] += 0.3 * first / (abs(second) + 0.001)
+        np.testing.assert_allclose(objective.position_term(labels, sizes, positions), term, rtol=1e-12, atol=1e-15)
+    assert np.abs(term).max() > 0
+
+
+def test_the_position_term_learns_the_examination_bias_of_clicks_and_lightgbm_trains_with_it():
+    """Labels that are clicks of a position-based user (examination 1/position) and scores that know nothing of
+    the position: round after round the learned term grows highest at the top position and lowest at the bottom.
+    LightGBM trains with it from the data set's positions (each training on a copy of the objective, whose term
+    starts at zero) and refuses a data set without them."""
+    lgb = pytest.importorskip("lightgbm")
+    from gaprank.boosting import LambdaMARTObjective
+    from gaprank.lightgbm import lambdarank_objective
+
+    rng = np.random.default_rng(3)
+    queries, size = 200, 10
+    X = rng.normal(size=(queries * size, 4))
+    relevance = 1.0 / (1.0 + np.exp(-2 * X[:, 0]))
+    positions = np.tile(np.arange(size), queries)
+    clicks = (rng.random(queries * size) < relevance / (positions + 1)).astype(float)
+    objective = LambdaMARTObjective("ndcg", position_term=True, position_learning_rate=0.5)
+    for _ in range(30):
+        objective.gradients(2 * X[:, 0], clicks, [size] * queries, None, positions)
+    term = objective.position_term(clicks, [size] * queries, positions)
+    assert term[0] > term[size // 2] > term[-1]
+    data = lgb.Dataset(X, clicks, group=[size] * queries, position=positions)
+    booster = lgb.train({"objective": lambdarank_objective("ndcg", position_term=True), "verbosity": -1}, data,
+                        num_boost_round=5)
+    assert np.isfinite(booster.predict(X)).all()
+    with pytest.raises(GaprankInputError, match="position_term needs each row's position"):
+        lgb.train({"objective": lambdarank_objective("ndcg", position_term=True), "verbosity": -1},
+                  lgb.Dataset(X, clicks, group=[size] * queries), num_boost_round=1)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gaprank.boosting.LambdaMARTObjective("gap", position_term=True).gradients(
+        np.zeros(3), np.array([1.0, 0.0, 2.0]), [3]), "position_term needs each row's position"),
+    (lambda: gaprank.boosting.LambdaMARTObjective("gap", position_term=True).gradients(
+        np.zeros(3), np.array([1.0, 0.0, 2.0]), [3], None, np.array([0, -1, 2])), "position must hold one integer >= 0"),
+    (lambda: gaprank.boosting.LambdaMARTSettings("gap", position_regularization=-1.0),
+     "position_regularization must be a finite number >= 0"),
+    (lambda: gaprank.boosting.LambdaMARTSettings("gap", position_term=1), "position_term must be True or False"),
+])
+def test_bad_position_settings_are_one_line_errors(call, message):
+    import gaprank.boosting  # noqa: F401
+
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+
+
+def test_xgboost_takes_each_querys_row_order_as_the_positions():
+    xgb = pytest.importorskip("xgboost")
+    import gaprank.xgboost
+
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(60, 3)), rng.integers(0, 3, 60)
+    dtrain = xgb.DMatrix(X, label=y, qid=np.repeat([1, 2, 3], 20))
+    objective = gaprank.xgboost.objective("gap", position_term=True)
+    xgb.train({"nthread": 1}, dtrain, num_boost_round=3, obj=objective)
+    term = objective.objective.position_term(y.astype(float), [20, 20, 20], np.tile(np.arange(20), 3))
+    assert term.shape == (20,) and np.abs(term).max() > 0

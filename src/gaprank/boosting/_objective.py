@@ -30,6 +30,7 @@ elementwise step is one tensor operation for all buckets (per cache-sized chunk 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,7 @@ class _PreparedData:
     layout: QueryLayout
     kernel_plan: compiled.CompiledPlan | None = None
     torch_rounds: _TorchRounds | None = None
+    position_terms: dict[bytes, np.ndarray] = dataclasses.field(default_factory=dict)  # g per position, by positions
 
 
 class LambdaMARTObjective:
@@ -185,22 +187,49 @@ class LambdaMARTObjective:
         return _PreparedData(layout)
 
     def gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
-                  weight: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  weight: ArrayLike | None = None, position: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(grad, hess)``, float64 arrays with one entry per row, for flat rows grouped by query.
 
         Queries with fewer than two different labels (weighted in the measure: fewer than two documents) get 0 and
         0. ``weight`` (one per row), when
         given, multiplies both, as LightGBM's own lambdarank does; with ``row_weights="measure"`` it is each
         document's weight in the measure instead (and must be given), one per row or one per row and level
-        (``[rows, c]``: graded events; the torch backend).
+        (``[rows, c]``: graded events; the torch backend). ``position`` (one integer >= 0 per row, where it was
+        shown): with ``position_term``, the lambdas are those of ``preds`` plus the learned term of each row's
+        position, which then takes its step (the term is kept per data set and positions, across calls).
         """
-        in_measure = self.settings.row_weights == "measure"
-        if in_measure:
-            weight = _checked_row_weights(weight, np.asarray(labels).size)
-            data = self._prepared.get(labels, group, weight)
-        else:
-            data = self._prepared.get(labels, group)
-        scale = None if in_measure else weight
+        if not self.settings.position_term:
+            return self._gradients(preds, labels, group, weight)
+        positions = _checked_positions(position, np.asarray(labels).size)
+        data = self._data(labels, group, weight)
+        key = hashlib.sha256(positions.tobytes()).digest()
+        term = data.position_terms.setdefault(key, np.zeros(int(positions.max()) + 1 if positions.size else 1))
+        grad, hess = self._gradients(np.asarray(preds, dtype=np.float64) + term[positions], labels, group, weight)
+        settings = self.settings
+        count = np.bincount(positions, minlength=term.size)
+        first = -np.bincount(positions, weights=grad, minlength=term.size) - settings.position_regularization * count * term
+        second = -np.bincount(positions, weights=hess, minlength=term.size) - settings.position_regularization * count
+        term += settings.position_learning_rate * first / (np.abs(second) + 0.001)
+        return grad, hess
+
+    def position_term(self, labels: ArrayLike, group: ArrayLike | None, position: ArrayLike,
+                      weight: ArrayLike | None = None) -> np.ndarray:
+        """The learned term per position (index = position) for this data set and these positions; zeros before the
+        first call."""
+        positions = _checked_positions(position, np.asarray(labels).size)
+        data = self._data(labels, group, weight)
+        term = data.position_terms.get(hashlib.sha256(positions.tobytes()).digest())
+        return np.zeros(int(positions.max()) + 1) if term is None else term.copy()
+
+    def _data(self, labels: ArrayLike, group: ArrayLike | None, weight: ArrayLike | None) -> _PreparedData:
+        if self.settings.row_weights == "measure":
+            return self._prepared.get(labels, group, _checked_row_weights(weight, np.asarray(labels).size))
+        return self._prepared.get(labels, group)
+
+    def _gradients(self, preds: ArrayLike, labels: ArrayLike, group: ArrayLike | None,
+                   weight: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+        data = self._data(labels, group, weight)
+        scale = None if self.settings.row_weights == "measure" else weight
         # No autograd here: inference mode spares every tensor operation its autograd bookkeeping.
         scores = check_flat_scores(preds, data.layout.num_rows)
         if data.kernel_plan is not None:
@@ -228,6 +257,18 @@ class LambdaMARTObjective:
                                            torch.index_select(sums, 1, real, out=rounds.real_sums))
             grad_np, hess_np = rounds.derivatives.numpy().astype(np.float64)
         return _weighted(grad_np, hess_np, scale)
+
+
+def _checked_positions(position: ArrayLike | None, rows: int) -> np.ndarray:
+    """The rows' displayed positions for the position term: one integer >= 0 per row, required."""
+    if position is None:
+        raise GaprankInputError("position_term needs each row's position (LightGBM: Dataset(position=...)); the data "
+                                "set has none")
+    values = np.asarray(position)
+    if values.shape != (rows,) or not np.issubdtype(values.dtype, np.number) or not np.isfinite(values).all() or (
+            values < 0).any() or (values != np.round(values)).any():
+        raise GaprankInputError(f"position must hold one integer >= 0 per row ({rows}); got shape {values.shape}")
+    return values.astype(np.int64)
 
 
 def _checked_row_weights(weight: ArrayLike | None, rows: int) -> np.ndarray:

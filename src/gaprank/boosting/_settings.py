@@ -61,6 +61,18 @@ class LambdaMARTSettings:
         the measure whose swap deltas weigh the pairs (the metrics' ``weights=``; with w = 1/propensity, the
         inverse-propensity estimate from clicks), which then needs the weights. Measures that take no weights
         (ERR, Q, RR, Rprec, Success, vG) refuse "measure".
+    position_term : bool, default False
+        Learn an additive term per displayed position with the model, score = f(x) + g(position), as LightGBM does
+        for its own lambdarank (Unbiased LambdaMART's position bias in score space): each round's lambdas are those
+        of the adjusted scores, and g takes a Newton step, g_p += position_learning_rate * D1 / (abs(D2) + 0.001),
+        with D1 = -(sum of the gradients at p) - position_regularization * count_p * g_p and D2 = -(sum of the
+        hessians at p) - position_regularization * count_p. Only f is the model: a prediction has no g. The rows'
+        positions come from the data set (LightGBM's ``position``; XGBoost: each query's rows in the order they
+        were shown).
+    position_regularization : float, default 0.0
+        The L2 regularisation of the position term (LightGBM's ``lambdarank_position_bias_regularization``).
+    position_learning_rate : float, default 0.1
+        The step of the position term's Newton update (LightGBM takes the booster's learning rate).
 
     Examples
     --------
@@ -78,6 +90,9 @@ class LambdaMARTSettings:
     precision: Literal["float32", "float64"] = "float32"
     backend: Literal["auto", "compiled", "torch"] = "auto"
     row_weights: Literal["scale", "measure"] = "scale"
+    position_term: bool = False
+    position_regularization: float = 0.0
+    position_learning_rate: float = 0.1
 
     def __post_init__(self) -> None:
         measure = objective_measure(self.measure).with_params(g=self.g)
@@ -90,6 +105,12 @@ class LambdaMARTSettings:
         check_choice(self.precision, "precision", PRECISIONS)
         check_backend(self.backend)
         check_choice(self.row_weights, "row_weights", ROW_WEIGHTS)
+        if not isinstance(self.position_term, (bool, np.bool_)):
+            raise GaprankInputError(f"position_term must be True or False; got {self.position_term!r}")
+        for name in ("position_regularization", "position_learning_rate"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+                raise GaprankInputError(f"{name} must be a finite number >= 0; got {value!r}")
         if self.row_weights == "measure" and not measure.info.form.takes_weights:
             raise GaprankInputError(f"row_weights='measure': {measure.info.name} does not take weights (its form "
                                     "weighs no document)")

@@ -55,7 +55,8 @@ class LambdaRankObjective(LambdaMARTObjective):
                 raise GaprankInputError(f"level_weights has {self.level_weights.shape[0]} rows; the data set has "
                                         f"{train_data.num_data()}")
             weight = self.level_weights
-        return self.gradients(preds, train_data.get_label(), train_data.get_group(), weight)
+        return self.gradients(preds, train_data.get_label(), train_data.get_group(), weight,
+                              train_data.get_position() if self.settings.position_term else None)
 
 
 class SklearnObjective:
@@ -90,6 +91,9 @@ def lambdarank_objective(
     precision: Literal["float32", "float64"] = "float32",
     backend: Literal["auto", "compiled", "torch"] = "auto",
     row_weights: Literal["scale", "measure"] = "scale",
+    position_term: bool = False,
+    position_regularization: float = 0.0,
+    position_learning_rate: float = 0.1,
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
@@ -148,6 +152,20 @@ def lambdarank_objective(
         ``weights=``; with w = 1/propensity, the inverse-propensity estimate from clicks), which
         then needs the weights. Measures that take no weights (ERR, Q, RR, Rprec, Success, vG)
         refuse "measure".
+    position_term : bool, default False
+        Learn an additive term per displayed position with the model, score = f(x) + g(position), as
+        LightGBM does for its own lambdarank (Unbiased LambdaMART's position bias in score space):
+        each round's lambdas are those of the adjusted scores, and g takes a Newton step, g_p +=
+        position_learning_rate * D1 / (abs(D2) + 0.001), with D1 = -(sum of the gradients at p) -
+        position_regularization * count_p * g_p and D2 = -(sum of the hessians at p) -
+        position_regularization * count_p. Only f is the model: a prediction has no g. The rows'
+        positions come from the data set (LightGBM's ``position``; XGBoost: each query's rows in the
+        order they were shown).
+    position_regularization : float, default 0.0
+        The L2 regularisation of the position term (LightGBM's
+        ``lambdarank_position_bias_regularization``).
+    position_learning_rate : float, default 0.1
+        The step of the position term's Newton update (LightGBM takes the booster's learning rate).
 
     Returns
     -------
@@ -169,7 +187,9 @@ def lambdarank_objective(
     """
     return LambdaRankObjective(LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
                                                   label_gain=label_gain, precision=precision, backend=backend,
-                                                  row_weights=row_weights))
+                                                  row_weights=row_weights, position_term=position_term,
+                                                  position_regularization=position_regularization,
+                                                  position_learning_rate=position_learning_rate))
 
 
 def sklearn_objective(
@@ -183,6 +203,9 @@ def sklearn_objective(
     precision: Literal["float32", "float64"] = "float32",
     backend: Literal["auto", "compiled", "torch"] = "auto",
     row_weights: Literal["scale", "measure"] = "scale",
+    position_term: bool = False,
+    position_regularization: float = 0.0,
+    position_learning_rate: float = 0.1,
 ) -> SklearnObjective:
     r"""The objective of :func:`lambdarank_objective` for ``lightgbm.LGBMRanker(objective=...)``.
 
@@ -221,6 +244,20 @@ def sklearn_objective(
         ``weights=``; with w = 1/propensity, the inverse-propensity estimate from clicks), which
         then needs the weights. Measures that take no weights (ERR, Q, RR, Rprec, Success, vG)
         refuse "measure".
+    position_term : bool, default False
+        Learn an additive term per displayed position with the model, score = f(x) + g(position), as
+        LightGBM does for its own lambdarank (Unbiased LambdaMART's position bias in score space):
+        each round's lambdas are those of the adjusted scores, and g takes a Newton step, g_p +=
+        position_learning_rate * D1 / (abs(D2) + 0.001), with D1 = -(sum of the gradients at p) -
+        position_regularization * count_p * g_p and D2 = -(sum of the hessians at p) -
+        position_regularization * count_p. Only f is the model: a prediction has no g. The rows'
+        positions come from the data set (LightGBM's ``position``; XGBoost: each query's rows in the
+        order they were shown).
+    position_regularization : float, default 0.0
+        The L2 regularisation of the position term (LightGBM's
+        ``lambdarank_position_bias_regularization``).
+    position_learning_rate : float, default 0.1
+        The step of the position term's Newton update (LightGBM takes the booster's learning rate).
 
     Returns
     -------
@@ -239,5 +276,7 @@ def sklearn_objective(
     (60,)
     """
     settings = LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                                  label_gain=label_gain, precision=precision, backend=backend, row_weights=row_weights)
+                                  label_gain=label_gain, precision=precision, backend=backend, row_weights=row_weights,
+                                  position_term=position_term, position_regularization=position_regularization,
+                                  position_learning_rate=position_learning_rate)
     return SklearnObjective(LambdaRankObjective(settings))

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._grouped import GroupedLists
 from .._inputs import GaprankInputError
+from .._padding import group_positions
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings, RankingEval
 from ..metrics import Conventions
@@ -81,7 +82,10 @@ class XGBoostObjective:
         if groups is None or groups[1] != num_rows or not np.array_equal(groups[0], pointer):
             groups = self._groups = (pointer, num_rows, _sizes_from_pointer(pointer, num_rows))
         sizes = groups[2]
-        grad, hess = self.objective.gradients(predt, _dmatrix.labels(dtrain), sizes, _query_weights(dtrain, sizes))
+        # the position term's positions: each query's rows in the order they were shown (XGBoost's own convention)
+        positions = group_positions(sizes)[1] if self.objective.settings.position_term else None
+        grad, hess = self.objective.gradients(predt, _dmatrix.labels(dtrain), sizes, _query_weights(dtrain, sizes),
+                                              positions)
         hess *= HESSIAN_SCALE  # a fresh array of gradients'
         return grad, hess
 
@@ -111,6 +115,9 @@ def objective(
     precision: Literal["float32", "float64"] = "float32",
     backend: Literal["auto", "compiled", "torch"] = "auto",
     row_weights: Literal["scale", "measure"] = "scale",
+    position_term: bool = False,
+    position_regularization: float = 0.0,
+    position_learning_rate: float = 0.1,
 ) -> XGBoostObjective:
     r"""LambdaMART objective for ``xgboost.train(params, dtrain, obj=...)``: LambdaRank gradients weighted
     by :math:`|\Delta M|`, the exact swap delta of ``measure`` in the ranking the current scores induce.
@@ -164,6 +171,20 @@ def objective(
         ``weights=``; with w = 1/propensity, the inverse-propensity estimate from clicks), which
         then needs the weights. Measures that take no weights (ERR, Q, RR, Rprec, Success, vG)
         refuse "measure".
+    position_term : bool, default False
+        Learn an additive term per displayed position with the model, score = f(x) + g(position), as
+        LightGBM does for its own lambdarank (Unbiased LambdaMART's position bias in score space):
+        each round's lambdas are those of the adjusted scores, and g takes a Newton step, g_p +=
+        position_learning_rate * D1 / (abs(D2) + 0.001), with D1 = -(sum of the gradients at p) -
+        position_regularization * count_p * g_p and D2 = -(sum of the hessians at p) -
+        position_regularization * count_p. Only f is the model: a prediction has no g. The rows'
+        positions come from the data set (LightGBM's ``position``; XGBoost: each query's rows in the
+        order they were shown).
+    position_regularization : float, default 0.0
+        The L2 regularisation of the position term (LightGBM's
+        ``lambdarank_position_bias_regularization``).
+    position_learning_rate : float, default 0.1
+        The step of the position term's Newton update (LightGBM takes the booster's learning rate).
 
     Returns
     -------
@@ -183,7 +204,9 @@ def objective(
     (60,)
     """
     settings = LambdaMARTSettings(measure, g=g, sigma=sigma, truncation_level=truncation_level, norm=norm,
-                                  label_gain=label_gain, precision=precision, backend=backend, row_weights=row_weights)
+                                  label_gain=label_gain, precision=precision, backend=backend, row_weights=row_weights,
+                                  position_term=position_term, position_regularization=position_regularization,
+                                  position_learning_rate=position_learning_rate)
     return XGBoostObjective(LambdaMARTObjective(settings))
 
 
