@@ -23,6 +23,8 @@ The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
      :func:`gaprank.clicks.click_training_set`);
    * ``IPW GAP (estimated)``: with the propensities estimated from the randomised sessions
      (:func:`gaprank.clicks.estimate_propensities`);
+   * ``GAP position term``: gaprank's GAP objective learning score = f(x) + g(position) on the peers' rows below
+     (its label rule chosen on validation, two tries);
    * ``LightGBM position term`` and ``XGBoost lambdarank_unbiased``: the peers' own debiasing, on one row per shown
      document (its position: where it was shown most often) labelled from its events by a rule; each peer's label
      rule and its own knob (LightGBM's position-bias regularisation, XGBoost's bias norm) are chosen on the
@@ -70,14 +72,14 @@ from gaprank.metrics import evaluate_letor
 from ._runner import checkout_commit, locked, machine_description, output_root
 from .config import ConfigError, load_config, output_path, to_dict
 
-METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP (estimated)",
+METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP (estimated)", "GAP position term",
            "LightGBM position term", "XGBoost lambdarank_unbiased", "skyline, shown", "skyline, all")
 # the peers' own knobs, each tried on the validation split's true grades (their best there is reported): how the
 # events became labels, and LightGBM's position-bias regularisation or XGBoost's bias norm
 LABEL_RULES = ("highest event", "mean event")
 LIGHTGBM_REGULARISATION = (0.0, 0.5)
 XGBOOST_BIAS_NORM = (0.5, 1.0, 2.0)
-DEBIASED_GAP = ("IPW GAP", "IPW GAP (estimated)")
+DEBIASED_GAP = ("IPW GAP", "IPW GAP (estimated)", "GAP position term")
 PEERS = ("LightGBM position term", "XGBoost lambdarank_unbiased")
 
 
@@ -354,6 +356,36 @@ def _lightgbm_position_term(cell: Cell, count: int) -> dict[str, Any]:
     return _evaluate(best[1], cell.test, cell.config) | {"chosen": best[2]}
 
 
+def _gap_position_term(cell: Cell, count: int) -> dict[str, Any]:
+    """gaprank's GAP objective with its learned position term, on the peers' rows (one per shown document at the
+    position it was shown at most often, labelled by a rule): the best label rule on the validation split."""
+    import lightgbm as lgb
+
+    from gaprank.lightgbm import lambdarank_objective, ranking_feval
+
+    booster = cell.booster
+    best: tuple[float, Any, dict[str, Any]] | None = None
+    for rule in LABEL_RULES:
+        split, labels, positions = _peer_rows(cell, count, rule)
+        objective = lambdarank_objective("gap", position_term=True, position_learning_rate=booster.learning_rate,
+                                         **cell.settings)
+        params = {"objective": objective, "learning_rate": booster.learning_rate, "num_leaves": booster.num_leaves,
+                  "min_data_in_leaf": booster.min_data_in_leaf, "num_threads": booster.num_threads, "seed": cell.seed,
+                  "verbosity": -1, "metric": "None", "deterministic": True, "force_row_wise": True}
+        data = lgb.Dataset(split.features, labels.astype(np.float64), group=split.group_sizes, position=positions - 1,
+                           free_raw_data=False)
+        X, y, sizes = cell.fold.vali.to_flat()
+        valid = lgb.Dataset(X, y.astype(np.float64), group=sizes, reference=data)
+        model = lgb.train(params, data, num_boost_round=booster.num_boost_round, valid_sets=[valid],
+                          feval=ranking_feval([booster.selection], g=cell.config.g, conventions=cell.config.conventions),
+                          callbacks=[lgb.early_stopping(booster.early_stopping_rounds, verbose=False)])
+        score = float(next(iter(model.best_score["valid_0"].values())))
+        if best is None or score > best[0]:
+            best = (score, model, {"label_rule": rule})
+    assert best is not None
+    return _evaluate(best[1], cell.test, cell.config) | {"chosen": best[2]}
+
+
 def _xgboost_unbiased(cell: Cell, count: int) -> dict[str, Any]:
     """XGBoost's own debiasing: rank:ndcg with lambdarank_unbiased (its position biases estimated jointly; the rows
     of a query in the order they were shown); the best label rule and bias norm on the validation split."""
@@ -398,6 +430,7 @@ RUNNERS: dict[str, tuple[Any, bool]] = {
     "IPW GAP": (_click_learner("IPW", "gap"), True),
     "IPW nDCG": (_click_learner("IPW", "ndcg"), True),
     "IPW GAP (estimated)": (_click_learner("estimated", "gap"), True),
+    "GAP position term": (_gap_position_term, True),
     "LightGBM position term": (_lightgbm_position_term, True),
     "XGBoost lambdarank_unbiased": (_xgboost_unbiased, True),
     "skyline, shown": (_skyline_shown, True),
@@ -411,11 +444,11 @@ def method_code(method: str) -> str:
     runner = RUNNERS[method][0]
     shared = (Cell, _fit, _logger, _evaluate, trust_model, _add, _prefix)
     own = (_click_learner,) if hasattr(runner, "code") else (runner,)
-    if runner in (_lightgbm_position_term, _xgboost_unbiased):
+    peer_rows = runner in (_gap_position_term, _lightgbm_position_term, _xgboost_unbiased)
+    if peer_rows:
         own = (*own, _peer_rows)
     source = "".join(inspect.getsource(f) for f in (*shared, *own)) + getattr(runner, "code", "")
-    source += repr((LABEL_RULES, LIGHTGBM_REGULARISATION, XGBOOST_BIAS_NORM)) if runner in (
-        _lightgbm_position_term, _xgboost_unbiased) else ""
+    source += repr((LABEL_RULES, LIGHTGBM_REGULARISATION, XGBOOST_BIAS_NORM)) if peer_rows else ""
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
