@@ -470,7 +470,10 @@ def run_cell(config: ClicksConfig, condition: Condition, fold_number: int, seed:
         values: dict[str, Any] = {}
         once = None if per_count else _cell_means(runner(cell, max(config.sessions)), config)
         for count in sorted(config.sessions):
-            values[str(count)] = _cell_means(runner(cell, count), config) if per_count else once
+            try:
+                values[str(count)] = _cell_means(runner(cell, count), config) if per_count else once
+            except GaprankInputError as refused:  # e.g. too few shuffled sessions to estimate a propensity
+                values[str(count)] = {"refused": str(refused)}
         methods[method] = {"code": code, "values": values}
     return {"methods": methods, "seconds": time.perf_counter() - start,
             "true_propensities": [float(t) for t in cell.model.examined(cell.shown)]}
@@ -540,10 +543,12 @@ def means(values: dict[str, list[float]]) -> dict[str, float]:
     return {m: float(np.mean(v)) for m, v in values.items()}
 
 
-def cell_values(cell: dict[str, Any], method: str, sessions: str) -> dict[str, list[float]] | None:
-    """A cell's test values per query of one method at one session count (None: not run)."""
+def cell_values(cell: dict[str, Any], method: str, sessions: str) -> dict[str, Any] | None:
+    """A cell's test measures of one method at one session count (None: not run, or refused: its inputs could not
+    be made, as propensities from too few shuffled sessions)."""
     entry = cell["methods"].get(method)
-    return None if entry is None else entry["values"].get(sessions)
+    values = None if entry is None else entry["values"].get(sessions)
+    return None if values is None or "refused" in values else values
 
 
 def gap_closed(cells: list[dict[str, Any]], method: str, sessions: str, measure: str, *, resamples: int = 10_000,
@@ -553,10 +558,10 @@ def gap_closed(cells: list[dict[str, Any]], method: str, sessions: str, measure:
     from scipy import stats
 
     rows = []
-    for cell in cells:
+    for cell in cells:  # the cells where all three ran
         values = {k: cell_values(cell, k, sessions) for k in (method, "naive GAP", "skyline, shown")}
         if any(v is None for v in values.values()):
-            return None
+            continue
         rows.append([float(np.mean(values[k][measure])) for k in (method, "naive GAP", "skyline, shown")])  # type: ignore[index]
     if not rows:
         return None
@@ -598,7 +603,9 @@ def render(summary: dict[str, Any]) -> str:
                 closed_text = "" if not closed else (
                     f"{closed['closed']:.0%}" + (f" ({closed['interval'][0]:.0%} to {closed['interval'][1]:.0%})"
                                                  if closed["interval"] else ""))
-                lines.append(f"| {method} | " + " | ".join(f"{row['means'][m]:.4f}" for m in measures)
+                missing = condition["cells"] - row.get("cells", condition["cells"])
+                note = f" ({missing} of {condition['cells']} cells refused)" if missing else ""
+                lines.append(f"| {method}{note} | " + " | ".join(f"{row['means'][m]:.4f}" for m in measures)
                              + f" | {closed_text} |")
             lines.append("")
     if summary.get("pending"):
@@ -714,12 +721,14 @@ def _summarise(config: ClicksConfig, condition: Condition, cells: list[dict[str,
         key = str(sessions)
         methods = {}
         for method in config.methods:
-            per_cell = [means({m: v for m, v in values.items() if m in config.measures})
-                        for values in (cell_values(cell, method, key) for cell in cells) if values is not None]
+            per_cell = [{"cell": f"fold{cell['key']['fold']}-seed{cell['key']['seed']}",
+                         **means({m: v for m, v in values.items() if m in config.measures})}
+                        for cell, values in ((cell, cell_values(cell, method, key)) for cell in cells)
+                        if values is not None]
             if not per_cell:
                 continue
             row: dict[str, Any] = {"means": {m: float(np.mean([c[m] for c in per_cell])) for m in config.measures},
-                                   "per_cell": per_cell}
+                                   "per_cell": per_cell, "cells": len(per_cell)}
             if method not in ("naive GAP", "skyline, shown", "skyline, all", "logger"):
                 row["closed"] = gap_closed(cells, method, key, "NDCG@10")
             methods[method] = row
@@ -764,13 +773,14 @@ def _headline(config: ClicksConfig, conditions: list[dict[str, Any]]) -> dict[st
 
 def cells_of(condition: dict[str, Any]) -> list[dict[str, float]]:
     """A summarised condition's per-cell means, by session count and method: ``[{(sessions, method, measure): v}]``."""
-    rows: dict[int, dict[tuple[str, str, str], float]] = {}
+    rows: dict[str, dict[tuple[str, str, str], float]] = {}
     for sessions, methods in condition["by_sessions"].items():
         for method, row in methods.items():
-            for index, cell in enumerate(row["per_cell"]):
+            for cell in row["per_cell"]:
                 for measure, value in cell.items():
-                    rows.setdefault(index, {})[(sessions, method, measure)] = value
-    return [rows[i] for i in sorted(rows)]
+                    if measure != "cell":
+                        rows.setdefault(cell["cell"], {})[(sessions, method, measure)] = value
+    return [rows[c] for c in sorted(rows)]
 
 
 def _paired(cells: list[dict[tuple[str, str, str], float]], method: str, other: str, sessions: str,
