@@ -555,7 +555,6 @@ def gap_closed(cells: list[dict[str, Any]], method: str, sessions: str, measure:
                seed: int = 1) -> dict[str, Any] | None:
     """The share of the naive-to-shown-skyline gap ``method`` closes, pooled over cells (ratio of sums), with a 95%
     bootstrap interval over the cells and a paired t-test against the naive learner over the cells."""
-    from scipy import stats
 
     rows = []
     for cell in cells:  # the cells where all three ran
@@ -572,9 +571,7 @@ def gap_closed(cells: list[dict[str, Any]], method: str, sessions: str, measure:
     with np.errstate(divide="ignore", invalid="ignore"):
         boot = gained[picks].sum(1) / possible[picks].sum(1)
     boot = boot[np.isfinite(boot)]
-    p_value = float(stats.ttest_rel(table[:, 0], table[:, 1]).pvalue) if len(rows) > 1 else None
-    if p_value is not None and not np.isfinite(p_value):
-        p_value = None
+    p_value = _paired_tests(table[:, 0], table[:, 1])["t_test_p"] if len(rows) > 1 else None
     if not possible.sum():
         return None
     return {"closed": float(gained.sum() / possible.sum()),
@@ -785,16 +782,23 @@ def cells_of(condition: dict[str, Any]) -> list[dict[str, float]]:
 
 def _paired(cells: list[dict[tuple[str, str, str], float]], method: str, other: str, sessions: str,
             measure: str) -> dict[str, Any] | None:
-    """``method`` minus ``other`` on ``measure``, paired over the cells: the mean difference and a paired t-test."""
-    from scipy import stats
-
+    """``method`` minus ``other`` on ``measure``, paired over the cells: the mean difference, the paired t-test's p
+    and the paired randomisation test's."""
     pairs = [(c[(sessions, method, measure)], c[(sessions, other, measure)]) for c in cells
              if (sessions, method, measure) in c and (sessions, other, measure) in c]
     if len(pairs) < 2:
         return None
     a, b = np.array(pairs).T
-    p_value = float(stats.ttest_rel(a, b).pvalue)
-    return {"difference": float((a - b).mean()), "p": p_value if np.isfinite(p_value) else None, "cells": len(pairs)}
+    tests = _paired_tests(a, b)
+    return {"difference": tests["mean_difference"], "p": tests["t_test_p"],
+            "randomisation_p": tests["randomisation_p"], "cells": len(pairs)}
+
+
+def _paired_tests(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    """The comparison's paired tests (:func:`training.compare.paired_tests`) over cells."""
+    from .compare import paired_tests
+
+    return paired_tests(a, b, resamples=10_000, seed=1)
 
 
 def _p(value: float | None) -> str:
