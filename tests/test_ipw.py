@@ -521,6 +521,8 @@ def test_lightgbm_takes_weights_per_level_with_the_objective():
         objective(preds[:40], lgb.Dataset(X[:40], y[:40], group=[20, 20]).construct())
     with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
         LambdaRankObjective("gap", level_weights=levels)
+    with pytest.raises(GaprankInputError, match=r"level_weights must be \[rows, levels\]; got shape \(60,\)"):
+        LambdaRankObjective(settings, level_weights=levels[:, 0])
 
 
 # ----------------------------------------------------------------------------- the learned position term
