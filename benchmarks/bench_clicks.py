@@ -1,19 +1,31 @@
-"""Click simulation speed: sessions simulated on MQ2008 against issue 57's budget of 10 s for a million.
+"""Click simulation speed: sessions simulated on MQ2008 against issue 57's budget of 10 s for a million; and the
+memory of counting a log from files, which follows the chunk and the sessions, not the rows.
 
-Run by hand:  python benchmarks/bench_clicks.py [--sessions 1000000] [--repeat 3]
+Run by hand:  python benchmarks/bench_clicks.py [--sessions 1000000] [--repeat 3] [--count-rows 10000000]
 
 The logging ranker is feature 1 of MQ2008 Fold 1's training split (any scores cost the same); sessions draw its
 queries uniformly and show the top 10, under the position-based model at eta = 1 and under the cascade model.
 Prints the best of ``--repeat`` wall times, the rows written and the ratio to the budget.
+
+``--count-rows N`` writes a simulated log of about N rows as CSV files of about a million rows each (in a temporary
+folder), then counts the first tenth of the files and all of them, each in a fresh process: its wall time, its peak
+resident memory, and that memory above the process's before counting (the split loaded). The log's rows held whole
+as arrays would take 33 bytes each, as parsed text several times that.
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-from gaprank.clicks import ClickModel, simulate_clicks
+import numpy as np
+
+from gaprank.clicks import ClickLog, ClickModel, simulate_clicks, write_click_log
 from gaprank.data import load_fold
 
 BUDGET_SECONDS = 10.0  # issue 57: 10^6 sessions on MQ2008 in under 10 s on two cores
@@ -23,8 +35,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--count-rows", type=int, default=0, help="also count a log of about this many rows")
     args = parser.parse_args()
     train = load_fold("MQ2008", 1).train
+    if args.count_rows:
+        count_memory(train, args.count_rows)
+        return
     print(f"# {platform.processor() or platform.machine()}, MQ2008 Fold1 train: {train.num_queries} queries, "
           f"{args.sessions} sessions, top 10 shown")
     print("| model | seconds | rows | against the budget |")
@@ -37,6 +53,44 @@ def main() -> None:
             times.append(time.perf_counter() - start)
         scaled = min(times) * 1_000_000 / args.sessions
         print(f"| {name} | {min(times):.2f} | {len(log)} | {scaled / BUDGET_SECONDS:.2f}x |")
+
+
+ROWS_PER_FILE = 1_000_000
+COUNT = """
+import resource, sys, time
+from gaprank.clicks import count_clicks
+from gaprank.data import load_fold
+train = load_fold("MQ2008", 1).train
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+counts = count_clicks(sys.argv[1:], train)
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(counts.shown.sum(), counts.sessions, seconds, peak / 1024, (peak - before) / 1024)
+"""
+
+
+def count_memory(train, rows: int) -> None:
+    """The table of ``--count-rows``: each count in a fresh process, so that its peak memory is its own."""
+    log = simulate_clicks(train, train.features[:, 0], int(rows / 8.87) + 1, ClickModel(eta=1.0), seed=1)
+    print(f"# {platform.processor() or platform.machine()}, MQ2008 Fold1 train, a log of {len(log)} rows in CSV files "
+          f"of about {ROWS_PER_FILE} rows")
+    print("| rows counted | files | sessions | seconds | peak memory (MB) | above the loaded split (MB) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as folder:
+        opening = np.flatnonzero(np.diff(log.session, prepend=-1))  # each session's first row: files cut there
+        cuts = np.unique(opening[np.searchsorted(opening, np.arange(0, len(log), ROWS_PER_FILE))])
+        files = []
+        for number, (first, last) in enumerate(zip(cuts, np.append(cuts[1:], len(log)), strict=True)):
+            files.append(str(Path(folder) / f"log{number:03d}.csv"))
+            write_click_log(files[-1], ClickLog(*(getattr(log, c)[first:last] for c in (
+                "session", "query", "document", "position", "event"))), train)
+        del log
+        for some in (files[:max(1, len(files) // 10)], files):
+            out = subprocess.run([sys.executable, "-c", COUNT, *some], check=True, capture_output=True, text=True)
+            counted, sessions, seconds, peak, above = out.stdout.split()
+            print(f"| {int(counted)} | {len(some)} | {int(sessions)} | {float(seconds):.1f} | {float(peak):.0f} | "
+                  f"{float(above):.0f} |")
 
 
 if __name__ == "__main__":

@@ -163,3 +163,34 @@ def test_xgboost_dask_with_two_workers_trains_on_query_aligned_partitions(two_wo
         booster = xgb.dask.train(two_workers, params, data, 8, obj=gx.objective("gap", g=[0.5, 0.5]))["booster"]
     scores = booster.predict(xgb.DMatrix(X, label=y, qid=qid))
     assert np.isfinite(scores).all() and scores.std() > 0
+
+
+def test_click_log_files_counted_on_the_cluster_are_the_local_counts(tmp_path):
+    """Four files counted one task per file on two workers: the local count of the same files, sessions and ids
+    included; a session in two files is the local error, naming the later file's line."""
+    from gaprank.clicks import ClickLog, ClickLogError, ClickModel, simulate_clicks, write_click_log
+    from gaprank.clicks import count_clicks as count_locally
+    from gaprank.dask import count_clicks
+    from gaprank.data import RankingSplit
+
+    sizes = [6, 4, 8]
+    split = RankingSplit(features=np.zeros((18, 1)), labels=np.tile([2, 1, 0], 6),
+                         qids=np.repeat(["q1", "q2", "q3"], sizes), docids=np.array([f"d{i}" for i in range(18)]))
+    log = simulate_clicks(split, -np.arange(18.0), 200, ClickModel(eta=1.0), shown=4, seed=3)
+    files = []
+    for number, (first, last) in enumerate([(0, 50), (50, 51), (51, 120), (120, 200)]):
+        keep = (log.session >= first) & (log.session < last)
+        files.append(tmp_path / f"day{number}.csv")
+        write_click_log(files[-1], ClickLog(*(getattr(log, c)[keep] for c in (
+            "session", "query", "document", "position", "event"))), split)
+    local = count_locally(files, split, positions=4)
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster) as client:
+        counted = count_clicks(files, split, client=client, positions=4)
+        assert counted.sessions == local.sessions == 200
+        np.testing.assert_array_equal(counted.counts, local.counts)
+        np.testing.assert_array_equal(counted.session_ids, local.session_ids)
+        np.testing.assert_array_equal(counted.counts, log.count(18, positions=4).counts)
+        again = tmp_path / "again.csv"
+        again.write_text(files[1].read_text())  # session 50 once more
+        with pytest.raises(ClickLogError, match=r"again.csv, line 2: session '50' was already read from .*day1.csv"):
+            count_clicks([*files, again], split, client=client, positions=4)

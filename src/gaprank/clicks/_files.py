@@ -10,7 +10,7 @@ split's document id, LETOR's ``#docid``), ``position`` (1 at the top) and ``even
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,18 +121,17 @@ def _unit(path: Path) -> str:
 
 def _checked_sessions(path: Path, lines: np.ndarray, chunk: ClickLog, carried: dict[str, Any]) -> np.ndarray:
     """The chunk's sessions numbered 0, 1, ... continuing the previous chunk's (``carried``), each checked: its rows
-    contiguous, one query, no position twice."""
+    contiguous and in one file, one query, no position twice."""
     ids = chunk.session
     unit = _unit(path)
     first_row = np.concatenate([[True], ids[1:] != ids[:-1]])  # a session's first row in the chunk
     starts = np.flatnonzero(first_row)
     continuing = carried["last"] is not None and ids[0] == carried["last"]
     numbers = np.cumsum(first_row) - 1 + carried["next"] - int(continuing)
+    new = starts[1:] if continuing else starts  # the rows that open a session not seen before in this read
+    _check_new_sessions(path, lines, ids, new, carried)
     for start, end in zip(starts, np.append(starts[1:], len(ids)), strict=True):
         session = ids[start]
-        if session in carried["seen"] and not (start == 0 and continuing):
-            raise ClickLogError(f"{path}, {unit} {int(lines[start])}: session {session!r} appears again after other "
-                                "sessions; a session's rows must be contiguous")
         positions, query = (carried["positions"], carried["query"]) if start == 0 and continuing else (set(), None)
         for row in range(start, end):  # the first row that breaks the session is the line named
             position = int(chunk.position[row])
@@ -143,20 +142,49 @@ def _checked_sessions(path: Path, lines: np.ndarray, chunk: ClickLog, carried: d
                                     "twice")
             positions.add(position)
             query = int(chunk.query[row])
-        carried["seen"].add(session)
         carried["positions"], carried["query"] = positions, query
     carried["last"] = ids[-1]
     carried["next"] = int(numbers[-1]) + 1
     return numbers.astype(np.int64)
 
 
-def read_click_log(path: str | Path, split: Any, *, levels: int = len(EVENTS)) -> ClickLog:
-    """A click log file (module doc) read against ``split``, checked row by row.
+def _check_new_sessions(path: Path, lines: np.ndarray, ids: np.ndarray, new: np.ndarray,
+                        carried: dict[str, Any]) -> None:
+    """Refuse a session that opens at a row of ``new`` when it was seen before: earlier in this file (its rows not
+    contiguous) or in an earlier file (its rows in two files). The ids seen are kept sorted, as text: the memory of
+    the check is the ids', not the rows'."""
+    opened = ids[new].astype(str)
+    again = np.zeros(len(opened), dtype=bool)
+    order = np.argsort(opened, kind="stable")
+    again[order[1:][opened[order][1:] == opened[order][:-1]]] = True  # a second opening within the chunk
+    again |= np.isin(opened, carried["ids"])
+    earlier = [np.isin(opened, seen) for _, seen in carried["files"]]
+    elsewhere = np.logical_or.reduce(earlier) if earlier else np.zeros(len(opened), dtype=bool)
+    bad = np.flatnonzero(again | elsewhere)
+    if bad.size:
+        first = int(bad[0])
+        where = f"{path}, {_unit(path)} {int(lines[new[first]])}: session {str(opened[first])!r}"
+        if again[first]:
+            raise ClickLogError(f"{where} appears again after other sessions; a session's rows must be contiguous")
+        other = next(file for (file, _), found in zip(carried["files"], earlier, strict=True) if found[first])
+        raise ClickLogError(f"{where} was already read from {other}; a session's rows must be in one file")
+    carried["ids"] = np.union1d(carried["ids"], opened)
+
+
+def _paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
+    files = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
+    if not files:
+        raise GaprankInputError("no click log files given (paths is empty)")
+    return files
+
+
+def read_click_log(paths: str | Path | Sequence[str | Path], split: Any, *, levels: int = len(EVENTS)) -> ClickLog:
+    """A click log (module doc), one file or several read one after the other, checked row by row.
 
     Parameters
     ----------
-    path : str or Path
-        The CSV file, or a Parquet file (``.parquet``; the ``parquet`` extra).
+    paths : str, Path or sequence of them
+        The CSV files, or Parquet files (``.parquet``; the ``parquet`` extra). A session's rows are in one file.
     split : RankingSplit
         The queries and documents the log's ids refer to.
     levels : int
@@ -165,40 +193,47 @@ def read_click_log(path: str | Path, split: Any, *, levels: int = len(EVENTS)) -
     Returns
     -------
     ClickLog
-        Sessions numbered 0, 1, ... in the file's order.
+        Sessions numbered 0, 1, ... in the order read.
     """
-    parts = [(chunk, numbers) for chunk, numbers in _read(path, split, levels)]
-    if not parts:
-        raise ClickLogError(f"{path}: the log has no rows")
+    parts = [(chunk, numbers) for chunk, numbers in _read(paths, split, levels)]
     return ClickLog(np.concatenate([n for _, n in parts]), *(np.concatenate([getattr(c, name) for c, _ in parts])
                                                             for name in ("query", "document", "position", "event")))
 
 
-def count_clicks(path: str | Path, split: Any, *, levels: int = len(EVENTS), positions: int = 10) -> ClickCounts:
-    """A click log file's events counted per shown document and position (:class:`ClickCounts`), streamed chunk
-    by chunk: the rows are never held whole (the memory is the split's counts and the sessions' ids, kept to check
-    that each session's rows are contiguous). ``positions``: the deepest position counted; a row shown deeper is
-    an error."""
+def count_clicks(paths: str | Path | Sequence[str | Path], split: Any, *, levels: int = len(EVENTS),
+                 positions: int = 10) -> ClickCounts:
+    """A click log's events counted per shown document and position (:class:`ClickCounts`), one file or several,
+    streamed chunk by chunk: the rows are never held whole (the memory is the split's counts and the sessions' ids,
+    kept to check that each session's rows are contiguous and in one file). ``positions``: the deepest position
+    counted; a row shown deeper is an error. :func:`gaprank.dask.count_clicks` counts the files on a cluster."""
     counts = np.zeros((len(split.qids), positions, levels), dtype=np.int64)
     sessions = 0
-    for chunk, numbers in _read(path, split, levels):
+    carried = _carried()
+    for chunk, numbers in _read(paths, split, levels, carried):
         if int(chunk.position.max()) > positions:
-            raise ClickLogError(f"{path}: position {int(chunk.position.max())} is deeper than the {positions} counted "
-                                "(positions=)")
+            raise ClickLogError(f"{carried['path']}: position {int(chunk.position.max())} is deeper than the "
+                                f"{positions} counted (positions=)")
         chunk.add_to(counts)
         sessions = int(numbers[-1]) + 1
-    if sessions == 0:
-        raise ClickLogError(f"{path}: the log has no rows")
-    return ClickCounts(counts, sessions)
+    return ClickCounts(counts, sessions, np.sort(np.concatenate([seen for _, seen in carried["files"]])))
 
 
-def _read(path: str | Path, split: Any, levels: int) -> Iterator[tuple[ClickLog, np.ndarray]]:
+def _carried() -> dict[str, Any]:
+    return {"next": 0, "files": []}
+
+
+def _read(paths: str | Path | Sequence[str | Path], split: Any, levels: int,
+          carried: dict[str, Any] | None = None) -> Iterator[tuple[ClickLog, np.ndarray]]:
     if not isinstance(levels, int) or isinstance(levels, bool) or levels < 2:
         raise GaprankInputError(f"levels must be an integer >= 2 (none and at least one event); got {levels!r}")
-    file = Path(path)
-    carried: dict[str, Any] = {"last": None, "next": 0, "seen": set(), "positions": set(), "query": None}
-    for lines, chunk in _chunks(file, split, levels):
-        yield chunk, _checked_sessions(file, lines, chunk, carried)
+    carried = _carried() if carried is None else carried
+    for file in _paths(paths):
+        carried.update(path=file, last=None, positions=set(), query=None, ids=np.array([], dtype=str))
+        for lines, chunk in _chunks(file, split, levels):
+            yield chunk, _checked_sessions(file, lines, chunk, carried)
+        if carried["last"] is None:
+            raise ClickLogError(f"{file}: the log has no rows")
+        carried["files"].append((file, carried["ids"]))
 
 
 def write_click_log(path: str | Path, log: ClickLog, split: Any) -> None:

@@ -76,10 +76,14 @@ class ClickCounts:
         ``[rows, positions, levels]``.
     sessions : int
         The sessions counted.
+    session_ids : numpy.ndarray of str, optional
+        The ids of the sessions counted, sorted, as read from the log's files (:func:`count_clicks` keeps them, so
+        that counts of several files can be added with a check that no session is in two).
     """
 
     counts: np.ndarray
     sessions: int
+    session_ids: np.ndarray | None = None
 
     @property
     def shown(self) -> np.ndarray:
