@@ -12,6 +12,7 @@ from gaprank.clicks import (
     ClickCounts,
     ClickModel,
     click_training_set,
+    em_propensities,
     estimate_propensities,
     inverse_propensities,
     simulate_clicks,
@@ -328,3 +329,128 @@ def test_a_parquet_log_reads_as_its_csv_twin_and_names_its_bad_rows(tmp_path, mo
     monkeypatch.setitem(__import__("sys").modules, "pyarrow.parquet", None)  # as if pyarrow were not installed
     with pytest.raises(ModuleNotFoundError, match=r'pip install "gaprank\[parquet\]"'):
         read_click_log(tmp_path / "log.parquet", split)
+
+
+def _sessions(log, first, last):
+    """The rows of sessions ``first..last-1`` of ``log`` (their ids kept)."""
+    from gaprank.clicks import ClickLog
+
+    keep = (log.session >= first) & (log.session < last)
+    return ClickLog(*(getattr(log, c)[keep] for c in ("session", "query", "document", "position", "event")))
+
+
+def test_a_log_in_several_files_reads_and_counts_as_one(tmp_path, monkeypatch):
+    """Three files, read in chunks of 4 rows: the log, its counts and its sessions' ids are the one file's; a file
+    may be CSV or Parquet."""
+    pytest.importorskip("pyarrow")
+    from gaprank.clicks import _files, count_clicks, read_click_log, write_click_log
+
+    split = _toy_split()
+    log = simulate_clicks(split, np.array([3.0, 2.0, 1.0, 2.0, 1.0]), 30, ClickModel(eta=0.5), shown=3, seed=2)
+    files = [tmp_path / "a.csv", tmp_path / "b.parquet", tmp_path / "c.csv"]
+    for path, (first, last) in zip(files, [(0, 11), (11, 12), (12, 30)], strict=True):
+        write_click_log(path, _sessions(log, first, last), split)
+    monkeypatch.setattr(_files, "ROWS_PER_CHUNK", 4)
+    back = read_click_log(files, split)
+    for column in ("session", "query", "document", "position", "event"):
+        assert np.array_equal(getattr(back, column), getattr(log, column)), column
+    counted = count_clicks(files, split, positions=3)
+    assert counted.sessions == 30 and np.array_equal(counted.counts, log.count(5, positions=3).counts)
+    assert counted.session_ids.tolist() == sorted(str(s) for s in range(30))
+
+
+@pytest.mark.parametrize("second, message", [
+    (["1,0,b,1,0"], "b.csv, line 2: session '1' was already read from .*log.csv; a session's rows must be in one file"),
+    (["3,1,d,1,0", "2,0,a,1,0"], "b.csv, line 3: session '2' was already read from .*log.csv"),
+    ([], "b.csv: the log has no rows"),
+])
+def test_a_session_in_two_files_or_an_empty_file_is_refused_naming_the_line(tmp_path, monkeypatch, second, message):
+    """A session that goes on in the next file, or comes back in a later one, is one error naming the later file
+    and line, whatever the chunking; so is a file with no rows."""
+    from gaprank.clicks import ClickLogError, _files, count_clicks, read_click_log
+
+    a = _written(tmp_path, [HEADER, "2,0,a,1,1", "1,0,a,1,1", "1,0,c,2,0"])
+    b = tmp_path / "b.csv"
+    b.write_text("\n".join([HEADER, *second]) + "\n")
+    for chunk in (1, 100):
+        monkeypatch.setattr(_files, "ROWS_PER_CHUNK", chunk)
+        for read in (read_click_log, count_clicks):
+            with pytest.raises(ClickLogError, match=message) as caught:
+                read([a, b], _toy_split())
+            assert str(caught.value).startswith(str(b)) and "\n" not in str(caught.value)
+    with pytest.raises(GaprankInputError, match="no click log files given"):
+        count_clicks([], _toy_split())
+
+
+def test_em_on_exact_expected_counts_returns_the_propensities_of_every_level():
+    """Noiseless counts: every document shown 10^7 times at every position, its events at level a or above
+    round(n theta_a(k) gamma_a(d)). The model holds exactly, so EM's fixed point is the truth (to the rounding)."""
+
+
+    rng = np.random.default_rng(3)
+    theta = np.stack([np.arange(1, 7) ** -1.0, np.arange(1, 7) ** -0.5], axis=1)  # [P, c]: clicks, then purchases
+    gamma = np.sort(rng.uniform(0.05, 0.9, (40, 2)), axis=1)[:, ::-1]  # a purchase is rarer than a click
+    n = 10_000_000
+    reached = np.rint(n * theta[None] * gamma[:, None]).astype(np.int64)  # [d, P, c]: events >= a
+    counts = np.zeros((40, 6, 3), dtype=np.int64)
+    counts[..., 2] = reached[..., 1]
+    counts[..., 1] = reached[..., 0] - reached[..., 1]
+    counts[..., 0] = n - reached[..., 0]
+    estimate = em_propensities(ClickCounts(counts, n * 6), iterations=5_000, tolerance=1e-12)
+    np.testing.assert_allclose(estimate, theta, atol=1e-5)
+
+
+def test_em_recovers_the_examination_curve_from_a_log_that_moves_documents_between_positions():
+    """Monte Carlo: position-based model at eta 1 with noisy clicks, every session's top 6 shuffled. EM's estimate
+    and the randomisation estimate agree with (1/p) and with each other within a few points."""
+
+
+    rng = np.random.default_rng(5)
+    grades = [list(rng.integers(0, 3, 6)) for _ in range(40)]
+    split = _split(grades)
+    log = simulate_clicks(split, _scores(grades), 200_000, ClickModel(eta=1.0, epsilon_minus=0.1), shown=6,
+                          randomise=6, seed=2)
+    estimate = em_propensities(log.count(len(split.labels), positions=6))
+    assert estimate.shape == (6, 3)
+    np.testing.assert_allclose(estimate[:, 0], 1 / np.arange(1, 7), atol=0.02)
+    np.testing.assert_allclose(estimate[:, 0], estimate_propensities(log, 6), atol=0.02)
+
+
+def test_regression_em_identifies_the_curve_through_features_where_plain_em_refuses():
+    """A logger that puts each document at one fixed position, unrelated to its features: no document links two
+    positions, so EM without features refuses; with features that carry the grade, regression EM recovers (1/p)
+    within a few points."""
+    pytest.importorskip("lightgbm")
+
+
+    rng = np.random.default_rng(8)
+    grades = [list(rng.integers(0, 3, 8)) for _ in range(300)]
+    split = _split(grades)
+    features = np.stack([split.labels + rng.normal(0, 0.1, split.labels.size), rng.normal(size=split.labels.size)], 1)
+    split = RankingSplit(features=features, labels=split.labels, qids=split.qids, docids=split.docids)
+    log = simulate_clicks(split, rng.random(split.labels.size), 100_000, ClickModel(eta=1.0), shown=5, seed=4)
+    counts = log.count(len(split.labels), positions=5)
+    with pytest.raises(GaprankInputError, match="no document links position 2 to position 1"):
+        em_propensities(counts)
+    estimate = em_propensities(counts, split.features, iterations=100)
+    np.testing.assert_allclose(estimate[:, 0], 1 / np.arange(1, 6), atol=0.04)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c: em_propensities(ClickCounts(np.zeros((3, 2, 4), np.int64), 0)), "an empty log"),
+    (lambda c: em_propensities(ClickCounts(c.counts * np.array([0, 1])[None, :, None], 2)),
+     "no document was shown at position 1"),
+    (lambda c: em_propensities(c, np.zeros((2, 1))), r"features must be \[rows, features\] with 3 rows"),
+    (lambda c: em_propensities(c, iterations=0), "iterations must be a positive integer"),
+    (lambda c: em_propensities(c, tolerance=-1.0), "tolerance must be a positive number"),
+    (lambda c: em_propensities(ClickCounts(c.counts[..., :1], 2)), r"levels >= 2"),
+    (lambda c: em_propensities(ClickCounts(c.counts[..., [0, 1, 3]], 2)), "no event of level 2 or above"),
+])
+def test_em_refuses_what_it_cannot_estimate(call, message):
+
+    counts = np.zeros((3, 2, 4), dtype=np.int64)
+    counts[0, 0] = [3, 1, 0, 0]
+    counts[0, 1] = [2, 1, 0, 0]
+    counts[1, 0] = [1, 0, 1, 0]
+    with pytest.raises(GaprankInputError, match=message):
+        call(ClickCounts(counts, 2))
