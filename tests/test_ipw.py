@@ -31,7 +31,7 @@ def _cum_g(g, a):
 def gap_oracle(r, w, g, k=None):
     """sum_n (w_n/n) sum_{m<=n} G(min(r_m, r_n)) (w_m for m < n), over sum_i w_i G(r_i)."""
     norm = sum(wi * _cum_g(g, ri) for ri, wi in zip(r, w, strict=True))
-    if norm == 0:
+    if norm <= 0:  # nothing relevant, or (negative weights) less than nothing: undefined
         return None
     total = 0.0
     for n in range(1, len(r) + 1):
@@ -46,7 +46,7 @@ def gap_oracle(r, w, g, k=None):
 
 def ap_oracle(r, w, threshold=1, k=None):
     rb = sum(wi for ri, wi in zip(r, w, strict=True) if ri >= threshold)
-    if rb == 0:
+    if rb <= 0:
         return None
     total, above = 0.0, 0.0
     for n, (ri, wi) in enumerate(zip(r, w, strict=True), 1):
@@ -69,11 +69,13 @@ def ndcg_oracle(r, w, k=None):
     disc = [1 / math.log2(n + 1) for n in range(1, len(r) + 1)]
     cut = len(r) if k is None else min(k, len(r))
     ideal = sum(a * b for a, b in zip(sorted(gains, reverse=True)[:cut], disc[:cut], strict=True))
-    return None if ideal == 0 else sum(a * b for a, b in zip(gains[:cut], disc[:cut], strict=True)) / ideal
+    return None if ideal <= 0 else sum(a * b for a, b in zip(gains[:cut], disc[:cut], strict=True)) / ideal
 
 
 def erap_oracle(r, w, p):
     rb = sum(wi * p[ri] for ri, wi in zip(r, w, strict=True))
+    if rb <= 0:
+        return None
     total, above = 0.0, 0.0
     for n, (ri, wi) in enumerate(zip(r, w, strict=True), 1):
         total += wi * p[ri] * (1.0 + above) / n
@@ -86,10 +88,12 @@ CASES = [(np.random.default_rng(seed), seed) for seed in range(12)]
 
 @pytest.mark.parametrize("rng,seed", CASES)
 def test_weighted_metrics_equal_their_loop_oracles(rng, seed):
+    """Weights of either sign (the odd seeds draw negative ones too: affine estimates; a normaliser <= 0 leaves
+    the measure undefined)."""
     size = int(rng.integers(2, 9))
     scores = rng.integers(0, 4, size).astype(float)  # ties, kept in input order
     labels = rng.integers(0, 4, size)
-    weights = rng.choice([0.0, 0.5, 1.0, 2.5, 7.0], size)
+    weights = rng.choice([0.0, 0.5, 1.0, 2.5, 7.0] + ([-0.4, -1.5] if seed % 2 else []), size)
     g = [0.2, 0.3, 0.5]
     p = [0.0, 0.3, 0.6, 1.0]
     r, w = _ranked(list(scores), list(labels), list(weights))
@@ -206,8 +210,8 @@ def test_a_registered_measure_takes_weights_when_its_form_does():
 
 
 @pytest.mark.parametrize("call,message", [
-    (lambda: gaprank.gap([1.0, 0.5], [1, 0], weights=[1.0, -1.0]), r"weights must be finite and >= 0; got -1\.0"),
-    (lambda: gaprank.gap([1.0, 0.5], [1, 0], weights=[np.nan, 1.0]), "weights must be finite and >= 0; got nan"),
+    (lambda: gaprank.gap([1.0, 0.5], [1, 0], weights=[1.0, -np.inf]), r"weights must be finite; got -inf"),
+    (lambda: gaprank.gap([1.0, 0.5], [1, 0], weights=[np.nan, 1.0]), "weights must be finite; got nan"),
     (lambda: gaprank.gap([1.0, 0.5], [1, 0], weights=[1.0]), r"weights shape \(1,\) does not match scores shape"),
     (lambda: gaprank.gap([1.0, 0.5], [1, 0], weights=[True, False]), "weights must be real numbers"),
     (lambda: gaprank.gap([1.0, 0.5], [1, 0], weights=[1.0, 1.0], grade_counts=[1, 1]),
@@ -251,7 +255,7 @@ def test_weighted_swap_deltas_are_the_weighted_metric_s_change_by_recomputation(
         scores = torch.tensor(rng.normal(size=size))
         labels = torch.tensor(rng.integers(0, 4, size))
         labels[0] = 3  # the scale 0..3 eRAP's p fixes
-        weights = torch.tensor(rng.choice([0.0, 0.3, 1.0, 2.0, 5.0], size))
+        weights = torch.tensor(rng.choice([0.0, 0.3, 1.0, 2.0, 5.0, -0.6], size))  # negative: an affine estimate
         deltas = swap_deltas(scores, labels, measure=measure, weights=weights)
         before = float(metric(scores, labels, weights=weights, **options))
         for i, j in itertools.permutations(range(size), 2):
@@ -264,8 +268,8 @@ def test_weighted_swap_deltas_are_the_weighted_metric_s_change_by_recomputation(
 @pytest.mark.parametrize("call,message", [
     (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], measure="err", weights=[1.0, 1.0, 1.0]),
      "ERR does not take weights"),
-    (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], weights=[1.0, -2.0, 1.0]),
-     "weights must be finite and >= 0"),
+    (lambda: gaprank.losses.lambdarank_loss(torch.zeros(3), [1, 0, 2], weights=[1.0, np.inf, 1.0]),
+     "weights must be finite; got inf"),
     (lambda: gaprank.losses.LambdaRankLoss()(torch.zeros(3), [1, 0, 2], None, [1.0, 1.0]), "weights shape"),
     (lambda: gaprank.losses.swap_deltas(torch.zeros(3), [1, 0, 2], measure="vG", weights=[1.0, 1.0, 1.0]),
      "vG does not take weights"),
@@ -287,7 +291,7 @@ def test_the_compiled_kernel_weighs_documents_as_the_torch_engine_does(measure, 
     labels = torch.tensor(np.where(rng.random((6, 40)) < 0.85, 0, rng.integers(1, 4, (6, 40))))
     labels[3:] = torch.tensor(rng.integers(0, 4, (3, 40)))
     labels[:, 0] = 3
-    weights = torch.tensor(rng.choice([0.0, 0.5, 1.0, 3.0, 9.0], size=(6, 40)))
+    weights = torch.tensor(rng.choice([0.0, 0.5, 1.0, 3.0, 9.0, -0.3, -2.0], size=(6, 40)))  # negative: affine
     results = []
     for backend in ("compiled", "torch"):
         s = scores.clone().requires_grad_(True)
@@ -307,7 +311,7 @@ def _grouped_batch(seed):
     sizes = np.array([7, 1, 12, 5, 30])
     labels = rng.integers(0, 4, sizes.sum())
     labels[0] = 3
-    weights = rng.choice([0.0, 0.5, 1.0, 3.0, 9.0], sizes.sum())
+    weights = rng.choice([0.0, 0.5, 1.0, 3.0, 9.0, -0.4], sizes.sum())  # negative: an affine estimate
     preds = rng.normal(size=sizes.sum())
     return sizes, labels, weights, preds
 
@@ -340,9 +344,13 @@ def test_lambdamart_with_weights_in_the_measure_gives_the_weighted_loss_s_gradie
                                atol=1e-12)
     changed, _ = objective.gradients(preds, labels.astype(float), sizes, weights[::-1].copy())
     assert not np.allclose(changed, grad)
+    with pytest.raises(GaprankInputError, match="negative weight -0.4"):  # "scale" multiplies grad and hess
+        LambdaMARTObjective(measure, truncation_level=8, backend=backend).gradients(
+            preds, labels.astype(float), sizes, weights)
     scaled, _ = LambdaMARTObjective(measure, truncation_level=8, backend=backend).gradients(
-        preds, labels.astype(float), sizes, weights)
-    assert not np.allclose(scaled, grad)  # "scale" multiplies the unweighted gradients instead
+        preds, labels.astype(float), sizes, np.abs(weights))
+    positive, _ = objective.gradients(preds, labels.astype(float), sizes, np.abs(weights))
+    assert not np.allclose(scaled, positive)  # "scale" multiplies the unweighted gradients instead
 
 
 def test_lightgbm_trains_with_documents_weighed_in_the_measure():
@@ -394,7 +402,7 @@ def _level_gap_oracle(r, W, g):
         normaliser += g[a - 1] * sum(x)
         for n in range(1, len(r) + 1):
             numerator += g[a - 1] * x[n - 1] * (1.0 + sum(x[:n - 1])) / n
-    return None if normaliser == 0 else numerator / normaliser
+    return None if normaliser <= 0 else numerator / normaliser
 
 
 def _level_ndcg_oracle(r, W, k):
@@ -411,7 +419,7 @@ def test_weights_per_level_equal_their_threshold_oracles_and_per_document_weight
     size = int(rng.integers(2, 9))
     scores, labels = rng.normal(size=size), rng.integers(0, 4, size)
     labels[0] = 3
-    levels = rng.choice([0.0, 0.5, 1.0, 2.0, 6.0], (size, 3))
+    levels = rng.choice([0.0, 0.5, 1.0, 2.0, 6.0] + ([-0.5] if seed % 2 else []), (size, 3))
     order = np.argsort(-scores, kind="stable")
     r, W = list(labels[order]), [list(levels[i]) for i in order]
     g = [0.2, 0.3, 0.5]
@@ -611,3 +619,113 @@ def test_xgboost_takes_each_querys_row_order_as_the_positions():
     xgb.train({"nthread": 1}, dtrain, num_boost_round=3, obj=objective)
     term = objective.objective.position_term(y.astype(float), [20, 20, 20], np.tile(np.arange(20), 3))
     assert term.shape == (20,) and np.abs(term).max() > 0
+
+
+# ----------------------------------------------------------------------------- trust bias: the affine correction
+
+
+def _gap_numerator_and_normaliser(r, x, g):
+    """The weighted GAP's numerator and normaliser by loops, whatever their signs (documents in rank order)."""
+    norm = sum(xi * _cum_g(g, ri) for ri, xi in zip(r, x, strict=True))
+    total = 0.0
+    for n in range(1, len(r) + 1):
+        inner = _cum_g(g, r[n - 1]) + sum(x[m - 1] * _cum_g(g, min(r[m - 1], r[n - 1])) for m in range(1, n))
+        total += x[n - 1] * inner / n
+    return total, norm
+
+
+def test_the_affine_estimates_make_the_numerator_and_normaliser_unbiased_under_trust_bias_by_exact_enumeration():
+    """Every click pattern of one session: 4 documents of relevance r shown at positions 1..4, clicked with
+    probability alpha_p r + beta_p (trust bias: the noise clicks beta fall with the rank). click_training_set's
+    affine estimates X = (c - beta)/alpha, negative for a document without a click, make the expected weighted
+    GAP numerator and normaliser the true-relevance ones; the IPW estimates (c/theta) do not; and gaprank's GAP of
+    the estimates is their ratio (0 where the normaliser is <= 0)."""
+    from gaprank.clicks import ClickCounts, click_training_set
+    from gaprank.data import RankingSplit
+
+    relevance = np.array([1.0, 0.0, 1.0, 0.0])  # binary, the level a click reaches
+    theta = np.array([1.0, 0.7, 0.5, 0.35])
+    plus, minus = np.array([0.95, 0.9, 0.85, 0.8]), np.array([0.4, 0.25, 0.15, 0.1])
+    alpha, beta = theta * (plus - minus), theta * minus
+    split = RankingSplit(features=np.zeros((4, 1)), labels=np.zeros(4, dtype=np.int64), qids=np.array(["q"] * 4),
+                         docids=np.array(["a", "b", "c", "d"]))
+    scores = np.array([0.2, 0.9, 0.4, 0.7])  # the ranking evaluated, not the logger's
+    order = np.argsort(-scores, kind="stable")
+    g = [1.0]
+    expected = {"affine": np.zeros(2), "IPW": np.zeros(2)}
+    for pattern in itertools.product([0, 1], repeat=4):
+        clicked = np.array(pattern)
+        p_click = alpha * relevance + beta
+        chance = float(np.prod(np.where(clicked == 1, p_click, 1 - p_click)))
+        counts = np.zeros((4, 4, 2), dtype=np.int64)
+        counts[np.arange(4), np.arange(4), clicked] = 1  # document i shown at position i + 1
+        for kind, data in (("affine", click_training_set(split, ClickCounts(counts, 1), alpha, offsets=beta)),
+                           ("IPW", click_training_set(split, ClickCounts(counts, 1), theta))):
+            x = np.zeros(4)
+            x[data.rows] = data.weights[:, 0] * (data.split.labels >= 1)
+            labels = np.ones(4, dtype=np.int64)
+            num, norm = _gap_numerator_and_normaliser(list(labels[order]), list(x[order]), g)
+            expected[kind] += chance * np.array([num, norm])
+            if kind == "affine":
+                assert (data.weights[:, 0] < 0).sum() == 4 - clicked.sum()  # no click: evidence against
+                got = float(gaprank.gap(scores, labels, g=g, weights=x))
+                assert got == (pytest.approx(num / norm, rel=1e-12) if norm > 0 else 0.0)
+    true_num, true_norm = _gap_numerator_and_normaliser([1] * 4, list(relevance[order]), g)
+    np.testing.assert_allclose(expected["affine"], [true_num, true_norm], rtol=1e-12)
+    assert abs(expected["IPW"][1] - true_norm) > 0.1 and abs(expected["IPW"][0] - true_num) > 0.1  # noise as relevance
+
+
+def test_the_affine_correction_recovers_the_relevance_of_simulated_trust_bias_clicks_by_monte_carlo():
+    """Position-based model at eta 1 with trust bias (noise clicks 0.5/rank): each document's affine estimate
+    averaged over its sessions is within 5 standard errors of its click relevance (2^g - 1)/(2^c - 1); the IPW
+    estimate is off by the noise clicks."""
+    from gaprank.clicks import ClickModel, click_training_set, simulate_clicks
+    from gaprank.data import RankingSplit
+
+    rng = np.random.default_rng(2)
+    labels = np.concatenate([rng.permutation([0, 0, 1, 2, 2, 0]) for _ in range(20)])
+    split = RankingSplit(features=np.zeros((120, 1)), labels=labels, qids=np.repeat(np.arange(20).astype(str), 6),
+                         docids=np.arange(120).astype(str))
+    ranks = np.arange(1, 7)
+    model = ClickModel(eta=1.0, epsilon_plus=list(1.0 - (ranks - 1) / 50), epsilon_minus=list(0.5 / ranks))
+    log = simulate_clicks(split, rng.normal(size=120), 200_000, model, shown=6, seed=5)
+    counts = log.count(120, positions=6)
+    slope, offset = model.affine(6)
+    affine = click_training_set(split, counts, slope, offsets=offset)
+    ipw = click_training_set(split, counts, model.examined(6))
+    truth = (2.0 ** labels[affine.rows] - 1) / 3.0
+    position = counts.shown[affine.rows].argmax(1)  # each document's one position (a fixed logger)
+    p_click = slope[position] * truth + offset[position]
+    error = 5 * np.sqrt(p_click * (1 - p_click) / affine.sessions) / slope[position]
+    assert (np.abs(affine.weights[:, 0] - truth) <= error).all()
+    assert (affine.split.labels == 3).all()  # every shown document carries its estimates, negative ones too
+    assert np.mean(ipw.weights[:, 0] - truth) > 0.1
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda c: _training_set(c, [1.0, 0.5], offsets=[0.1]), "offsets must match propensities"),
+    (lambda c: _training_set(c, [1.0, 0.5], offsets=[0.1, 0.6]), r"propensities \+ offsets <= 1"),
+    (lambda c: _training_set(c, [1.0, 0.5], offsets=[-0.1, 0.0]), r"offsets must be probabilities in \[0, 1\)"),
+    (lambda c: _training_set(c, [1.0, 0.5], offsets=[np.nan, 0.0]), r"offsets must be probabilities in \[0, 1\)"),
+    (lambda c: __import__("gaprank.clicks").clicks.ClickModel(examination="cascade").affine(3),
+     "the affine correction is for the position-based model"),
+    (lambda c: __import__("gaprank.clicks").clicks.ClickModel(epsilon_plus=0.1, epsilon_minus=0.1).affine(3),
+     "needs epsilon_plus > epsilon_minus"),
+])
+def test_bad_affine_parameters_are_one_line_errors(call, message):
+    from gaprank.clicks import ClickCounts
+
+    counts = np.zeros((2, 2, 2), dtype=np.int64)
+    counts[0, 0, 1] = counts[1, 1, 0] = 1
+    with pytest.raises(GaprankInputError, match=message) as caught:
+        call(ClickCounts(counts, 1))
+    assert "\n" not in str(caught.value)
+
+
+def _training_set(counts, propensities, **options):
+    from gaprank.clicks import click_training_set
+    from gaprank.data import RankingSplit
+
+    split = RankingSplit(features=np.zeros((2, 1)), labels=np.zeros(2, dtype=np.int64), qids=np.array(["q", "q"]),
+                         docids=np.array(["a", "b"]))
+    return click_training_set(split, counts, propensities, **options)

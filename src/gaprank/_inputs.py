@@ -180,7 +180,8 @@ def batch_weights(weights: ArrayLike | None, shape: tuple[int, ...], mask: torch
     """The one weights normaliser: ``weights`` for scores of ``shape`` as a ``[batch, list]`` float64 tensor on
     ``device`` (one per document), or ``[batch, list, levels]`` when given in the scores' shape plus a last axis
     (one per document and level 1..c), 0 at padding (``mask`` ``[batch, list]``, whose weights are never read);
-    None stays None (every document weighs 1). Real weights must be finite and >= 0; ``validate=False`` checks
+    None stays None (every document weighs 1). Real weights must be finite; they may be negative (an affine
+    estimate's evidence against a document, :func:`gaprank.clicks.click_training_set`). ``validate=False`` checks
     only the dtype and shape (nothing read back from the device)."""
     if weights is None:
         return None
@@ -195,11 +196,11 @@ def batch_weights(weights: ArrayLike | None, shape: tuple[int, ...], mask: torch
     w = w.reshape(*mask.shape, *w.shape[len(shape):]).to(torch.float64)
     real = mask[..., None] if per_level else mask
     if validate:
-        bad = ~(torch.isfinite(w) & (w >= 0)) & real
+        bad = ~torch.isfinite(w) & real
         if bool(bad.any()):
             b, n = (int(i) for i in torch.nonzero(bad)[0][:2])
-            value = w[b, n][~(torch.isfinite(w[b, n]) & (w[b, n] >= 0))][0] if per_level else w[b, n]
-            raise GaprankInputError(f"weights must be finite and >= 0; got {value.item()} at query {b}, position {n}")
+            value = w[b, n][~torch.isfinite(w[b, n])][0] if per_level else w[b, n]
+            raise GaprankInputError(f"weights must be finite; got {value.item()} at query {b}, position {n}")
     return torch.where(real, w, torch.zeros((), dtype=torch.float64, device=device))
 
 

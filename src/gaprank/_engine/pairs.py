@@ -270,8 +270,6 @@ class PairwiseEngine:
 
     def _run_chunk(self, chunk: _PairChunk, unit: bool, weighted: bool = False) -> None:
         for run in chunk.runs:
-            if not weighted:
-                torch.sub(run.grades_up, run.grades_low, out=run.sign)
             if unit:  # unit weights (RankNet) on pairs of real documents
                 torch.mul(run.valid_up, run.valid_low, out=run.weight)
             else:
@@ -279,6 +277,8 @@ class PairwiseEngine:
                 torch.bmm(run.left, run.right, out=run.deltas)
             if weighted:  # every pair counts; the upper document is the better one when the swap lowers the measure
                 run.sign.copy_(torch.sign(run.deltas)).neg_()
+            else:
+                torch.sub(run.grades_up, run.grades_low, out=run.sign)
             # a pair needs its upper rank strictly above the lower: lower column j is rank start+1+j
             run.sign[:, :, :run.stop - run.start].triu_(0)
             torch.sub(run.scores_low, run.scores_up, out=run.diff)  # sigma (s_low - s_up)

@@ -272,28 +272,31 @@ def _checked_positions(position: ArrayLike | None, rows: int) -> np.ndarray:
 
 
 def _checked_row_weights(weight: ArrayLike | None, rows: int) -> np.ndarray:
-    """The data set's weights when they enter the measure: finite non-negative numbers, one per row (or one per row
-    and level: ``[rows, c]``), required."""
+    """The data set's weights when they enter the measure, required."""
     if weight is None:
         raise GaprankInputError("row_weights='measure' needs the data set's weights (one per row: each document's "
                                 "weight in the measure, e.g. 1/propensity); the data set has none")
-    w = np.asarray(weight, dtype=np.float64)
-    if w.shape[:1] != (rows,) or w.ndim not in (1, 2) or not np.isfinite(w).all() or (w < 0).any():
-        problem = (f"shape {w.shape}" if w.shape[:1] != (rows,) or w.ndim not in (1, 2) else
-                   "a non-finite value" if not np.isfinite(w).all() else f"negative weight {w[w < 0][0]:g}")
-        raise GaprankInputError(f"weight must hold one finite non-negative number per row ({rows}), or one per row "
-                                f"and level; got {problem}")
-    return w
+    return _checked_weights(weight, rows, in_measure=True)
 
 
 def _weighted(grad: np.ndarray, hess: np.ndarray, weight: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
     """``weight`` (one per row), when given, multiplies both, as LightGBM's own lambdarank does."""
     if weight is None:
         return grad, hess
-    w = np.asarray(weight, dtype=np.float64)
-    if w.shape != grad.shape or not np.isfinite(w).all() or (w < 0).any():
-        problem = (f"shape {w.shape}" if w.shape != grad.shape else
-                   "a non-finite value" if not np.isfinite(w).all() else f"negative weight {w[w < 0][0]:g}")
-        raise GaprankInputError(f"weight must hold one finite non-negative number per row ({grad.size}); "
-                                f"got {problem}")
+    w = _checked_weights(weight, grad.size, in_measure=False)
     return grad * w, hess * w
+
+
+def _checked_weights(weight: ArrayLike, rows: int, *, in_measure: bool) -> np.ndarray:
+    """Finite weights, one per row. In the measure (``in_measure``) also one per row and level, and negative ones
+    too (an affine estimate's evidence against a document); as the scale of grad and hess, >= 0."""
+    w = np.asarray(weight, dtype=np.float64)
+    shaped = w.shape[:1] == (rows,) and w.ndim in ((1, 2) if in_measure else (1,))
+    negative = not in_measure and (w < 0).any()
+    if not shaped or not np.isfinite(w).all() or negative:
+        problem = (f"shape {w.shape}" if not shaped else "a non-finite value" if not np.isfinite(w).all() else
+                   f"negative weight {w[w < 0][0]:g}")
+        what = (f"one finite number per row ({rows}), or one per row and level" if in_measure else
+                f"one finite non-negative number per row ({rows})")
+        raise GaprankInputError(f"weight must hold {what}; got {problem}")
+    return w

@@ -85,6 +85,24 @@ class ClickModel:
         """``[shown]``: the position-based model's examination probability of ranks 1..shown."""
         return (1.0 / np.arange(1, shown + 1)) ** float(self.eta)
 
+    def affine(self, shown: int) -> tuple[np.ndarray, np.ndarray]:
+        """``([shown], [shown])``: the slope and offset of a click's probability at ranks 1..shown in the relevance
+        r = (2^g - 1)/(2^c - 1) of the document, P(click at rank k) = slope_k r + offset_k, with
+        slope_k = theta_k (epsilon_plus_k - epsilon_minus_k) and offset_k = theta_k epsilon_minus_k under the
+        position-based model: the ``propensities`` and ``offsets`` of :func:`click_training_set`'s affine
+        correction of trust bias (for clicks; a cart or a purchase follows a click, and its probability is not
+        affine in a document's own value unless ``epsilon_minus`` is the same at every rank)."""
+        if self.examination != "position":
+            raise GaprankInputError("the affine correction is for the position-based model; the cascade model's "
+                                    "examination depends on the documents above")
+        theta = self.examined(shown)
+        plus = _probabilities(self.epsilon_plus, "epsilon_plus", shown, per="rank")
+        minus = _probabilities(self.epsilon_minus, "epsilon_minus", shown, per="rank")
+        if (plus <= minus).any():
+            raise GaprankInputError("the affine correction needs epsilon_plus > epsilon_minus at every rank (a "
+                                    "click must say something about relevance)")
+        return theta * (plus - minus), theta * minus
+
     def click_probabilities(self, grades: np.ndarray, top: int) -> np.ndarray:
         """The click probability of an examined document of ``grades`` ``[S, shown]`` on the scale 0..``top``."""
         shown = grades.shape[-1]

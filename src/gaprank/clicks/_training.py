@@ -9,9 +9,23 @@ A document shown in :math:`S_i` sessions, at position :math:`p_{i,s}` in session
     X_i(a) = \frac{1}{S_i} \sum_s \frac{1[e_{i,s} \ge a]}{\theta_a(p_{i,s})},
 
 the estimate that an examined user's event on it reaches level a (:math:`\theta_a(p)`: the propensity of level a
-at position p; one curve for every level, or one per level). Its label is the highest level with a positive
+at position p; one curve for every level, or one per level). Its label is the highest level with a non-zero
 estimate, and its weights per level are the :math:`X_i(a)`: the metrics', losses' and objectives' ``weights=``.
 With every propensity 1 the weights are the raw event rates (a naive learner that takes the clicks as they come).
+
+**Trust bias: the affine correction** (Vardasbi, Oosterhuis and de Rijke, CIKM 2020). When a user also acts on
+documents that are not relevant, more often at the top ranks they trust, the event probability at position p is
+affine in the document's relevance: :math:`P(e \ge a \mid p) = \alpha_a(p) R_a + \beta_a(p)`. Inverting it per
+session,
+
+.. math::
+
+    X_i(a) = \frac{1}{S_i} \sum_s \frac{1[e_{i,s} \ge a] - \beta_a(p_{i,s})}{\alpha_a(p_{i,s})},
+
+is unbiased for :math:`R_a` (the ``propensities`` are the slopes :math:`\alpha`, the ``offsets`` the
+:math:`\beta`; with no offsets it is the estimate above). A document without events then gets a negative
+estimate: it is evidence against its relevance, and it weighs negatively in the measure (so every shown document
+is labelled with the top level and carries its estimates as weights).
 """
 
 from __future__ import annotations
@@ -49,9 +63,10 @@ class ClickTrainingSet:
     sessions: np.ndarray
 
 
-def click_training_set(split: Any, counts: ClickCounts, propensities: Any) -> ClickTrainingSet:
+def click_training_set(split: Any, counts: ClickCounts, propensities: Any, *,
+                       offsets: Any = None) -> ClickTrainingSet:
     """The documents of ``split`` that ``counts`` shows, labelled and weighted by their events' inverse-propensity
-    estimates per level (module doc).
+    estimates per level, or their affine estimates under trust bias (module doc).
 
     Parameters
     ----------
@@ -61,7 +76,11 @@ def click_training_set(split: Any, counts: ClickCounts, propensities: Any) -> Cl
         The log's events per row, position and level (:func:`count_clicks`, :meth:`ClickLog.count`).
     propensities : array_like of float
         :math:`\\theta_p` per position 1..P (``[P]``, every level alike) or per position and level 1..c
-        (``[P, c]``), in (0, 1]; all ones for the naive rates.
+        (``[P, c]``), in (0, 1]; all ones for the naive rates. With ``offsets``, the slopes :math:`\\alpha`.
+    offsets : array_like of float, optional
+        The affine correction's :math:`\\beta`: the event probability of a document that is not relevant, per
+        position (``[P]``) or per position and level (``[P, c]``), in [0, 1), with ``propensities + offsets <= 1``
+        (:meth:`ClickModel.affine` for a simulated log's clicks). None: no correction (all 0).
 
     Returns
     -------
@@ -87,13 +106,12 @@ def click_training_set(split: Any, counts: ClickCounts, propensities: Any) -> Cl
         raise GaprankInputError(f"the counts are of {rows_total} rows; the split has {len(split.labels)}")
     if levels < 2:
         raise GaprankInputError("the counts hold no event level above 0 (levels must be at least 2)")
-    theta = np.asarray(propensities, dtype=np.float64)
-    if theta.ndim == 1:
-        theta = np.repeat(theta[:, None], levels - 1, axis=1)
-    if (theta.ndim != 2 or theta.shape[1] != levels - 1 or not np.isfinite(theta).all() or (theta <= 0).any()
-            or (theta > 1).any()):
-        raise GaprankInputError(f"propensities must be probabilities in (0, 1], one per position ([P]) or one per "
-                                f"position and level 1..{levels - 1} ([P, {levels - 1}]); got shape {theta.shape}")
+    theta = _per_level(propensities, levels, "propensities", "probabilities in (0, 1]", lambda t: (t > 0) & (t <= 1))
+    beta = (np.zeros_like(theta) if offsets is None else
+            _per_level(offsets, levels, "offsets", "probabilities in [0, 1)", lambda b: (b >= 0) & (b < 1)))
+    if beta.shape != theta.shape or (theta + beta > 1 + 1e-12).any():
+        raise GaprankInputError(f"offsets must match propensities (one per position, as many positions) and keep "
+                                f"propensities + offsets <= 1; got shapes {beta.shape} and {theta.shape}")
     shown_at = table.sum(-1)  # [rows, P]
     deepest = int(np.flatnonzero(shown_at.any(0))[-1]) + 1 if shown_at.any() else 0
     if deepest > theta.shape[0]:
@@ -104,9 +122,21 @@ def click_training_set(split: Any, counts: ClickCounts, propensities: Any) -> Cl
         raise GaprankInputError("the counts show no document: an empty log")
     reached = np.cumsum(table[shown][..., ::-1], axis=-1)[..., ::-1][..., 1:]  # [n, P, c]: events >= a, a = 1..c
     sessions = shown_at[shown].sum(-1)
-    weights = (reached / theta[None, :positions]).sum(1) / sessions[:, None]
-    positive = weights > 0
-    labels = np.where(positive.any(-1), levels - 1 - np.argmax(positive[:, ::-1], axis=-1), 0).astype(np.int64)
+    shown_here = shown_at[shown][..., None]  # [n, P, 1]
+    weights = ((reached - shown_here * beta[None, :positions]) / theta[None, :positions]).sum(1) / sessions[:, None]
+    nonzero = weights != 0
+    labels = np.where(nonzero.any(-1), levels - 1 - np.argmax(nonzero[:, ::-1], axis=-1), 0).astype(np.int64)
     subset = RankingSplit(split.features[shown], labels, split.qids[shown], split.docids[shown],
                           source=f"{split.source} (shown in a click log)" if split.source else "shown in a click log")
     return ClickTrainingSet(subset, weights, shown.astype(np.int64), sessions.astype(np.int64))
+
+
+def _per_level(value: Any, levels: int, name: str, what: str, allowed: Any) -> np.ndarray:
+    """``value`` per position (``[P]``, every level alike) or per position and level (``[P, c]``), as ``[P, c]``."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 1:
+        array = np.repeat(array[:, None], levels - 1, axis=1)
+    if array.ndim != 2 or array.shape[1] != levels - 1 or not np.isfinite(array).all() or not allowed(array).all():
+        raise GaprankInputError(f"{name} must be {what}, one per position ([P]) or one per position and level "
+                                f"1..{levels - 1} ([P, {levels - 1}]); got shape {array.shape}")
+    return array

@@ -42,7 +42,10 @@ class Kernel:
 
     @classmethod
     def with_diagonal(cls, matrix: torch.Tensor, defined: torch.Tensor) -> Kernel:
-        """The kernel whose pivot term is its own diagonal, ``D[u] = K[u, u]``."""
+        """The kernel whose pivot term is its own diagonal, ``D[u] = K[u, u]``; zero where the measure is not
+        defined (with negative weights a threshold above an undefined one may still have a positive recall
+        base, and the swap deltas read the kernel, not ``defined``)."""
+        matrix = torch.where(defined[:, None, None], matrix, 0.0)
         return cls(matrix, torch.diagonal(matrix, dim1=-2, dim2=-1).contiguous(), defined)
 
 
@@ -132,7 +135,8 @@ def kishida_kernel(ranked: RankedLists) -> Kernel:
     grades = torch.arange(c1, dtype=torch.float64, device=ranked.grades.device)
     raw = (grades[:, None] * (grades[None, :] > 0))[None].expand(ranked.batch, -1, -1).contiguous()
     ideal = ranked.ideal_grades()
-    norm = pivot_sum(ideal, ideal > 0, Kernel.with_diagonal(raw, torch.ones(ranked.batch, dtype=torch.bool)))
+    norm = pivot_sum(ideal, ideal > 0, Kernel.with_diagonal(raw, torch.ones(ranked.batch, dtype=torch.bool,
+                                                                             device=raw.device)))
     return Kernel.with_diagonal(safe_divide(raw, norm[:, None, None]), norm > 0)
 
 

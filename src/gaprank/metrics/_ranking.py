@@ -9,7 +9,8 @@ Conventions (documented once here, named as arguments in every public function):
 * The grade scale 0..c is set by the first of: the parameter that fixes it (``g`` has c entries,
   ``p`` has c+1, ``grade_counts`` has c+1, ``max_grade``), else the largest real label of the input.
   A label above the scale is an error.
-* ``weights`` (per document, >= 0) make a document count ``w`` times at its grade wherever the measure counts
+* ``weights`` (per document, finite; negative for an affine estimate's evidence against a document) make a
+  document count ``w`` times at its grade wherever the measure counts
   documents of a grade: in the grade counts, the terms a document contributes as itself (``w``), and the pairs
   it forms with another document (``w_m w_n``). That is the inverse-propensity estimate of the measure from
   documents observed with probability 1/w (docs: The maths, "Weights: inverse-propensity estimates"). Weights
@@ -116,8 +117,9 @@ class RankedLists:
     def ideal_values(self, values: torch.Tensor) -> torch.Tensor:
         """``[B, N]``: each list's real documents' ``values`` (``[B, N]`` in rank order) from the largest down,
         0 past the list's end: the ideal ranking of a measure that sums one value per document (nDCG's weighted
-        gains)."""
-        return torch.sort(values.masked_fill(~self.valid, 0.0), dim=-1, descending=True).values
+        gains). Padding sorts last (below a negative value: an affine estimate's), then reads 0."""
+        ordered = torch.sort(values.masked_fill(~self.valid, float("-inf")), dim=-1, descending=True).values
+        return ordered.masked_fill(ordered == float("-inf"), 0.0)
 
     def grade_mass(self) -> torch.Tensor:
         """``[B, N, c+1]`` float64: how much the document at each rank counts at each grade (one at its own grade
