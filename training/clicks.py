@@ -23,6 +23,11 @@ The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
      :func:`gaprank.clicks.click_training_set`);
    * ``IPW GAP (estimated)``: with the propensities estimated from the randomised sessions
      (:func:`gaprank.clicks.estimate_propensities`);
+   * ``IPW GAP (EM)``: with the propensities estimated by EM from all the sessions, one curve per event level
+     (:func:`gaprank.clicks.em_propensities`; the randomised sessions are what links the positions);
+   * ``affine GAP``: clicks corrected for trust bias by the true model's slopes and offsets
+     (:meth:`gaprank.clicks.ClickModel.affine`, :func:`gaprank.clicks.click_training_set`'s ``offsets``); carts
+     and purchases by the true propensities (their probability is not affine in a document's own value);
    * ``GAP position term``: gaprank's GAP objective learning score = f(x) + g(position) on the peers' rows below
      (its label rule chosen on validation, two tries);
    * ``LightGBM position term`` and ``XGBoost lambdarank_unbiased``: the peers' own debiasing, on one row per shown
@@ -65,21 +70,30 @@ import numpy as np
 
 import gaprank
 from gaprank import GaprankInputError
-from gaprank.clicks import ClickCounts, ClickModel, click_training_set, estimate_propensities, simulate_clicks
+from gaprank.clicks import (
+    ClickCounts,
+    ClickLog,
+    ClickModel,
+    click_training_set,
+    em_propensities,
+    estimate_propensities,
+    simulate_clicks,
+)
 from gaprank.data import fold_fingerprint, load_fold, write_atomic, write_json_atomic
 from gaprank.metrics import evaluate_letor
 
 from ._runner import checkout_commit, locked, machine_description, output_root
 from .config import ConfigError, load_config, output_path, to_dict
 
-METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP (estimated)", "GAP position term",
-           "LightGBM position term", "XGBoost lambdarank_unbiased", "skyline, shown", "skyline, all")
+METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP (estimated)", "IPW GAP (EM)",
+           "affine GAP", "GAP position term", "LightGBM position term", "XGBoost lambdarank_unbiased",
+           "skyline, shown", "skyline, all")
 # the peers' own knobs, each tried on the validation split's true grades (their best there is reported): how the
 # events became labels, and LightGBM's position-bias regularisation or XGBoost's bias norm
 LABEL_RULES = ("highest event", "mean event")
 LIGHTGBM_REGULARISATION = (0.0, 0.5)
 XGBOOST_BIAS_NORM = (0.5, 1.0, 2.0)
-DEBIASED_GAP = ("IPW GAP", "IPW GAP (estimated)", "GAP position term")
+DEBIASED_GAP = ("IPW GAP", "IPW GAP (estimated)", "IPW GAP (EM)", "affine GAP", "GAP position term")
 PEERS = ("LightGBM position term", "XGBoost lambdarank_unbiased")
 
 
@@ -167,22 +181,29 @@ def trust_model(eta: float, trust_bias: bool, shown: int) -> ClickModel:
                       epsilon_minus=list(0.65 / ranks))
 
 
-def _fit(train: tuple[np.ndarray, np.ndarray, np.ndarray], vali: Any, objective: Any, booster: BoosterConfig,
-         seed: int, conventions: str, g: list[float]) -> Any:
+def _fit(cell: Cell, train: tuple[np.ndarray, np.ndarray, np.ndarray], objective: Any, *,
+         position: np.ndarray | None = None, params: dict[str, Any] | None = None) -> Any:
+    """LightGBM on ``train`` (features, labels, query sizes) with ``objective`` (and ``params``), early stopping on
+    the validation split's true-grade ``selection`` measure; ``position``: each row's, for a position term."""
     import lightgbm as lgb
 
     from gaprank.lightgbm import ranking_feval
 
+    booster = cell.booster
     features, labels, sizes = train
-    params = {"objective": objective, "learning_rate": booster.learning_rate, "num_leaves": booster.num_leaves,
-              "min_data_in_leaf": booster.min_data_in_leaf, "num_threads": booster.num_threads, "seed": seed,
-              "verbosity": -1, "metric": "None", "deterministic": True, "force_row_wise": True}
-    data = lgb.Dataset(features, labels.astype(np.float64), group=sizes, free_raw_data=False)
-    X, y, vali_sizes = vali.to_flat()
+    every = {"objective": objective, "learning_rate": booster.learning_rate, "num_leaves": booster.num_leaves,
+             "min_data_in_leaf": booster.min_data_in_leaf, "num_threads": booster.num_threads, "seed": cell.seed,
+             "verbosity": -1, "metric": "None", "deterministic": True, "force_row_wise": True, **(params or {})}
+    data = lgb.Dataset(features, labels.astype(np.float64), group=sizes, position=position, free_raw_data=False)
+    X, y, vali_sizes = cell.fold.vali.to_flat()
     valid = lgb.Dataset(X, y.astype(np.float64), group=vali_sizes, reference=data)
-    return lgb.train(params, data, num_boost_round=booster.num_boost_round, valid_sets=[valid],
-                     feval=ranking_feval([booster.selection], g=g, conventions=conventions),
+    return lgb.train(every, data, num_boost_round=booster.num_boost_round, valid_sets=[valid],
+                     feval=ranking_feval([booster.selection], g=cell.config.g, conventions=cell.config.conventions),
                      callbacks=[lgb.early_stopping(booster.early_stopping_rounds, verbose=False)])
+
+
+def _validation_score(model: Any) -> float:
+    return float(next(iter(model.best_score["valid_0"].values())))
 
 
 def _logger(fold: Any, config: ClicksConfig, seed: int) -> Any:
@@ -253,26 +274,34 @@ class Cell:
             n_random = self.randomised_sessions(count)
             table = np.zeros((len(self.train.labels), self.shown, 4), dtype=np.int64)
             if fixed is not None and count > n_random:
-                _add(table, fixed, fixed.session < count - n_random)
+                _prefix(fixed, count - n_random).add_to(table)
             if shuffled is not None and n_random:
-                _add(table, shuffled, shuffled.session < n_random)
+                _prefix(shuffled, n_random).add_to(table)
             self._counts[count] = ClickCounts(table, count)
         return self._counts[count]
 
-    def propensities(self, kind: str, count: int) -> np.ndarray:
+    def propensities(self, kind: str, count: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The ``kind`` learner's propensities (``[P]`` or ``[P, levels]``) and offsets (None: no affine
+        correction)."""
         if kind == "naive":
-            return np.ones(self.shown)
+            return np.ones(self.shown), None
         if kind == "IPW":
-            return self.model.examined(self.shown)
+            return self.model.examined(self.shown), None
+        if kind == "EM":
+            return em_propensities(self.counts(count)), None
+        if kind == "affine":  # clicks corrected for trust bias; carts and purchases by their propensities
+            slope, offset = self.model.affine(self.shown)
+            theta = self.model.examined(self.shown)
+            return (np.stack([slope, theta, theta], axis=1),
+                    np.stack([offset, np.zeros(self.shown), np.zeros(self.shown)], axis=1))
         shuffled = self.logs()[1]
         n_random = self.randomised_sessions(count)
         if shuffled is None or not n_random:
             raise GaprankInputError("IPW GAP (estimated) needs randomised sessions: randomised_share > 0")
-        return estimate_propensities(_prefix(shuffled, n_random), self.shown)
+        return estimate_propensities(_prefix(shuffled, n_random), self.shown), None
 
     def fitted(self, objective: Any, data: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[str, list[float]]:
-        model = _fit(data, self.fold.vali, objective, self.booster, self.seed, self.config.conventions, self.config.g)
-        return _evaluate(model, self.test, self.config)
+        return _evaluate(_fit(self, data, objective), self.test, self.config)
 
 
 def _logger_values(cell: Cell, count: int) -> dict[str, Any]:
@@ -296,16 +325,18 @@ def _skyline_shown(cell: Cell, count: int) -> dict[str, Any]:
 def _click_learner(kind: str, measure: str) -> Any:
     def learner(cell: Cell, count: int) -> dict[str, Any]:
         """LambdaMART on the log's events, each document weighed per level by its events' estimates under the
-        ``kind`` propensities (naive: all 1; IPW: the true ones; estimated: from the randomised sessions)."""
+        ``kind`` propensities (naive: all 1; IPW: the true ones; estimated: from the randomised sessions; EM: by
+        EM from all of them; affine: the true model's trust-bias correction of clicks)."""
         from gaprank.boosting import LambdaMARTSettings
         from gaprank.lightgbm import LambdaRankObjective
 
-        propensities = cell.propensities(kind, count)
-        data = click_training_set(cell.train, cell.counts(count), propensities)
+        propensities, offsets = cell.propensities(kind, count)
+        data = click_training_set(cell.train, cell.counts(count), propensities, offsets=offsets)
         objective = LambdaRankObjective(LambdaMARTSettings(measure, row_weights="measure", **cell.settings),
                                         level_weights=data.weights)
         values = cell.fitted(objective, data.split.to_flat())
-        return values | ({"propensities": [float(t) for t in propensities]} if kind == "estimated" else {})
+        estimated = {"propensities": np.asarray(propensities).tolist()} if kind in ("estimated", "EM") else {}
+        return values | estimated
 
     learner.code = f"{kind} {measure}"  # type: ignore[attr-defined]
     return learner
@@ -327,29 +358,13 @@ def _peer_rows(cell: Cell, count: int, rule: str) -> tuple[Any, np.ndarray, np.n
 def _lightgbm_position_term(cell: Cell, count: int) -> dict[str, Any]:
     """LightGBM's own debiasing: native lambdarank (nDCG, its defaults) with each row's position and a learned
     position term; the best label rule and regularisation on the validation split."""
-    import lightgbm as lgb
-
-    from gaprank.lightgbm import ranking_feval
-
-    booster = cell.booster
     best: tuple[float, Any, dict[str, Any]] | None = None
     for rule in LABEL_RULES:
         split, labels, positions = _peer_rows(cell, count, rule)
         for regularisation in LIGHTGBM_REGULARISATION:
-            params = {"objective": "lambdarank", "lambdarank_position_bias_regularization": regularisation,
-                      "learning_rate": booster.learning_rate, "num_leaves": booster.num_leaves,
-                      "min_data_in_leaf": booster.min_data_in_leaf, "num_threads": booster.num_threads,
-                      "seed": cell.seed, "verbosity": -1, "metric": "None", "deterministic": True,
-                      "force_row_wise": True}
-            data = lgb.Dataset(split.features, labels.astype(np.float64), group=split.group_sizes,
-                               position=positions, free_raw_data=False)
-            X, y, sizes = cell.fold.vali.to_flat()
-            valid = lgb.Dataset(X, y.astype(np.float64), group=sizes, reference=data)
-            model = lgb.train(params, data, num_boost_round=booster.num_boost_round, valid_sets=[valid],
-                              feval=ranking_feval([booster.selection], g=cell.config.g,
-                                                  conventions=cell.config.conventions),
-                              callbacks=[lgb.early_stopping(booster.early_stopping_rounds, verbose=False)])
-            score = float(next(iter(model.best_score["valid_0"].values())))
+            model = _fit(cell, (split.features, labels, split.group_sizes), "lambdarank", position=positions,
+                         params={"lambdarank_position_bias_regularization": regularisation})
+            score = _validation_score(model)
             if best is None or score > best[0]:
                 best = (score, model, {"label_rule": rule, "position_bias_regularization": regularisation})
     assert best is not None
@@ -359,27 +374,15 @@ def _lightgbm_position_term(cell: Cell, count: int) -> dict[str, Any]:
 def _gap_position_term(cell: Cell, count: int) -> dict[str, Any]:
     """gaprank's GAP objective with its learned position term, on the peers' rows (one per shown document at the
     position it was shown at most often, labelled by a rule): the best label rule on the validation split."""
-    import lightgbm as lgb
+    from gaprank.lightgbm import lambdarank_objective
 
-    from gaprank.lightgbm import lambdarank_objective, ranking_feval
-
-    booster = cell.booster
     best: tuple[float, Any, dict[str, Any]] | None = None
     for rule in LABEL_RULES:
         split, labels, positions = _peer_rows(cell, count, rule)
-        objective = lambdarank_objective("gap", position_term=True, position_learning_rate=booster.learning_rate,
+        objective = lambdarank_objective("gap", position_term=True, position_learning_rate=cell.booster.learning_rate,
                                          **cell.settings)
-        params = {"objective": objective, "learning_rate": booster.learning_rate, "num_leaves": booster.num_leaves,
-                  "min_data_in_leaf": booster.min_data_in_leaf, "num_threads": booster.num_threads, "seed": cell.seed,
-                  "verbosity": -1, "metric": "None", "deterministic": True, "force_row_wise": True}
-        data = lgb.Dataset(split.features, labels.astype(np.float64), group=split.group_sizes, position=positions - 1,
-                           free_raw_data=False)
-        X, y, sizes = cell.fold.vali.to_flat()
-        valid = lgb.Dataset(X, y.astype(np.float64), group=sizes, reference=data)
-        model = lgb.train(params, data, num_boost_round=booster.num_boost_round, valid_sets=[valid],
-                          feval=ranking_feval([booster.selection], g=cell.config.g, conventions=cell.config.conventions),
-                          callbacks=[lgb.early_stopping(booster.early_stopping_rounds, verbose=False)])
-        score = float(next(iter(model.best_score["valid_0"].values())))
+        model = _fit(cell, (split.features, labels, split.group_sizes), objective, position=positions - 1)
+        score = _validation_score(model)
         if best is None or score > best[0]:
             best = (score, model, {"label_rule": rule})
     assert best is not None
@@ -430,6 +433,8 @@ RUNNERS: dict[str, tuple[Any, bool]] = {
     "IPW GAP": (_click_learner("IPW", "gap"), True),
     "IPW nDCG": (_click_learner("IPW", "ndcg"), True),
     "IPW GAP (estimated)": (_click_learner("estimated", "gap"), True),
+    "IPW GAP (EM)": (_click_learner("EM", "gap"), True),
+    "affine GAP": (_click_learner("affine", "gap"), True),
     "GAP position term": (_gap_position_term, True),
     "LightGBM position term": (_lightgbm_position_term, True),
     "XGBoost lambdarank_unbiased": (_xgboost_unbiased, True),
@@ -442,7 +447,7 @@ def method_code(method: str) -> str:
     """A hash of the code that makes a method's result (its runner; the cell's, shared by every method), so that
     a changed method is trained again and an unchanged one reused."""
     runner = RUNNERS[method][0]
-    shared = (Cell, _fit, _logger, _evaluate, trust_model, _add, _prefix)
+    shared = (Cell, _fit, _validation_score, _logger, _evaluate, trust_model, _prefix)
     own = (_click_learner,) if hasattr(runner, "code") else (runner,)
     peer_rows = runner in (_gap_position_term, _lightgbm_position_term, _xgboost_unbiased)
     if peer_rows:
@@ -484,16 +489,10 @@ def _cell_means(values: dict[str, Any], config: ClicksConfig) -> dict[str, Any]:
     return {key: float(np.mean(value)) if key in config.measures else value for key, value in values.items()}
 
 
-def _add(counts: np.ndarray, log: Any, rows: np.ndarray) -> None:
-    np.add.at(counts, (log.document[rows], log.position[rows].astype(np.int64) - 1, log.event[rows].astype(np.int64)),
-              1)
-
-
-def _prefix(log: Any, sessions: int) -> Any:
-    from gaprank.clicks import ClickLog
-
-    keep = log.session < sessions
-    return ClickLog(log.session[keep], log.query[keep], log.document[keep], log.position[keep], log.event[keep])
+def _prefix(log: ClickLog, sessions: int) -> ClickLog:
+    """The log's first ``sessions`` sessions (its rows are in session order: views, no copy)."""
+    end = int(np.searchsorted(log.session, sessions))
+    return ClickLog(*(getattr(log, column)[:end] for column in ("session", "query", "document", "position", "event")))
 
 
 # The parts of gaprank a cell's numbers come from (the simulator, the estimates, the measures, the engine, the
@@ -758,7 +757,9 @@ def _headline(config: ClicksConfig, conditions: list[dict[str, Any]]) -> dict[st
         f"against {peer}: GAP {tests['GAP']['difference']:+.4f} (p = {_p(tests['GAP']['p'])}), NDCG@10 "
         f"{tests['NDCG@10']['difference']:+.4f} (p = {_p(tests['NDCG@10']['p'])})" for peer, tests in peers.items()
         if tests["GAP"] and tests["NDCG@10"])
-    text = (f"At eta {config.headline.eta:g}, {config.headline.sessions:,} sessions, no trust bias: {best} closes "
+    chosen = (f" (the best on these cells of the {len(candidates)} debiased GAP learners, a choice made on the test "
+              "folds; each one's share is in the table)" if len(candidates) > 1 else "")
+    text = (f"At eta {config.headline.eta:g}, {config.headline.sessions:,} sessions, no trust bias: {best}{chosen} closes "
             f"{closed['closed']:.0%} of the naive-to-shown-skyline NDCG@10 gap ({closed['gap']:.4f} on average), 95% "
             f"interval {interval[0]:.0%} to {interval[1]:.0%} over {closed['cells']} cells; paired t-test against "
             f"naive GAP p = {_p(closed['p_vs_naive'])}. Goal (>= 80%, interval above 0): "
