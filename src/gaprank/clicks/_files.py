@@ -151,24 +151,37 @@ def _checked_sessions(path: Path, lines: np.ndarray, chunk: ClickLog, carried: d
 def _check_new_sessions(path: Path, lines: np.ndarray, ids: np.ndarray, new: np.ndarray,
                         carried: dict[str, Any]) -> None:
     """Refuse a session that opens at a row of ``new`` when it was seen before: earlier in this file (its rows not
-    contiguous) or in an earlier file (its rows in two files). The ids seen are kept sorted, as text: the memory of
-    the check is the ids', not the rows'."""
+    contiguous) or in an earlier file (its rows in two files). The ids seen are kept sorted, as text (this file's,
+    and the earlier files' with the file each came from): the memory of the check is the ids', not the rows'."""
     opened = ids[new].astype(str)
-    again = np.zeros(len(opened), dtype=bool)
     order = np.argsort(opened, kind="stable")
+    again = np.zeros(len(opened), dtype=bool)
     again[order[1:][opened[order][1:] == opened[order][:-1]]] = True  # a second opening within the chunk
-    again |= np.isin(opened, carried["ids"])
-    earlier = [np.isin(opened, seen) for _, seen in carried["files"]]
-    elsewhere = np.logical_or.reduce(earlier) if earlier else np.zeros(len(opened), dtype=bool)
-    bad = np.flatnonzero(again | elsewhere)
+    again |= _found(carried["ids"], opened) >= 0
+    earlier = _found(carried["earlier_ids"], opened)
+    bad = np.flatnonzero(again | (earlier >= 0))
     if bad.size:
         first = int(bad[0])
         where = f"{path}, {_unit(path)} {int(lines[new[first]])}: session {str(opened[first])!r}"
         if again[first]:
             raise ClickLogError(f"{where} appears again after other sessions; a session's rows must be contiguous")
-        other = next(file for (file, _), found in zip(carried["files"], earlier, strict=True) if found[first])
+        other = carried["files"][int(carried["earlier_owner"][earlier[first]])]
         raise ClickLogError(f"{where} was already read from {other}; a session's rows must be in one file")
-    carried["ids"] = np.union1d(carried["ids"], opened)
+    carried["ids"] = _merged(carried["ids"], opened[order])
+
+
+def _found(seen: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Where each of ``ids`` is in the sorted ``seen``, -1 where it is not."""
+    if not seen.size:
+        return np.full(len(ids), -1)
+    at = np.minimum(np.searchsorted(seen, ids), seen.size - 1)
+    return np.where(seen[at] == ids, at, -1)
+
+
+def _merged(seen: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The sorted ``seen`` with the sorted ``ids`` inserted (text widened to the longer id: never cut)."""
+    wide = seen.astype(np.result_type(seen, ids))
+    return np.insert(wide, np.searchsorted(wide, ids), ids)
 
 
 def _paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
@@ -215,11 +228,11 @@ def count_clicks(paths: str | Path | Sequence[str | Path], split: Any, *, levels
                                 f"{positions} counted (positions=)")
         chunk.add_to(counts)
         sessions = int(numbers[-1]) + 1
-    return ClickCounts(counts, sessions, np.sort(np.concatenate([seen for _, seen in carried["files"]])))
+    return ClickCounts(counts, sessions, carried["earlier_ids"])
 
 
 def _carried() -> dict[str, Any]:
-    return {"next": 0, "files": []}
+    return {"next": 0, "files": [], "earlier_ids": np.array([], dtype=str), "earlier_owner": np.array([], dtype=int)}
 
 
 def _read(paths: str | Path | Sequence[str | Path], split: Any, levels: int,
@@ -233,7 +246,11 @@ def _read(paths: str | Path | Sequence[str | Path], split: Any, levels: int,
             yield chunk, _checked_sessions(file, lines, chunk, carried)
         if carried["last"] is None:
             raise ClickLogError(f"{file}: the log has no rows")
-        carried["files"].append((file, carried["ids"]))
+        owner = np.concatenate([carried["earlier_owner"], np.full(carried["ids"].size, len(carried["files"]))])
+        every = np.concatenate([carried["earlier_ids"], carried["ids"]])
+        order = np.argsort(every, kind="stable")
+        carried["earlier_ids"], carried["earlier_owner"] = every[order], owner[order]
+        carried["files"].append(file)
 
 
 def write_click_log(path: str | Path, log: ClickLog, split: Any) -> None:

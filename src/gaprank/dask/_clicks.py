@@ -55,17 +55,28 @@ def count_clicks(paths: str | Path | Sequence[str | Path], split: Any, *, client
                        qids=np.asarray(split.qids), docids=np.asarray(split.docids))
     shared = client.scatter(split_ids, broadcast=True, hash=False)  # a key of its own: not one a past call releases
     tasks = client.map(count_file_clicks, files, split=shared, levels=levels, positions=positions, pure=False)
-    parts: list[ClickCounts] = client.gather(tasks)
-    ids = [np.asarray(part.session_ids) for part in parts]  # count_clicks keeps each file's
-    session_ids = np.concatenate(ids)
-    owner = np.repeat(np.arange(len(files)), [len(i) for i in ids])
-    order = np.argsort(session_ids, kind="stable")
-    twice = np.flatnonzero(session_ids[order][1:] == session_ids[order][:-1])
-    if twice.size:  # read the two files in order where the session is: the error names the line
-        first, second = sorted({int(owner[order][twice[0]]), int(owner[order][twice[0] + 1])})
-        client.submit(count_file_clicks, [files[first], files[second]], shared, levels=levels,
-                      positions=positions, pure=False).result()
-        raise ClickLogError(f"{files[second]}: session {str(session_ids[order][twice[0]])!r} is also in "
-                            f"{files[first]}; a session's rows must be in one file")
-    return ClickCounts(np.sum([part.counts for part in parts], axis=0), sum(part.sessions for part in parts),
-                       session_ids[order])
+    index = {task.key: number for number, task in enumerate(tasks)}
+    counts: np.ndarray | None = None
+    sessions = 0
+    ids: list[np.ndarray] = [np.array([], dtype=str)] * len(files)
+    for task, part in distributed.as_completed(tasks, with_results=True):  # one file's table held at a time
+        counts = part.counts if counts is None else counts + part.counts
+        sessions += part.sessions
+        ids[index[task.key]] = np.asarray(part.session_ids)
+    _check_files_apart(client, files, ids, shared, levels, positions)
+    assert counts is not None
+    return ClickCounts(counts, sessions, np.sort(np.concatenate(ids)))
+
+
+def _check_files_apart(client: Any, files: list[str], ids: list[np.ndarray], shared: Any, levels: int,
+                       positions: int) -> None:
+    """Refuse a session whose rows are in two files, as the local reader does: the first file (in reading order)
+    holding a session of an earlier one is read on a worker after those, and the error names its line."""
+    seen = np.array([], dtype=str)
+    for number, file_ids in enumerate(ids):
+        if number and np.isin(file_ids, seen).any():
+            client.submit(count_file_clicks, files[:number + 1], shared, levels=levels, positions=positions,
+                          pure=False).result()
+            raise ClickLogError(f"{files[number]}: a session of an earlier file is in it; a session's rows must be in "
+                                "one file")
+        seen = np.union1d(seen, file_ids)
