@@ -386,7 +386,6 @@ def test_em_on_exact_expected_counts_returns_the_propensities_of_every_level():
     """Noiseless counts: every document shown 10^7 times at every position, its events at level a or above
     round(n theta_a(k) gamma_a(d)). The model holds exactly, so EM's fixed point is the truth (to the rounding)."""
 
-
     rng = np.random.default_rng(3)
     theta = np.stack([np.arange(1, 7) ** -1.0, np.arange(1, 7) ** -0.5], axis=1)  # [P, c]: clicks, then purchases
     gamma = np.sort(rng.uniform(0.05, 0.9, (40, 2)), axis=1)[:, ::-1]  # a purchase is rarer than a click
@@ -404,7 +403,6 @@ def test_em_recovers_the_examination_curve_from_a_log_that_moves_documents_betwe
     """Monte Carlo: position-based model at eta 1 with noisy clicks, every session's top 6 shuffled. EM's estimate
     and the randomisation estimate agree with (1/p) and with each other within a few points."""
 
-
     rng = np.random.default_rng(5)
     grades = [list(rng.integers(0, 3, 6)) for _ in range(40)]
     split = _split(grades)
@@ -421,8 +419,6 @@ def test_regression_em_identifies_the_curve_through_features_where_plain_em_refu
     positions, so EM without features refuses; with features that carry the grade, regression EM recovers (1/p)
     within a few points."""
     pytest.importorskip("lightgbm")
-
-
     rng = np.random.default_rng(8)
     grades = [list(rng.integers(0, 3, 8)) for _ in range(300)]
     split = _split(grades)
@@ -443,14 +439,28 @@ def test_regression_em_identifies_the_curve_through_features_where_plain_em_refu
     (lambda c: em_propensities(c, np.zeros((2, 1))), r"features must be \[rows, features\] with 3 rows"),
     (lambda c: em_propensities(c, iterations=0), "iterations must be a positive integer"),
     (lambda c: em_propensities(c, tolerance=-1.0), "tolerance must be a positive number"),
+    (lambda c: em_propensities(c, tolerance=True), "tolerance must be a positive number"),
     (lambda c: em_propensities(ClickCounts(c.counts[..., :1], 2)), r"levels >= 2"),
     (lambda c: em_propensities(ClickCounts(c.counts[..., [0, 1, 3]], 2)), "no event of level 2 or above"),
 ])
 def test_em_refuses_what_it_cannot_estimate(call, message):
-
     counts = np.zeros((3, 2, 4), dtype=np.int64)
     counts[0, 0] = [3, 1, 0, 0]
     counts[0, 1] = [2, 1, 0, 0]
     counts[1, 0] = [1, 0, 1, 0]
     with pytest.raises(GaprankInputError, match=message):
         call(ClickCounts(counts, 2))
+
+
+def test_em_propensities_of_counts_wider_than_the_positions_shown_make_a_training_set():
+    """A log showing 4 positions counted 10 deep: EM gives 4 positions, and click_training_set takes them (it reads
+    the positions shown, not the counts' width)."""
+    grades = [[2, 1, 0, 1, 0]] * 30
+    split = _split(grades)
+    log = simulate_clicks(split, _scores(grades), 20_000, ClickModel(eta=1.0), shown=4, randomise=4, seed=3)
+    counts = log.count(len(split.labels), positions=10)
+    theta = em_propensities(counts)
+    assert theta.shape == (4, 3)
+    data = click_training_set(split, counts, theta)
+    np.testing.assert_array_equal(data.weights, click_training_set(split, log.count(len(split.labels), positions=4),
+                                                                   theta).weights)

@@ -703,10 +703,13 @@ def test_the_affine_correction_recovers_the_relevance_of_simulated_trust_bias_cl
 
 
 @pytest.mark.parametrize("call,message", [
-    (lambda c: _training_set(c, [1.0, 0.5], offsets=[0.1]), "offsets must match propensities"),
-    (lambda c: _training_set(c, [1.0, 0.5], offsets=[0.1, 0.6]), r"propensities \+ offsets <= 1"),
-    (lambda c: _training_set(c, [1.0, 0.5], offsets=[-0.1, 0.0]), r"offsets must be probabilities in \[0, 1\)"),
-    (lambda c: _training_set(c, [1.0, 0.5], offsets=[np.nan, 0.0]), r"offsets must be probabilities in \[0, 1\)"),
+    (lambda c: _training_set(c, [1.0, 0.5], offsets=[0.1]), "offsets must have the shape of propensities"),
+    (lambda c: _training_set(c, [0.9, 0.5], offsets=[0.1, 0.6]),
+     r"propensities \+ offsets must be <= 1 .*got 0.5 \+ 0.6 at position 2, level 1"),
+    (lambda c: _training_set(c, [1.0, 0.5], offsets=[0.0, -0.1]),
+     r"offsets must be probabilities in \[0, 1\); got -0.1 at position 2, level 1"),
+    (lambda c: _training_set(c, [1.0, 0.5], offsets=[np.nan, 0.0]),
+     r"offsets must be probabilities in \[0, 1\); got nan at position 1"),
     (lambda c: __import__("gaprank.clicks").clicks.ClickModel(examination="cascade").affine(3),
      "the affine correction is for the position-based model"),
     (lambda c: __import__("gaprank.clicks").clicks.ClickModel(epsilon_plus=0.1, epsilon_minus=0.1).affine(3),

@@ -54,7 +54,9 @@ def em_propensities(counts: ClickCounts, features: Any = None, *, iterations: in
     -------
     numpy.ndarray
         ``[P, c]`` float64: :math:`\theta_a(k)` for positions 1..P (the deepest shown) and levels 1..c, with
-        :math:`\theta_a(1) = 1`; the ``propensities`` of :func:`click_training_set`.
+        :math:`\theta_a(1) = 1`; the ``propensities`` of :func:`click_training_set`. A position that draws more
+        events than the top one for its documents gets a value above 1, which :func:`click_training_set` refuses
+        (naming it).
 
     Examples
     --------
@@ -70,7 +72,7 @@ def em_propensities(counts: ClickCounts, features: Any = None, *, iterations: in
         raise GaprankInputError(f"counts must be [rows, positions, levels] with levels >= 2; got {table.shape}")
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
         raise GaprankInputError(f"iterations must be a positive integer; got {iterations!r}")
-    if not (isinstance(tolerance, float | int) and tolerance > 0):
+    if isinstance(tolerance, bool) or not (isinstance(tolerance, float | int) and tolerance > 0):
         raise GaprankInputError(f"tolerance must be a positive number; got {tolerance!r}")
     shown_at = table.sum(-1).astype(np.float64)  # [rows, P]
     shown = np.flatnonzero(shown_at.sum(-1) > 0)

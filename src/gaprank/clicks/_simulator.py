@@ -90,8 +90,10 @@ class ClickModel:
         r = (2^g - 1)/(2^c - 1) of the document, P(click at rank k) = slope_k r + offset_k, with
         slope_k = theta_k (epsilon_plus_k - epsilon_minus_k) and offset_k = theta_k epsilon_minus_k under the
         position-based model: the ``propensities`` and ``offsets`` of :func:`click_training_set`'s affine
-        correction of trust bias (for clicks; a cart or a purchase follows a click, and its probability is not
-        affine in a document's own value unless ``epsilon_minus`` is the same at every rank)."""
+        correction of trust bias (for clicks; a cart or a purchase follows a click, and its probability,
+        theta_k (epsilon_minus_k + (epsilon_plus_k - epsilon_minus_k) r) times the grade's cart share, is affine in one
+        value of the document only where epsilon_minus_k / (epsilon_plus_k - epsilon_minus_k) is the same at every
+        rank)."""
         if self.examination != "position":
             raise GaprankInputError("the affine correction is for the position-based model; the cascade model's "
                                     "examination depends on the documents above")

@@ -24,8 +24,8 @@ session,
 
 is unbiased for :math:`R_a` (the ``propensities`` are the slopes :math:`\alpha`, the ``offsets`` the
 :math:`\beta`; with no offsets it is the estimate above). A document without events then gets a negative
-estimate: it is evidence against its relevance, and it weighs negatively in the measure (so every shown document
-is labelled with the top level and carries its estimates as weights).
+estimate at each level with a positive offset: it is evidence against its relevance, and it weighs negatively in
+the measure (the label, the highest level with a non-zero estimate, reaches those levels).
 """
 
 from __future__ import annotations
@@ -109,9 +109,14 @@ def click_training_set(split: Any, counts: ClickCounts, propensities: Any, *,
     theta = _per_level(propensities, levels, "propensities", "probabilities in (0, 1]", lambda t: (t > 0) & (t <= 1))
     beta = (np.zeros_like(theta) if offsets is None else
             _per_level(offsets, levels, "offsets", "probabilities in [0, 1)", lambda b: (b >= 0) & (b < 1)))
-    if beta.shape != theta.shape or (theta + beta > 1 + 1e-12).any():
-        raise GaprankInputError(f"offsets must match propensities (one per position, as many positions) and keep "
-                                f"propensities + offsets <= 1; got shapes {beta.shape} and {theta.shape}")
+    if beta.shape != theta.shape:
+        raise GaprankInputError(f"offsets must have the shape of propensities (one per position, or per position and "
+                                f"level); got {beta.shape} and {theta.shape}")
+    over = np.argwhere(theta + beta > 1 + 1e-12)
+    if over.size:
+        k, a = (int(i) for i in over[0])
+        raise GaprankInputError(f"propensities + offsets must be <= 1 (probabilities of an event); got "
+                                f"{theta[k, a]:g} + {beta[k, a]:g} at position {k + 1}, level {a + 1}")
     shown_at = table.sum(-1)  # [rows, P]
     deepest = int(np.flatnonzero(shown_at.any(0))[-1]) + 1 if shown_at.any() else 0
     if deepest > theta.shape[0]:
@@ -120,10 +125,11 @@ def click_training_set(split: Any, counts: ClickCounts, propensities: Any, *,
     shown = np.flatnonzero(shown_at.sum(-1) > 0)
     if shown.size == 0:
         raise GaprankInputError("the counts show no document: an empty log")
-    reached = np.cumsum(table[shown][..., ::-1], axis=-1)[..., ::-1][..., 1:]  # [n, P, c]: events >= a, a = 1..c
+    # positions 1..deepest: the counts may be wider than the positions shown (and than the propensities)
+    reached = np.cumsum(table[shown, :deepest, ::-1], axis=-1)[..., ::-1][..., 1:]  # [n, P, c]: events >= a
     sessions = shown_at[shown].sum(-1)
-    shown_here = shown_at[shown][..., None]  # [n, P, 1]
-    weights = ((reached - shown_here * beta[None, :positions]) / theta[None, :positions]).sum(1) / sessions[:, None]
+    shown_here = shown_at[shown, :deepest, None]  # [n, P, 1]
+    weights = ((reached - shown_here * beta[None, :deepest]) / theta[None, :deepest]).sum(1) / sessions[:, None]
     nonzero = weights != 0
     labels = np.where(nonzero.any(-1), levels - 1 - np.argmax(nonzero[:, ::-1], axis=-1), 0).astype(np.int64)
     subset = RankingSplit(split.features[shown], labels, split.qids[shown], split.docids[shown],
@@ -136,7 +142,11 @@ def _per_level(value: Any, levels: int, name: str, what: str, allowed: Any) -> n
     array = np.asarray(value, dtype=np.float64)
     if array.ndim == 1:
         array = np.repeat(array[:, None], levels - 1, axis=1)
-    if array.ndim != 2 or array.shape[1] != levels - 1 or not np.isfinite(array).all() or not allowed(array).all():
-        raise GaprankInputError(f"{name} must be {what}, one per position ([P]) or one per position and level "
-                                f"1..{levels - 1} ([P, {levels - 1}]); got shape {array.shape}")
+    if array.ndim != 2 or array.shape[1] != levels - 1:
+        raise GaprankInputError(f"{name} must be one per position ([P]) or one per position and level 1..{levels - 1} "
+                                f"([P, {levels - 1}]); got shape {np.shape(value)}")
+    bad = np.argwhere(~(np.isfinite(array) & allowed(np.nan_to_num(array))))
+    if bad.size:
+        k, a = (int(i) for i in bad[0])
+        raise GaprankInputError(f"{name} must be {what}; got {array[k, a]:g} at position {k + 1}, level {a + 1}")
     return array
