@@ -72,6 +72,7 @@ def test_a_method_whose_code_is_unchanged_is_kept_and_a_new_one_trained(tmp_path
 @pytest.mark.parametrize("change, message", [
     ({"kind": "compare"}, "kind must be 'clicks'"),
     ({"methods": ["IPW GAP", "DLA"]}, "'DLA' is not one of"),
+    ({"headline_method": "best"}, "headline_method: 'best' is not one of"),
     ({"logger": {"share": 0.0}}, r"logger.share must be in \(0, 1\]"),
     ({"sessions": [0]}, "sessions must be positive"),
 ])
