@@ -8,9 +8,10 @@ queries uniformly and show the top 10, under the position-based model at eta = 1
 Prints the best of ``--repeat`` wall times, the rows written and the ratio to the budget.
 
 ``--count-rows N`` writes a simulated log of about N rows as CSV files of about a million rows each (in a temporary
-folder), then counts the first tenth of the files and all of them, each in a fresh process: its wall time, its peak
-resident memory, and that memory above the process's before counting (the split loaded). The log's rows held whole
-as arrays would take 33 bytes each, as parsed text several times that.
+folder), then counts the first tenth of the files and all of them, each in fresh processes: the wall time of one,
+and in another (traced, so slower) the peak of the memory the count itself allocates (Python's tracemalloc, which
+sees NumPy's arrays too), beside the process's peak resident memory. The log's rows held whole as arrays would take
+33 bytes each, as parsed text several times that.
 """
 
 from __future__ import annotations
@@ -57,16 +58,19 @@ def main() -> None:
 
 ROWS_PER_FILE = 1_000_000
 COUNT = """
-import resource, sys, time
+import resource, sys, time, tracemalloc
 from gaprank.clicks import count_clicks
 from gaprank.data import load_fold
 train = load_fold("MQ2008", 1).train
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+traced = sys.argv[1] == "traced"
+if traced:
+    tracemalloc.start()
 start = time.perf_counter()
-counts = count_clicks(sys.argv[1:], train)
+counts = count_clicks(sys.argv[2:], train)
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(counts.shown.sum(), counts.sessions, seconds, peak / 1024, (peak - before) / 1024)
+allocated = tracemalloc.get_traced_memory()[1] / 2**20 if traced else 0.0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(counts.shown.sum(), counts.sessions, seconds, peak, allocated)
 """
 
 
@@ -75,7 +79,7 @@ def count_memory(train, rows: int) -> None:
     log = simulate_clicks(train, train.features[:, 0], int(rows / 8.87) + 1, ClickModel(eta=1.0), seed=1)
     print(f"# {platform.processor() or platform.machine()}, MQ2008 Fold1 train, a log of {len(log)} rows in CSV files "
           f"of about {ROWS_PER_FILE} rows")
-    print("| rows counted | files | sessions | seconds | peak memory (MB) | above the loaded split (MB) |")
+    print("| rows counted | files | sessions | seconds | allocated by the count, at most (MB) | process peak (MB) |")
     print("|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
         opening = np.flatnonzero(np.diff(log.session, prepend=-1))  # each session's first row: files cut there
@@ -87,10 +91,11 @@ def count_memory(train, rows: int) -> None:
                 "session", "query", "document", "position", "event"))), train)
         del log
         for some in (files[:max(1, len(files) // 10)], files):
-            out = subprocess.run([sys.executable, "-c", COUNT, *some], check=True, capture_output=True, text=True)
-            counted, sessions, seconds, peak, above = out.stdout.split()
-            print(f"| {int(counted)} | {len(some)} | {int(sessions)} | {float(seconds):.1f} | {float(peak):.0f} | "
-                  f"{float(above):.0f} |")
+            runs = [subprocess.run([sys.executable, "-c", COUNT, mode, *some], check=True, capture_output=True,
+                                   text=True).stdout.split() for mode in ("timed", "traced")]
+            counted, sessions, seconds = int(runs[0][0]), int(runs[0][1]), float(runs[0][2])
+            allocated, peak = float(runs[1][4]), max(float(runs[0][3]), float(runs[1][3]))
+            print(f"| {counted} | {len(some)} | {sessions} | {seconds:.1f} | {allocated:.0f} | {peak:.0f} |")
 
 
 if __name__ == "__main__":
