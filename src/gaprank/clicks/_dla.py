@@ -221,7 +221,7 @@ class DualLearningLoss(torch.nn.Module):
         inverse_propensity = torch.exp(-(logits - logits[:1]).detach())[slot]  # [S, N, levels]
         # padding may hold anything (-inf, NaN): it never reaches a weight or a softmax
         v = torch.where(shown, v.double(), 0.0)  # [S, N, levels]
-        log_share = torch.log_softmax(v.masked_fill(~shown, float("-inf")), dim=1).masked_fill(~shown, 0.0)
+        log_share = _session_log_softmax(v, shown)
         top = torch.where(((p == 1) & m)[..., None], v.detach(), 0.0).sum(1, keepdim=True)
         log_relevance_ratio = top - v.detach()  # log(r_top / r_i) per level, the softmax's ratio
         if self.max_weight is not None:
@@ -229,8 +229,7 @@ class DualLearningLoss(torch.nn.Module):
             log_relevance_ratio = log_relevance_ratio.clamp(max=float(np.log(self.max_weight)))
         losses = {"relevance": _weighted_cross_entropy(torch.where(reached, inverse_propensity, 0.0), log_share)}
         relevance_weight = torch.where(reached, torch.exp(log_relevance_ratio), 0.0)
-        log_propensity = torch.log_softmax(logits[slot].masked_fill(~shown, float("-inf")), dim=1)
-        losses["propensity"] = _weighted_cross_entropy(relevance_weight, log_propensity.masked_fill(~shown, 0.0))
+        losses["propensity"] = _weighted_cross_entropy(relevance_weight, _session_log_softmax(logits[slot], shown))
         if self.ranking is not None:
             losses["ranking"] = self.ranking(scores, e, m, weights=torch.where(shown, inverse_propensity, 0.0))
         return losses
@@ -253,6 +252,11 @@ class DualLearningLoss(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"positions={self.positions}, levels={self.levels}, max_weight={self.max_weight}"
+
+
+def _session_log_softmax(logits: torch.Tensor, shown: torch.Tensor) -> torch.Tensor:
+    """``[S, N, levels]``: the log-softmax of ``logits`` over each session's shown documents, 0 at padding."""
+    return torch.log_softmax(logits.masked_fill(~shown, float("-inf")), dim=1).masked_fill(~shown, 0.0)
 
 
 def _weighted_cross_entropy(weights: torch.Tensor, log_probabilities: torch.Tensor) -> torch.Tensor:

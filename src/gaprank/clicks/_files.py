@@ -167,7 +167,7 @@ def _check_new_sessions(path: Path, lines: np.ndarray, ids: np.ndarray, new: np.
             raise ClickLogError(f"{where} appears again after other sessions; a session's rows must be contiguous")
         other = carried["files"][int(carried["earlier_owner"][earlier[first]])]
         raise ClickLogError(f"{where} was already read from {other}; a session's rows must be in one file")
-    carried["ids"] = _merged(carried["ids"], opened[order])
+    carried["ids"] = _merged(carried["ids"], opened[order])[0]
 
 
 def _found(seen: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -178,10 +178,12 @@ def _found(seen: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.where(seen[at] == ids, at, -1)
 
 
-def _merged(seen: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The sorted ``seen`` with the sorted ``ids`` inserted (text widened to the longer id: never cut)."""
+def _merged(seen: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted ``seen`` with the sorted ``ids`` inserted (text widened to the longer id: never cut), and where
+    they went in ``seen`` (for arrays kept beside it)."""
     wide = seen.astype(np.result_type(seen, ids))
-    return np.insert(wide, np.searchsorted(wide, ids), ids)
+    at = np.searchsorted(wide, ids)
+    return np.insert(wide, at, ids), at
 
 
 def _paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
@@ -246,10 +248,8 @@ def _read(paths: str | Path | Sequence[str | Path], split: Any, levels: int,
             yield chunk, _checked_sessions(file, lines, chunk, carried)
         if carried["last"] is None:
             raise ClickLogError(f"{file}: the log has no rows")
-        owner = np.concatenate([carried["earlier_owner"], np.full(carried["ids"].size, len(carried["files"]))])
-        every = np.concatenate([carried["earlier_ids"], carried["ids"]])
-        order = np.argsort(every, kind="stable")
-        carried["earlier_ids"], carried["earlier_owner"] = every[order], owner[order]
+        carried["earlier_ids"], at = _merged(carried["earlier_ids"], carried["ids"])
+        carried["earlier_owner"] = np.insert(carried["earlier_owner"], at, len(carried["files"]))
         carried["files"].append(file)
 
 

@@ -60,7 +60,10 @@ def count_clicks(paths: str | Path | Sequence[str | Path], split: Any, *, client
     sessions = 0
     ids: list[np.ndarray] = [np.array([], dtype=str)] * len(files)
     for task, part in distributed.as_completed(tasks, with_results=True):  # one file's table held at a time
-        counts = part.counts if counts is None else counts + part.counts
+        if counts is None:
+            counts = part.counts
+        else:
+            counts += part.counts
         sessions += part.sessions
         ids[index[task.key]] = np.asarray(part.session_ids)
     _check_files_apart(client, files, ids, shared, levels, positions)
