@@ -194,3 +194,5 @@ def test_click_log_files_counted_on_the_cluster_are_the_local_counts(tmp_path):
         again.write_text(files[1].read_text())  # session 50 once more
         with pytest.raises(ClickLogError, match=r"again.csv, line 2: session '50' was already read from .*day1.csv"):
             count_clicks([*files, again], split, client=client, positions=4)
+        with pytest.raises(GaprankInputError, match=r"no click log files given \(paths is empty\)"):
+            count_clicks([], split, client=client)

@@ -222,3 +222,9 @@ def test_session_lists_order_each_session_by_position_whatever_the_rows_order():
     np.testing.assert_array_equal(rows, [[4, 7], [2, 3]])
     np.testing.assert_array_equal(positions, [[1, 2], [1, 2]])
     np.testing.assert_array_equal(events, [[0, 1], [1, 0]])
+
+
+def test_session_lists_refuse_a_negative_session():
+    log = ClickLog(np.array([0, -1]), np.array([0, 0]), np.array([1, 2]), np.array([1, 2]), np.array([0, 1], np.int8))
+    with pytest.raises(GaprankInputError, match="sessions are numbered 0, 1, ...; got a negative session"):
+        session_lists(log)
