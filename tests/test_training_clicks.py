@@ -85,3 +85,12 @@ def test_a_bad_click_config_exits_2_naming_the_problem(tmp_path, capsys, change,
     err = capsys.readouterr().err
     assert re.search(message, err), err
     assert err.count("\n") == 1
+
+
+def test_a_method_s_own_gaprank_modules_key_that_method_only(monkeypatch):
+    """The joint learner's module (outside the shared NUMBERS_FROM) changes its code's hash and no other's."""
+    before = {m: clicks.method_code(m) for m in ("IPW GAP (joint)", "IPW GAP")}
+    monkeypatch.setitem(clicks.METHOD_MODULES, "IPW GAP (joint)", ("clicks/_joint.py",))
+    assert clicks.method_code("IPW GAP (joint)") != before["IPW GAP (joint)"]
+    assert clicks.method_code("IPW GAP") == before["IPW GAP"]
+    assert clicks.gaprank_source() == clicks.gaprank_source(clicks.NUMBERS_FROM)

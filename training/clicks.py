@@ -25,6 +25,9 @@ The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
      (:func:`gaprank.clicks.estimate_propensities`);
    * ``IPW GAP (EM)``: with the propensities estimated by EM from all the sessions, one curve per event level
      (:func:`gaprank.clicks.em_propensities`; the randomised sessions are what links the positions);
+   * ``IPW GAP (joint)``: with the propensities estimated with the ranker as it learns, each round on its scores
+     from the sessions' pairs (Unbiased LambdaMART's estimator, :class:`gaprank.clicks.JointPropensities`, its
+     default regularisation; one try);
    * ``affine GAP``: clicks corrected for trust bias by the true model's slopes and offsets
      (:meth:`gaprank.clicks.ClickModel.affine`, :func:`gaprank.clicks.click_training_set`'s ``offsets``); carts
      and purchases by the true propensities (their probability is not affine in a document's own value, so they
@@ -88,7 +91,7 @@ from ._runner import checkout_commit, locked, machine_description, output_root
 from .config import ConfigError, load_config, output_path, to_dict
 
 METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP (estimated)", "IPW GAP (EM)",
-           "affine GAP", "GAP position term", "LightGBM position term", "XGBoost lambdarank_unbiased",
+           "IPW GAP (joint)", "affine GAP", "GAP position term", "LightGBM position term", "XGBoost lambdarank_unbiased",
            "skyline, shown", "skyline, all")
 # the peers' own knobs, each tried on the validation split's true grades (their best there is reported): how the
 # events became labels, and LightGBM's position-bias regularisation or XGBoost's bias norm
@@ -348,6 +351,23 @@ def _click_learner(kind: str, measure: str) -> Any:
     return learner
 
 
+def _joint_learner(cell: Cell, count: int) -> dict[str, Any]:
+    """LambdaMART-GAP on the log's events weighed by propensities estimated with it, each round on its scores from
+    the sessions' pairs (:class:`gaprank.clicks.JointPropensities`); reports the last round's estimate."""
+    from gaprank.boosting import LambdaMARTSettings
+    from gaprank.clicks import JointPropensities
+    from gaprank.lightgbm import LambdaRankObjective
+
+    fixed, shuffled = cell.logs()
+    n_random = cell.randomised_sessions(count)
+    parts = ((fixed, count - n_random), (shuffled, n_random))
+    joint = JointPropensities(cell.train, [_prefix(log, sessions) for log, sessions in parts
+                                           if log is not None and sessions > 0])
+    objective = LambdaRankObjective(LambdaMARTSettings("gap", row_weights="measure", **cell.settings))
+    values = cell.fitted(joint.objective(objective), joint.data.split.to_flat())
+    return values | {"propensities": joint.propensities.tolist()}
+
+
 def _peer_rows(cell: Cell, count: int, rule: str) -> tuple[Any, np.ndarray, np.ndarray]:
     """The shown documents as the peers take them: one row each, labelled from its events by ``rule`` ("highest
     event": the highest level it ever reached; "mean event": its mean event level over the sessions that showed
@@ -440,6 +460,7 @@ RUNNERS: dict[str, tuple[Any, bool]] = {
     "IPW nDCG": (_click_learner("IPW", "ndcg"), True),
     "IPW GAP (estimated)": (_click_learner("estimated", "gap"), True),
     "IPW GAP (EM)": (_click_learner("EM", "gap"), True),
+    "IPW GAP (joint)": (_joint_learner, True),
     "affine GAP": (_click_learner("affine", "gap"), True),
     "GAP position term": (_gap_position_term, True),
     "LightGBM position term": (_lightgbm_position_term, True),
@@ -459,6 +480,7 @@ def method_code(method: str) -> str:
     if peer_rows:
         own = (*own, _peer_rows)
     source = "".join(inspect.getsource(f) for f in (*shared, *own)) + getattr(runner, "code", "")
+    source += gaprank_source(METHOD_MODULES.get(method, ())) if method in METHOD_MODULES else ""
     source += repr((LABEL_RULES, LIGHTGBM_REGULARISATION, XGBOOST_BIAS_NORM)) if peer_rows else ""
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
@@ -510,15 +532,21 @@ NUMBERS_FROM = ("_engine", "boosting", "metrics", "lightgbm", "xgboost", "data",
                 "_padding.py", "_elementwise.py", "_compiled_setup.py")
 
 
+# The parts of gaprank that one method's numbers come from besides NUMBERS_FROM: a change there trains that method
+# again, and leaves the others.
+METHOD_MODULES = {"IPW GAP (joint)": ("clicks/_joint.py", "clicks/_dla.py")}
+
+
 @functools.cache
-def gaprank_source() -> str:
-    """A hash of the gaprank code a cell's numbers come from (:data:`NUMBERS_FROM`; syntax trees without docstrings,
-    so that an edit of the words alone keeps the cells): a cell trained by another engine is trained again."""
+def gaprank_source(parts: tuple[str, ...] = NUMBERS_FROM) -> str:
+    """A hash of the gaprank code a cell's numbers come from (``parts``, default :data:`NUMBERS_FROM`; syntax trees
+    without docstrings, so that an edit of the words alone keeps the cells): a cell trained by another engine is
+    trained again."""
     root = Path(gaprank.__file__).parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         name = path.relative_to(root).as_posix()
-        if not any(name == part or name.startswith(part.rstrip("/") + "/") for part in NUMBERS_FROM):
+        if not any(name == part or name.startswith(part.rstrip("/") + "/") for part in parts):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -10,11 +10,13 @@ estimates (the metrics' ``weights=``)."""
 from ._dla import DualLearningLoss, session_lists
 from ._em import em_propensities
 from ._files import ClickLogError, count_clicks, read_click_log, write_click_log
+from ._joint import JointObjective, JointPropensities
 from ._log import EVENTS, ClickCounts, ClickLog
 from ._propensities import estimate_propensities, inverse_propensities
 from ._simulator import ClickModel, simulate_clicks
 from ._training import ClickTrainingSet, click_training_set
 
 __all__ = ["EVENTS", "ClickCounts", "ClickLog", "ClickLogError", "ClickModel", "ClickTrainingSet", "DualLearningLoss",
+           "JointObjective", "JointPropensities",
            "click_training_set", "count_clicks", "em_propensities", "estimate_propensities", "inverse_propensities",
            "read_click_log", "session_lists", "simulate_clicks", "write_click_log"]
