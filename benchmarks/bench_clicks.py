@@ -108,10 +108,6 @@ def count_memory(train, rows: int) -> None:
             print(f"| {counted} | {len(some)} | {sessions} | {seconds:.1f} | {allocated:.0f} | {peak:.0f} |")
 
 
-if __name__ == "__main__":
-    main()
-
-
 def joint_rounds(train, sessions: int, repeat: int, rounds: int = 50) -> None:
     import lightgbm as lgb
 
@@ -148,3 +144,7 @@ def joint_rounds(train, sessions: int, repeat: int, rounds: int = 50) -> None:
     print("|---|---:|---:|")
     print(f"| fixed weights | {fixed * 1e3:.2f} | 1.00 |")
     print(f"| joint propensities | {joint_round * 1e3:.2f} | {joint_round / fixed:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
