@@ -115,7 +115,48 @@ def test_lightgbm_rounds_update_the_estimate_the_caller_holds():
     np.testing.assert_array_equal(objective.objective.level_weights, joint.weights())
 
 
+def test_the_pairs_are_the_same_whatever_the_chunks_and_logs_the_sessions_come_in():
+    """150,000 sessions of ten documents: two chunks as one log, against two logs of 75,000 (one chunk each)."""
+    split = _split([10] * 30, seed=10)
+    log = simulate_clicks(split, np.zeros(len(split.labels)), 150_000, ClickModel(eta=1.0), randomise=10, seed=11)
+    half = int(np.searchsorted(log.session, 75_000))
+    first = ClickLog(*(getattr(log, c)[:half] for c in ("session", "query", "document", "position", "event")))
+    second = ClickLog(log.session[half:] - 75_000,
+                      *(getattr(log, c)[half:] for c in ("query", "document", "position", "event")))
+    whole, parts = JointPropensities(split, log), JointPropensities(split, [first, second])
+    scores = np.random.default_rng(12).normal(size=whole.data.rows.size)
+    whole.update(scores)
+    parts.update(scores)
+    np.testing.assert_allclose(parts.propensities, whole.propensities, rtol=1e-12)
+    np.testing.assert_allclose(parts.negatives, whole.negatives, rtol=1e-12)
+
+
+def test_a_level_without_pairs_at_the_top_keeps_its_curve():
+    """Two sessions by hand: clicks at positions 1 and 2 with an unclicked document below, no cart at position 1 (so
+    the cart curve stays 1) and the purchase level never reached."""
+    split = _split([3])
+    log = ClickLog(np.array([0, 0, 0, 1, 1, 1]), np.zeros(6, dtype=np.int64), np.array([0, 1, 2, 1, 0, 2]),
+                   np.array([1, 2, 3, 1, 2, 3]), np.array([1, 0, 0, 0, 2, 0], dtype=np.int8))
+    joint = JointPropensities(split, log)
+    joint.update(np.zeros(3))
+    # clicks: position 1 has two pairs in session 0, position 2 two in session 1: equal costs, 1 / 1
+    np.testing.assert_allclose(joint.propensities[:, 0], [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(joint.propensities[:, 1:], 1.0)
+    # below: the unclicked documents at 2 (session 0) and at 1 (session 1), and at 3 in both
+    np.testing.assert_allclose(joint.negatives[:, 0], [1.0, 1.0, 2.0])
+
+
+def _shifted(log: ClickLog, column: str, values) -> ClickLog:
+    return ClickLog(**{c: (np.asarray(values, dtype=getattr(log, c).dtype) if c == column else getattr(log, c))
+                       for c in ("session", "query", "document", "position", "event")})
+
+
 @pytest.mark.parametrize("call, message", [
+    (lambda s, log: JointPropensities(s, log.count(len(s.labels), 5)), "logs must be ClickLog"),
+    (lambda s, log: JointPropensities(s, _shifted(log, "position", log.position - 1)), r"logs\[0\]: positions start"),
+    (lambda s, log: JointPropensities(s, _shifted(log, "session", log.session[::-1])), "sessions must be numbered"),
+    (lambda s, log: JointPropensities(s, log, levels=2), r"events must be 0..levels-1 = 0..1; got 3"),
+    (lambda s, log: JointPropensities(s, log, bias_norm="x"), "bias_norm must be a number; got 'x'"),
     (lambda s, log: JointPropensities(s, ClickLog(*(np.zeros(0, dtype=np.int64),) * 5)), "empty log"),
     (lambda s, log: JointPropensities(s, log, bias_norm=-1.0), "bias_norm must be a finite number >= 0"),
     (lambda s, log: JointPropensities(s, log, sigma=0.0), "sigma must be a finite number > 0"),

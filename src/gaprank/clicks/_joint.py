@@ -8,20 +8,25 @@ the same session, without one. On the ranker's current scores s its cost is the 
 
 .. math::
 
-    t^+_a(k) = \Big(\frac{\sum_{p_i = k} L_{ij} / t^-_a(p_j)}{\sum_{p_i = 1} L_{ij} / t^-_a(p_j)}\Big)^{1/(1+r)},
+    t^+_a(k) = \Big(\frac{\frac{1}{n_k}\sum_{p_i = k} L_{ij} / t^-_a(p_j)}
+                         {\frac{1}{n_1}\sum_{p_i = 1} L_{ij} / t^-_a(p_j)}\Big)^{1/(1+r)},
     \qquad
-    t^-_a(k) = \Big(\frac{\sum_{p_j = k} L_{ij} / t^+_a(p_i)}{\sum_{p_j = 1} L_{ij} / t^+_a(p_i)}\Big)^{1/(1+r)},
+    t^-_a(k) = \Big(\frac{\frac{1}{n_k}\sum_{p_j = k} L_{ij} / t^+_a(p_i)}
+                         {\frac{1}{n_1}\sum_{p_j = 1} L_{ij} / t^+_a(p_i)}\Big)^{1/(1+r)},
 
-sums over every session's pairs at level a (r: the Lp regularisation's exponent, XGBoost's
-``lambdarank_bias_norm``). :math:`t^+_a(k)` is the ratio of the event probability at position k to the
-relevance probability, relative to position 1: under the position-based model the examination propensity
-:math:`\theta_a(k)`. Each round the estimate is taken on the current scores, and the documents' weights are the
-inverse-propensity estimates with :math:`\theta = t^+` (:func:`gaprank.clicks.click_training_set`'s): the
-objective learns from them, and the next round's scores move the estimate.
+sums over every session's pairs at level a (:math:`n_k`: the sessions that show position k; r: the Lp
+regularisation's exponent, XGBoost's ``lambdarank_bias_norm``). :math:`t^+_a(k)` is the ratio of the event
+probability at position k to the relevance probability, relative to position 1: under the position-based model the
+examination propensity :math:`\theta_a(k)`. Each round the estimate is taken on the current scores, and the
+documents' weights are the inverse-propensity estimates with :math:`\theta = t^+`
+(:func:`gaprank.clicks.click_training_set`'s): the objective learns from them, and the next round's scores move
+the estimate.
 
 Where Unbiased LambdaMART divides each pair's lambda by :math:`t^+ t^-`, here the propensities enter the measure
-(GAP's weighted pairs), as for known propensities; and the pair cost is the plain logistic, without XGBoost's
-:math:`|\Delta M|` factor, so that the estimate does not depend on the measure being learned. A position with no
+(GAP's weighted pairs), as for known propensities; the pair cost is the plain logistic, without XGBoost's
+:math:`|\Delta M|` factor, so that the cost of a pair does not depend on the measure being learned (the scores
+still do); and the sums are per session showing a position, since with lists of several lengths the deep positions
+are shown less often. A position with no
 pairs at a level keeps its previous value (1 at the start); a level with none at position 1 keeps its curve.
 """
 
@@ -37,8 +42,8 @@ from ._dla import session_lists
 from ._log import EVENTS, ClickCounts, ClickLog
 from ._training import ClickTrainingSet, click_training_set
 
-# sessions turned into pairs at a time: bounds the [sessions, width, width] masks
-_CHUNK_SESSIONS = 100_000
+# elements of the [sessions, width, width] pair masks built at a time (10^5 sessions of 10 documents)
+_PAIR_ELEMENTS = 10_000_000
 
 
 class JointPropensities:
@@ -58,7 +63,7 @@ class JointPropensities:
         XGBoost's ``lambdarank_bias_norm`` (default 2 there; on a simulated log the plain ratio is the one near the
         examination curve).
     sigma : float, default 1.0
-        The logistic's steepness in the pair cost (the objective's ``sigma``).
+        The logistic's steepness in the pair cost (give the objective's ``sigma``, if not 1).
 
     Attributes
     ----------
@@ -90,13 +95,21 @@ class JointPropensities:
 
     def __init__(self, split: Any, logs: ClickLog | Sequence[ClickLog], *, levels: int = len(EVENTS),
                  bias_norm: float = 0.0, sigma: float = 1.0) -> None:
-        logs = [logs] if isinstance(logs, ClickLog) else list(logs)
-        if not logs or not any(len(log) for log in logs):
+        given: list[Any] = list(logs) if isinstance(logs, (list, tuple)) else [logs]
+        bad = next((log for log in given if not isinstance(log, ClickLog)), None)
+        if bad is not None:
+            raise GaprankInputError(f"logs must be ClickLog(s): the estimate reads each session's pairs, which counts "
+                                    f"do not keep; got {type(bad).__name__}")
+        logs = given
+        if not any(len(log) for log in logs):
             raise GaprankInputError("JointPropensities needs a log with sessions; got an empty log")
-        if not (np.isfinite(bias_norm) and bias_norm >= 0):
+        bias_norm, sigma = _number(bias_norm, "bias_norm"), _number(sigma, "sigma")
+        if not bias_norm >= 0:
             raise GaprankInputError(f"bias_norm must be a finite number >= 0; got {bias_norm}")
-        if not (np.isfinite(sigma) and sigma > 0):
+        if not sigma > 0:
             raise GaprankInputError(f"sigma must be a finite number > 0; got {sigma}")
+        for number, log in enumerate(logs):
+            _check_log(log, number, levels)
         positions = max(int(log.position.max()) for log in logs if len(log))
         rows_total = len(split.labels)
         table = np.zeros((rows_total, positions, levels), dtype=np.int64)
@@ -153,6 +166,32 @@ class JointPropensities:
         return JointObjective(self, objective)
 
 
+def _number(value: Any, name: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise GaprankInputError(f"{name} must be a number; got {value!r}") from None
+    if not np.isfinite(number):
+        raise GaprankInputError(f"{name} must be a finite number; got {number}")
+    return number
+
+
+def _check_log(log: ClickLog, number: int, levels: int) -> None:
+    """What the pairs need of a log: sessions 0, 1, ... in order, positions from 1, events 0..levels-1."""
+    if not len(log):
+        return
+    where = f"logs[{number}]"
+    if int(log.session.min()) < 0 or bool((np.diff(log.session) < 0).any()):
+        raise GaprankInputError(f"{where}: sessions must be numbered 0, 1, ... with each session's rows together, in "
+                                "order (as simulate_clicks and read_click_log give them)")
+    if int(log.position.min()) < 1:
+        raise GaprankInputError(f"{where}: positions start at 1; got {int(log.position.min())}")
+    low, high = int(log.event.min()), int(log.event.max())
+    if low < 0 or high >= levels:
+        raise GaprankInputError(f"{where}: events must be 0..levels-1 = 0..{levels - 1}; got {low if low < 0 else high}"
+                                " (give levels)")
+
+
 class JointObjective:
     """``lgb.train``'s ``(preds, train_data) -> (grad, hess)``: the propensities updated on ``preds``, then the
     wrapped objective on the weights they give (:meth:`JointPropensities.objective`)."""
@@ -181,8 +220,12 @@ def _session_pairs(logs: list[ClickLog], index: np.ndarray, positions: int,
     found: list[np.ndarray] = []
     found_counts: list[np.ndarray] = []
     for log in logs:
-        for start in range(0, log.num_sessions, _CHUNK_SESSIONS):
-            lo, hi = np.searchsorted(log.session, [start, start + _CHUNK_SESSIONS])
+        if not len(log):
+            continue
+        width = int(np.bincount(log.session).max())
+        sessions = max(1, _PAIR_ELEMENTS // width**2)  # at a time
+        for start in range(0, log.num_sessions, sessions):
+            lo, hi = np.searchsorted(log.session, [start, start + sessions])
             part = ClickLog(log.session[lo:hi] - start, log.query[lo:hi], log.document[lo:hi], log.position[lo:hi],
                             log.event[lo:hi])
             rows, events, shown_at, mask = session_lists(part)
