@@ -117,7 +117,7 @@ class JointPropensities:
             table += log.count(rows_total, positions, levels).counts
         counts = ClickCounts(table, sum(log.num_sessions for log in logs))
         self.data: ClickTrainingSet = click_training_set(split, counts, np.ones(positions))
-        self.bias_norm, self.sigma = float(bias_norm), float(sigma)
+        self.bias_norm, self.sigma = bias_norm, sigma
         shown = table[self.data.rows]  # [n, P, levels]
         # each shown document's sessions with an event >= a at each position, over all its sessions: [n, P, c]
         self._reached = (np.cumsum(shown[..., ::-1], axis=-1)[..., ::-1][..., 1:]
@@ -125,7 +125,9 @@ class JointPropensities:
         self._slots = np.maximum(table.sum((0, 2)), 1).astype(np.float64)  # [P]: the sessions showing each position
         index = np.full(rows_total, -1, dtype=np.int64)
         index[self.data.rows] = np.arange(self.data.rows.size)
-        self._pairs = _session_pairs(logs, index, positions, levels - 1)
+        level, high, low, self._first, self._second, self._count = _session_pairs(logs, index, positions, levels - 1)
+        # each pair's entry in the [P, c] curves (row-major) by the higher document's position and by the lower's
+        self._at_high, self._at_low = high * (levels - 1) + level, low * (levels - 1) + level
         self.propensities = np.ones((positions, levels - 1))
         self.negatives = np.ones((positions, levels - 1))
 
@@ -136,16 +138,15 @@ class JointPropensities:
             raise GaprankInputError(f"scores has {s.size} values; the training set has {self.data.rows.size} rows")
         if not np.isfinite(s).all():
             raise GaprankInputError("scores must be finite")
-        level, high, low, first, second, count = self._pairs
-        cost = count * np.logaddexp(0.0, -self.sigma * (s[first] - s[second]))
+        cost = self._count * np.logaddexp(0.0, -self.sigma * (s[self._first] - s[self._second]))
         positions, levels = self.propensities.shape
         size = positions * levels
         # [P, c] sums by the higher document's position (t+) and by the lower's (t-), each over the other's t, per
         # session that shows the position: with lists of several lengths, the deep positions are shown less
         slots = self._slots[:, None]
-        by_high = np.bincount(high * levels + level, weights=cost / self.negatives[low, level],
+        by_high = np.bincount(self._at_high, weights=cost / self.negatives.ravel()[self._at_low],
                               minlength=size).reshape(positions, levels) / slots
-        by_low = np.bincount(low * levels + level, weights=cost / self.propensities[high, level],
+        by_low = np.bincount(self._at_low, weights=cost / self.propensities.ravel()[self._at_high],
                              minlength=size).reshape(positions, levels) / slots
         exponent = 1.0 / (1.0 + self.bias_norm)
         for sums, curve in ((by_high, self.propensities), (by_low, self.negatives)):
