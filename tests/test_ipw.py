@@ -382,12 +382,52 @@ def test_bad_row_weights_are_one_line_errors(call, message):
     assert "\n" not in str(caught.value)
 
 
-def test_xgboost_refuses_documents_weighed_in_the_measure():
-    pytest.importorskip("xgboost")
+def test_xgboost_takes_the_documents_weights_with_the_objective():
+    """A DMatrix with query groups holds one weight per query: the weights in the measure come with the objective,
+    which then gives the engine-neutral objective's gradients (XGBoost's hessian scale, twice LightGBM's), as
+    LightGBM's objective does with the same weights; a DMatrix with weights of its own, other rows, or no weights
+    at all are refused."""
+    xgb = pytest.importorskip("xgboost")
     import gaprank.xgboost
+    from gaprank.boosting import LambdaMARTObjective, LambdaMARTSettings
 
-    with pytest.raises(GaprankInputError, match="XGBoost keeps one per query"):
-        gaprank.xgboost.objective("gap", row_weights="measure")
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(60, 3)), rng.integers(0, 4, 60).astype(float)
+    levels = rng.choice([0.0, 0.5, 1.0, 3.0], (60, 3))
+    qid = np.repeat([1, 2, 3], 20)
+    preds = rng.normal(size=60)
+    settings = LambdaMARTSettings("gap", row_weights="measure")
+    want = LambdaMARTObjective(settings).gradients(preds, y, [20, 20, 20], levels)
+    for objective in (gaprank.xgboost.objective("gap", row_weights="measure", level_weights=levels),
+                      gaprank.xgboost.XGBoostObjective(settings, level_weights=levels)):
+        grad, hess = objective(preds, xgb.DMatrix(X, label=y, qid=qid))
+        np.testing.assert_array_equal(grad, want[0])
+        np.testing.assert_array_equal(hess, 2.0 * want[1])
+    booster = xgb.train({"nthread": 1, "max_depth": 3}, xgb.DMatrix(X, label=y, qid=qid), 3, obj=objective)
+    assert np.isfinite(booster.predict(xgb.DMatrix(X))).all()
+    with pytest.raises(GaprankInputError, match="the data set has weights too"):
+        objective(preds, xgb.DMatrix(X, label=y, qid=qid, weight=[1.0, 2.0, 3.0]))
+    with pytest.raises(GaprankInputError, match="level_weights has 60 rows; the data set has 40"):
+        objective(preds[:40], xgb.DMatrix(X[:40], label=y[:40], qid=qid[:40]))
+    with pytest.raises(GaprankInputError, match="give them to the objective"):
+        gaprank.xgboost.objective("gap", row_weights="measure")(preds, xgb.DMatrix(X, label=y, qid=qid))
+    with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
+        gaprank.xgboost.objective("gap", level_weights=levels)
+
+
+def test_one_weight_per_document_is_one_level_with_binary_labels():
+    """``level_weights=w[:, None]`` on 0/1 labels: the gradients of one weight per document."""
+    from gaprank.boosting import LambdaMARTObjective
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 30).astype(float)
+    w = rng.uniform(0.5, 3.0, 30)
+    preds = rng.normal(size=30)
+    per_document = LambdaMARTObjective("gap", row_weights="measure").gradients(preds, y, [10, 10, 10], w)
+    one_level = LambdaMARTObjective("gap", row_weights="measure", level_weights=w[:, None]).gradients(
+        preds, y, [10, 10, 10])
+    np.testing.assert_allclose(one_level[0], per_document[0], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(one_level[1], per_document[1], rtol=1e-6, atol=1e-9)
 
 
 # ----------------------------------------------------------------------------- weights per level (graded events)
@@ -529,6 +569,10 @@ def test_lightgbm_takes_weights_per_level_with_the_objective():
         objective(preds[:40], lgb.Dataset(X[:40], y[:40], group=[20, 20]).construct())
     with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
         LambdaRankObjective("gap", level_weights=levels)
+    from gaprank.lightgbm import lambdarank_objective
+
+    np.testing.assert_array_equal(lambdarank_objective("gap", row_weights="measure", level_weights=levels)(
+        preds, train)[0], want[0])
     with pytest.raises(GaprankInputError, match=r"level_weights must be \[rows, levels\]; got shape \(60,\)"):
         LambdaRankObjective(settings, level_weights=levels[:, 0])
 

@@ -115,6 +115,31 @@ def test_lightgbm_rounds_update_the_estimate_the_caller_holds():
     np.testing.assert_array_equal(objective.objective.level_weights, joint.weights())
 
 
+def test_xgboost_rounds_update_the_estimate_as_lightgbm_rounds_do():
+    """The first round's scores are constant in both boosters, so one round of each gives the same estimate; later
+    rounds move it, and the objective trains on the weights it gives."""
+    xgb = pytest.importorskip("xgboost")
+    import gaprank.xgboost
+    from gaprank.lightgbm import lambdarank_objective
+
+    split = _split([8] * 40, seed=8)
+    log = _log(split, 3000, seed=9)
+    lightgbm_joint, xgboost_joint = JointPropensities(split, log), JointPropensities(split, log)
+    data = lightgbm_joint.data.split
+    lgb.train({"objective": lightgbm_joint.objective(lambdarank_objective("gap", row_weights="measure")),
+               "verbosity": -1, "min_data_in_leaf": 5, "num_threads": 1},
+              lgb.Dataset(data.features, data.labels, group=data.group_sizes), num_boost_round=1)
+    objective = xgboost_joint.objective(gaprank.xgboost.objective("gap", row_weights="measure"))
+    train = xgb.DMatrix(data.features, label=data.labels, qid=data.query_index)
+    xgb.train({"nthread": 1, "max_depth": 3}, train, 1, obj=objective)
+    first = xgboost_joint.propensities.copy()
+    np.testing.assert_allclose(first, lightgbm_joint.propensities, rtol=1e-12)
+    assert not np.allclose(first, 1.0)
+    xgb.train({"nthread": 1, "max_depth": 3}, train, 3, obj=objective)
+    assert not np.allclose(xgboost_joint.propensities, first)
+    np.testing.assert_array_equal(objective.objective.level_weights, xgboost_joint.weights())
+
+
 def test_the_pairs_are_the_same_whatever_the_chunks_and_logs_the_sessions_come_in():
     """150,000 sessions of ten documents: two chunks as one log, against two logs of 75,000 (one chunk each)."""
     split = _split([10] * 30, seed=10)

@@ -106,13 +106,27 @@ class LambdaMARTObjective:
     adapter calls (:mod:`gaprank.lightgbm`, :mod:`gaprank.xgboost`). Per data set (cached, so once per
     training run) the rankable queries are laid out and their factor plan and pair engine built; per call,
     one sort per length bucket and the pair arithmetic.
+
+    ``level_weights`` (``[rows, c]``, with ``row_weights="measure"``): each document's weight in the measure at each
+    level (graded events, each level by its own estimate), held by the objective rather than the data set, which
+    must then have no weights: a LightGBM data set holds one weight per row, an XGBoost one with query groups one
+    per query. Another array may be set on the attribute between rounds (propensities learned with the model).
     """
 
-    def __init__(self, settings: LambdaMARTSettings | str = "gap", *, block_elements: int = CACHE_BLOCK_ELEMENTS,
-                 **fields: Any) -> None:
+    def __init__(self, settings: LambdaMARTSettings | str = "gap", *, level_weights: ArrayLike | None = None,
+                 block_elements: int = CACHE_BLOCK_ELEMENTS, **fields: Any) -> None:
         if fields and isinstance(settings, LambdaMARTSettings):
             raise GaprankInputError("give either a LambdaMARTSettings or its fields, not both")
         self.settings = settings if isinstance(settings, LambdaMARTSettings) else LambdaMARTSettings(settings, **fields)
+        self.level_weights: np.ndarray | None = None
+        if level_weights is not None:
+            if self.settings.row_weights != "measure":
+                raise GaprankInputError("level_weights weigh documents in the measure: they need "
+                                        "row_weights='measure'")
+            weights = np.asarray(level_weights, dtype=np.float64)
+            if weights.ndim != 2:
+                raise GaprankInputError(f"level_weights must be [rows, levels]; got shape {weights.shape}")
+            self.level_weights = weights
         self.measure = self.settings.parsed_measure
         # the measure's own settings (g among them), checked once, and the grade scale they fix, if any
         self._values, self._scale, self._scale_source = self.measure.settings()
@@ -198,6 +212,7 @@ class LambdaMARTObjective:
         shown): with ``position_term``, the lambdas are those of ``preds`` plus the learned term of each row's
         position, which then takes its step (the term is kept per data set and positions, across calls).
         """
+        weight = self._weight(weight, np.asarray(labels).size)
         if not self.settings.position_term:
             return self._gradients(preds, labels, group, weight)
         positions = _checked_positions(position, np.asarray(labels).size)
@@ -217,9 +232,20 @@ class LambdaMARTObjective:
         """The learned term per position (index = position) for this data set and these positions; zeros before the
         first call."""
         positions = _checked_positions(position, np.asarray(labels).size)
-        data = self._data(labels, group, weight)
+        data = self._data(labels, group, self._weight(weight, positions.size))
         term = data.position_terms.get(hashlib.sha256(positions.tobytes()).digest())
         return np.zeros(int(positions.max()) + 1) if term is None else term.copy()
+
+    def _weight(self, weight: ArrayLike | None, rows: int) -> ArrayLike | None:
+        """The documents' weights: the data set's, or the objective's ``level_weights`` where it holds them."""
+        if self.level_weights is None:
+            return weight
+        if weight is not None:
+            raise GaprankInputError("the objective has level_weights and the data set has weights too: give the "
+                                    "documents' weights in one place")
+        if self.level_weights.shape[0] != rows:
+            raise GaprankInputError(f"level_weights has {self.level_weights.shape[0]} rows; the data set has {rows}")
+        return self.level_weights
 
     def _data(self, labels: ArrayLike, group: ArrayLike | None, weight: ArrayLike | None) -> _PreparedData:
         if self.settings.row_weights == "measure":

@@ -159,11 +159,14 @@ class JointPropensities:
         return (self._reached / self.propensities[None]).sum(1)
 
     def objective(self, objective: Any) -> JointObjective:
-        """A LightGBM objective that updates the propensities on each round's scores, then hands ``objective`` (a
-        :class:`gaprank.lightgbm.LambdaRankObjective` with ``row_weights="measure"``) the weights they give."""
-        if getattr(getattr(objective, "settings", None), "row_weights", None) != "measure":
-            raise GaprankInputError("JointPropensities.objective takes a gaprank.lightgbm LambdaRankObjective with "
-                                    "row_weights='measure' (the propensities weigh the documents in the measure)")
+        """A booster's objective that updates the propensities on each round's scores, then hands ``objective`` the
+        weights they give: a :class:`gaprank.lightgbm.LambdaRankObjective` (``lgb.train``) or a
+        :class:`gaprank.xgboost.XGBoostObjective` (``xgb.train``'s ``obj``; the DMatrix's rows those of
+        ``data.split``, in order), with ``row_weights="measure"``."""
+        if getattr(getattr(objective, "settings", None), "row_weights", None) != "measure" or not hasattr(
+                objective, "level_weights"):
+            raise GaprankInputError("JointPropensities.objective takes a gaprank.lightgbm or gaprank.xgboost objective "
+                                    "with row_weights='measure' (the propensities weigh the documents in the measure)")
         return JointObjective(self, objective)
 
 
@@ -194,8 +197,8 @@ def _check_log(log: ClickLog, number: int, levels: int) -> None:
 
 
 class JointObjective:
-    """``lgb.train``'s ``(preds, train_data) -> (grad, hess)``: the propensities updated on ``preds``, then the
-    wrapped objective on the weights they give (:meth:`JointPropensities.objective`)."""
+    """``lgb.train``'s or ``xgb.train``'s ``(preds, train_data) -> (grad, hess)``: the propensities updated on
+    ``preds``, then the wrapped objective on the weights they give (:meth:`JointPropensities.objective`)."""
 
     def __init__(self, propensities: JointPropensities, objective: Any) -> None:
         self.propensities, self.objective = propensities, objective

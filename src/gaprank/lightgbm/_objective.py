@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._inputs import GaprankInputError
 from .._typing import ArrayLike
 from ..boosting import LambdaMARTObjective, LambdaMARTSettings
 from ._folds import check_whole_queries
@@ -30,32 +29,10 @@ class LambdaRankObjective(LambdaMARTObjective):
     have none, and refuses a data set of another number of rows.
     """
 
-    def __init__(self, settings: LambdaMARTSettings | str = "gap", *, level_weights: ArrayLike | None = None,
-                 **fields: Any) -> None:
-        super().__init__(settings, **fields)
-        self.level_weights = None
-        if level_weights is not None:
-            if self.settings.row_weights != "measure":
-                raise GaprankInputError("level_weights weigh documents in the measure: they need "
-                                        "row_weights='measure'")
-            weights = np.asarray(level_weights, dtype=np.float64)
-            if weights.ndim != 2:
-                raise GaprankInputError(f"level_weights must be [rows, levels]; got shape {weights.shape}")
-            self.level_weights = weights
-
     def __call__(self, preds: np.ndarray, train_data: Any) -> tuple[np.ndarray, np.ndarray]:
         """``lgb.train`` form: ``(preds, train_data) -> (grad, hess)``."""
         check_whole_queries(train_data)
-        weight = train_data.get_weight()
-        if self.level_weights is not None:
-            if weight is not None:
-                raise GaprankInputError("the objective has level_weights and the data set has weights too: give the "
-                                        "documents' weights in one place")
-            if self.level_weights.shape[0] != train_data.num_data():
-                raise GaprankInputError(f"level_weights has {self.level_weights.shape[0]} rows; the data set has "
-                                        f"{train_data.num_data()}")
-            weight = self.level_weights
-        return self.gradients(preds, train_data.get_label(), train_data.get_group(), weight,
+        return self.gradients(preds, train_data.get_label(), train_data.get_group(), train_data.get_weight(),
                               train_data.get_position() if self.settings.position_term else None)
 
 
@@ -94,6 +71,7 @@ def lambdarank_objective(
     position_term: bool = False,
     position_regularization: float = 0.0,
     position_learning_rate: float = 0.1,
+    level_weights: ArrayLike | None = None,
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
@@ -166,6 +144,11 @@ def lambdarank_objective(
         ``lambdarank_position_bias_regularization``).
     position_learning_rate : float, default 0.1
         The step of the position term's Newton update (LightGBM takes the booster's learning rate).
+    level_weights : array_like, optional
+        ``[rows, c]``, with ``row_weights="measure"``: each document's weight in the measure at each grade level
+        1..c (graded events, each level by its own inverse-propensity estimate:
+        :func:`gaprank.clicks.click_training_set`'s ``weights``), read in place of the data set's weights (one
+        per row, which it must then not have).
 
     Returns
     -------
@@ -189,7 +172,8 @@ def lambdarank_objective(
                                                   label_gain=label_gain, precision=precision, backend=backend,
                                                   row_weights=row_weights, position_term=position_term,
                                                   position_regularization=position_regularization,
-                                                  position_learning_rate=position_learning_rate))
+                                                  position_learning_rate=position_learning_rate),
+                               level_weights=level_weights)
 
 
 def sklearn_objective(

@@ -60,7 +60,12 @@ class XGBoostObjective:
     """``obj`` for ``xgboost.train``: ``(predt, dtrain) -> (grad, hess)``; see :func:`objective`.
 
     ``objective``: a :class:`~gaprank.boosting.LambdaMARTObjective`, or what makes one (a measure string or a
-    :class:`~gaprank.boosting.LambdaMARTSettings`, with its fields as keywords)."""
+    :class:`~gaprank.boosting.LambdaMARTSettings`, with its fields as keywords, ``level_weights`` among them).
+
+    A DMatrix with query groups holds one weight per query, so the documents' weights in the measure
+    (``row_weights="measure"``) come with the objective: ``level_weights`` (``[rows, c]``: one weight per document
+    and grade level, as :class:`gaprank.lightgbm.LambdaRankObjective` takes them), read in place of the DMatrix's
+    weights, which must then be unset."""
 
     # the last group_ptr and number of rows read, and their query sizes: the same every round of a training
     # (a class default, so that an objective pickled before it existed still runs)
@@ -68,10 +73,20 @@ class XGBoostObjective:
 
     def __init__(self, objective: LambdaMARTObjective | LambdaMARTSettings | str = "gap", **fields: Any) -> None:
         self.objective = LambdaMARTObjective.of(objective, fields)
-        if self.objective.settings.row_weights == "measure":
-            raise GaprankInputError("row_weights='measure' needs one weight per document, and XGBoost keeps one per "
-                                    "query when the DMatrix has query groups; use gaprank.lightgbm or the PyTorch "
-                                    "losses to weigh documents in the measure")
+
+    @property
+    def settings(self) -> LambdaMARTSettings:
+        """The wrapped objective's settings."""
+        return self.objective.settings
+
+    @property
+    def level_weights(self) -> np.ndarray | None:
+        """The documents' weights in the measure per level (``[rows, c]``), or None."""
+        return self.objective.level_weights
+
+    @level_weights.setter
+    def level_weights(self, weights: np.ndarray | None) -> None:
+        self.objective.level_weights = weights
 
     def __getstate__(self) -> dict:
         # copies and pickles start without the last data set's groups, as the objective's layout cache does
@@ -82,6 +97,9 @@ class XGBoostObjective:
         if groups is None or groups[1] != num_rows or not np.array_equal(groups[0], pointer):
             groups = self._groups = (pointer, num_rows, _sizes_from_pointer(pointer, num_rows))
         sizes = groups[2]
+        if self.objective.settings.row_weights == "measure" and self.objective.level_weights is None:
+            raise GaprankInputError("row_weights='measure' needs the documents' weights, and a DMatrix with query "
+                                    "groups holds one per query: give them to the objective (level_weights)")
         # the position term's positions: each query's rows in the order they were shown (XGBoost's own convention)
         positions = group_positions(sizes)[1] if self.objective.settings.position_term else None
         grad, hess = self.objective.gradients(predt, _dmatrix.labels(dtrain), sizes, _query_weights(dtrain, sizes),
@@ -118,6 +136,7 @@ def objective(
     position_term: bool = False,
     position_regularization: float = 0.0,
     position_learning_rate: float = 0.1,
+    level_weights: ArrayLike | None = None,
 ) -> XGBoostObjective:
     r"""LambdaMART objective for ``xgboost.train(params, dtrain, obj=...)``: LambdaRank gradients weighted
     by :math:`|\Delta M|`, the exact swap delta of ``measure`` in the ranking the current scores induce.
@@ -133,8 +152,8 @@ def objective(
 
     Groups come from the DMatrix (``qid=`` or ``set_group``); labels must be integer grades
     0..30; weights, when set, are one per query (normalised to mean 1, as XGBoost does). A DMatrix with query
-    groups holds no weight per row, so ``row_weights="measure"`` (documents weighed in the measure) is refused
-    here: use :mod:`gaprank.lightgbm` or the PyTorch losses for it.
+    groups holds no weight per row, so the documents' weights in the measure (``row_weights="measure"``) come
+    with the objective (``level_weights``) and the DMatrix then has none.
 
     Parameters
     ----------
@@ -185,6 +204,11 @@ def objective(
         ``lambdarank_position_bias_regularization``).
     position_learning_rate : float, default 0.1
         The step of the position term's Newton update (LightGBM takes the booster's learning rate).
+    level_weights : array_like, optional
+        ``[rows, c]``, with ``row_weights="measure"``: each document's weight in the measure at each grade level
+        1..c (graded events, each level by its own inverse-propensity estimate:
+        :func:`gaprank.clicks.click_training_set`'s ``weights``), in the DMatrix's row order; one weight per
+        document w is ``w[:, None]`` with labels 0/1.
 
     Returns
     -------
@@ -207,7 +231,7 @@ def objective(
                                   label_gain=label_gain, precision=precision, backend=backend, row_weights=row_weights,
                                   position_term=position_term, position_regularization=position_regularization,
                                   position_learning_rate=position_learning_rate)
-    return XGBoostObjective(LambdaMARTObjective(settings))
+    return XGBoostObjective(LambdaMARTObjective(settings, level_weights=level_weights))
 
 
 def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
