@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gaprank.clicks import ClickLog, ClickModel, simulate_clicks, write_click_log
+from gaprank.clicks import ClickModel, simulate_clicks, write_click_log
 from gaprank.data import load_fold
 
 BUDGET_SECONDS = 10.0  # issue 57: 10^6 sessions on MQ2008 in under 10 s on two cores
@@ -92,13 +92,12 @@ def count_memory(train, rows: int) -> None:
     print("| rows counted | files | sessions | seconds | allocated by the count, at most (MB) | process peak (MB) |")
     print("|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
-        opening = np.flatnonzero(np.diff(log.session, prepend=-1))  # each session's first row: files cut there
-        cuts = np.unique(opening[np.searchsorted(opening, np.arange(0, len(log), ROWS_PER_FILE))])
+        # files of about ROWS_PER_FILE rows, cut between sessions
+        cuts = np.unique(np.append(log.session[np.arange(0, len(log), ROWS_PER_FILE)], log.num_sessions))
         files = []
-        for number, (first, last) in enumerate(zip(cuts, np.append(cuts[1:], len(log)), strict=True)):
+        for number, (first, last) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
             files.append(str(Path(folder) / f"log{number:03d}.csv"))
-            write_click_log(files[-1], ClickLog(*(getattr(log, c)[first:last] for c in (
-                "session", "query", "document", "position", "event"))), train)
+            write_click_log(files[-1], log.sessions_between(first, last), train)
         del log
         for some in (files[:max(1, len(files) // 10)], files):
             runs = [subprocess.run([sys.executable, "-c", COUNT, mode, *some], check=True, capture_output=True,

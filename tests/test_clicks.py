@@ -100,6 +100,28 @@ def test_the_seed_fixes_the_log():
     assert not np.array_equal(first.event, other.event)
 
 
+def test_a_log_s_sessions_between_and_its_events_reached_per_level():
+    """sessions_between keeps the sessions' rows and numbers; reached counts each level's events and those above,
+    against a loop over the rows."""
+    grades = [[2, 0, 1], [1, 0]]
+    split = _split(grades)
+    log = simulate_clicks(split, _scores(grades), 300, ClickModel(eta=0.5), seed=3)
+    part = log.sessions_between(100, 200)
+    keep = (log.session >= 100) & (log.session < 200)
+    for column in ("session", "query", "document", "position", "event"):
+        np.testing.assert_array_equal(getattr(part, column), getattr(log, column)[keep])
+    assert len(log.sessions_between(0, 300)) == len(log) and not len(log.sessions_between(300, 400))
+    counts = log.count(len(split.labels), positions=3)
+    rows = np.array([4, 0, 2])
+    expected = np.zeros((3, 3, 3), dtype=np.int64)
+    for document, position, event in zip(log.document, log.position, log.event, strict=True):
+        for level in range(1, int(event) + 1):
+            if document in rows:
+                expected[np.flatnonzero(rows == document)[0], position - 1, level - 1] += 1
+    assert expected.sum() > 0
+    np.testing.assert_array_equal(counts.reached(rows), expected)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda s, y: simulate_clicks(s, y, 0), "sessions must be a positive integer"),
     (lambda s, y: simulate_clicks(s, y[:-1], 10), "scores must be finite, one per row"),
@@ -331,14 +353,6 @@ def test_a_parquet_log_reads_as_its_csv_twin_and_names_its_bad_rows(tmp_path, mo
         read_click_log(tmp_path / "log.parquet", split)
 
 
-def _sessions(log, first, last):
-    """The rows of sessions ``first..last-1`` of ``log`` (their ids kept)."""
-    from gaprank.clicks import ClickLog
-
-    keep = (log.session >= first) & (log.session < last)
-    return ClickLog(*(getattr(log, c)[keep] for c in ("session", "query", "document", "position", "event")))
-
-
 def test_a_log_in_several_files_reads_and_counts_as_one(tmp_path, monkeypatch):
     """Three files, read in chunks of 4 rows: the log, its counts and its sessions' ids are the one file's; a file
     may be CSV or Parquet."""
@@ -349,7 +363,7 @@ def test_a_log_in_several_files_reads_and_counts_as_one(tmp_path, monkeypatch):
     log = simulate_clicks(split, np.array([3.0, 2.0, 1.0, 2.0, 1.0]), 30, ClickModel(eta=0.5), shown=3, seed=2)
     files = [tmp_path / "a.csv", tmp_path / "b.parquet", tmp_path / "c.csv"]
     for path, (first, last) in zip(files, [(0, 11), (11, 12), (12, 30)], strict=True):
-        write_click_log(path, _sessions(log, first, last), split)
+        write_click_log(path, log.sessions_between(first, last), split)
     monkeypatch.setattr(_files, "ROWS_PER_CHUNK", 4)
     back = read_click_log(files, split)
     for column in ("session", "query", "document", "position", "event"):

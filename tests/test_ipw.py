@@ -398,7 +398,7 @@ def test_xgboost_takes_the_documents_weights_with_the_objective():
     preds = rng.normal(size=60)
     settings = LambdaMARTSettings("gap", row_weights="measure")
     want = LambdaMARTObjective(settings).gradients(preds, y, [20, 20, 20], levels)
-    for objective in (gaprank.xgboost.objective("gap", row_weights="measure", level_weights=levels),
+    for objective in (gaprank.xgboost.XGBoostObjective("gap", row_weights="measure", level_weights=levels),
                       gaprank.xgboost.XGBoostObjective(settings, level_weights=levels)):
         grad, hess = objective(preds, xgb.DMatrix(X, label=y, qid=qid))
         np.testing.assert_array_equal(grad, want[0])
@@ -412,7 +412,7 @@ def test_xgboost_takes_the_documents_weights_with_the_objective():
     with pytest.raises(GaprankInputError, match="give them to the objective"):
         gaprank.xgboost.objective("gap", row_weights="measure")(preds, xgb.DMatrix(X, label=y, qid=qid))
     with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
-        gaprank.xgboost.objective("gap", level_weights=levels)
+        gaprank.xgboost.XGBoostObjective("gap", level_weights=levels)
 
 
 def test_one_weight_per_document_is_one_level_with_binary_labels():
@@ -569,9 +569,7 @@ def test_lightgbm_takes_weights_per_level_with_the_objective():
         objective(preds[:40], lgb.Dataset(X[:40], y[:40], group=[20, 20]).construct())
     with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
         LambdaRankObjective("gap", level_weights=levels)
-    from gaprank.lightgbm import lambdarank_objective
-
-    np.testing.assert_array_equal(lambdarank_objective("gap", row_weights="measure", level_weights=levels)(
+    np.testing.assert_array_equal(LambdaRankObjective("gap", row_weights="measure", level_weights=levels)(
         preds, train)[0], want[0])
     with pytest.raises(GaprankInputError, match=r"level_weights must be \[rows, levels\]; got shape \(60,\)"):
         LambdaRankObjective(settings, level_weights=levels[:, 0])

@@ -4,6 +4,8 @@ recovered from a log, the LightGBM objective's rounds moving the estimate the ca
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -144,10 +146,8 @@ def test_the_pairs_are_the_same_whatever_the_chunks_and_logs_the_sessions_come_i
     """150,000 sessions of ten documents: two chunks as one log, against two logs of 75,000 (one chunk each)."""
     split = _split([10] * 30, seed=10)
     log = simulate_clicks(split, np.zeros(len(split.labels)), 150_000, ClickModel(eta=1.0), randomise=10, seed=11)
-    half = int(np.searchsorted(log.session, 75_000))
-    first = ClickLog(*(getattr(log, c)[:half] for c in ("session", "query", "document", "position", "event")))
-    second = ClickLog(log.session[half:] - 75_000,
-                      *(getattr(log, c)[half:] for c in ("query", "document", "position", "event")))
+    first, second = log.sessions_between(0, 75_000), log.sessions_between(75_000, 150_000)
+    second = dataclasses.replace(second, session=second.session - 75_000)
     whole, parts = JointPropensities(split, log), JointPropensities(split, [first, second])
     scores = np.random.default_rng(12).normal(size=whole.data.rows.size)
     whole.update(scores)

@@ -88,9 +88,14 @@ def test_a_bad_click_config_exits_2_naming_the_problem(tmp_path, capsys, change,
 
 
 def test_a_method_s_own_gaprank_modules_key_that_method_only(monkeypatch):
-    """The joint learner's module (outside the shared NUMBERS_FROM) changes its code's hash and no other's."""
-    before = {m: clicks.method_code(m) for m in ("IPW GAP (joint)", "IPW GAP")}
+    """A method's own modules (outside the shared NUMBERS_FROM: the joint learner's, XGBoost's adapter) change its
+    code's hash and no other's."""
+    methods = ("IPW GAP (joint)", "XGBoost lambdarank_unbiased", "IPW GAP")
+    before = {m: clicks.method_code(m) for m in methods}
     monkeypatch.setitem(clicks.METHOD_MODULES, "IPW GAP (joint)", ("clicks/_joint.py",))
+    monkeypatch.setitem(clicks.METHOD_MODULES, "XGBoost lambdarank_unbiased", ("xgboost/_dmatrix.py",))
     assert clicks.method_code("IPW GAP (joint)") != before["IPW GAP (joint)"]
+    assert clicks.method_code("XGBoost lambdarank_unbiased") != before["XGBoost lambdarank_unbiased"]
     assert clicks.method_code("IPW GAP") == before["IPW GAP"]
     assert clicks.gaprank_source() == clicks.gaprank_source(clicks.NUMBERS_FROM)
+    assert not set(clicks.NUMBERS_FROM) & {part for parts in clicks.METHOD_MODULES.values() for part in parts}

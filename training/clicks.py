@@ -77,7 +77,6 @@ import gaprank
 from gaprank import GaprankInputError
 from gaprank.clicks import (
     ClickCounts,
-    ClickLog,
     ClickModel,
     click_training_set,
     em_propensities,
@@ -283,9 +282,9 @@ class Cell:
             n_random = self.randomised_sessions(count)
             table = np.zeros((len(self.train.labels), self.shown, 4), dtype=np.int64)
             if fixed is not None and count > n_random:
-                _prefix(fixed, count - n_random).add_to(table)
+                fixed.sessions_between(0, count - n_random).add_to(table)
             if shuffled is not None and n_random:
-                _prefix(shuffled, n_random).add_to(table)
+                shuffled.sessions_between(0, n_random).add_to(table)
             self._counts[count] = ClickCounts(table, count)
         return self._counts[count]
 
@@ -307,7 +306,7 @@ class Cell:
         n_random = self.randomised_sessions(count)
         if shuffled is None or not n_random:
             raise GaprankInputError("IPW GAP (estimated) needs randomised sessions: randomised_share > 0")
-        return estimate_propensities(_prefix(shuffled, n_random), self.shown), None
+        return estimate_propensities(shuffled.sessions_between(0, n_random), self.shown), None
 
     def fitted(self, objective: Any, data: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[str, list[float]]:
         return _evaluate(_fit(self, data, objective), self.test, self.config)
@@ -361,7 +360,7 @@ def _joint_learner(cell: Cell, count: int) -> dict[str, Any]:
     fixed, shuffled = cell.logs()
     n_random = cell.randomised_sessions(count)
     parts = ((fixed, count - n_random), (shuffled, n_random))
-    joint = JointPropensities(cell.train, [_prefix(log, sessions) for log, sessions in parts
+    joint = JointPropensities(cell.train, [log.sessions_between(0, sessions) for log, sessions in parts
                                            if log is not None and sessions > 0])
     objective = LambdaRankObjective(LambdaMARTSettings("gap", row_weights="measure", **cell.settings))
     values = cell.fitted(joint.objective(objective), joint.data.split.to_flat())
@@ -474,7 +473,7 @@ def method_code(method: str) -> str:
     """A hash of the code that makes a method's result (its runner; the cell's, shared by every method), so that
     a changed method is trained again and an unchanged one reused."""
     runner = RUNNERS[method][0]
-    shared = (Cell, _fit, _validation_score, _logger, _evaluate, trust_model, _prefix)
+    shared = (Cell, _fit, _validation_score, _logger, _evaluate, trust_model)
     own = (_click_learner,) if hasattr(runner, "code") else (runner,)
     peer_rows = runner in (_gap_position_term, _lightgbm_position_term, _xgboost_unbiased)
     if peer_rows:
@@ -491,6 +490,7 @@ def run_cell(config: ClicksConfig, condition: Condition, fold_number: int, seed:
     queries; the intervals are over cells). A method
     ``held`` (a record of this cell) with unchanged code is kept."""
     cell = Cell(config, condition, fold_number, seed)
+    commit = checkout_commit()  # each method's record names the checkout that trained it
     start = time.perf_counter()
     methods: dict[str, Any] = {}
     for method in config.methods:
@@ -507,7 +507,7 @@ def run_cell(config: ClicksConfig, condition: Condition, fold_number: int, seed:
                 values[str(count)] = _cell_means(runner(cell, count), config) if per_count else once
             except GaprankInputError as refused:  # e.g. too few shuffled sessions to estimate a propensity
                 values[str(count)] = {"refused": str(refused)}
-        methods[method] = {"code": code, "values": values}
+        methods[method] = {"code": code, "commit": commit, "values": values}
     return {"methods": methods, "seconds": time.perf_counter() - start,
             "true_propensities": [float(t) for t in cell.model.examined(cell.shown)]}
 
@@ -517,16 +517,10 @@ def _cell_means(values: dict[str, Any], config: ClicksConfig) -> dict[str, Any]:
     return {key: float(np.mean(value)) if key in config.measures else value for key, value in values.items()}
 
 
-def _prefix(log: ClickLog, sessions: int) -> ClickLog:
-    """The log's first ``sessions`` sessions (its rows are in session order: views, no copy)."""
-    end = int(np.searchsorted(log.session, sessions))
-    return ClickLog(*(getattr(log, column)[:end] for column in ("session", "query", "document", "position", "event")))
-
-
 # The parts of gaprank a cell's numbers come from (the simulator, the estimates, the measures, the engine, the
 # objectives, the data): a change there trains the cells again; one elsewhere (file formats, the CLI, other
 # adapters) does not.
-NUMBERS_FROM = ("_engine", "boosting", "metrics", "lightgbm", "xgboost", "data", "clicks/_simulator.py",
+NUMBERS_FROM = ("_engine", "boosting", "metrics", "lightgbm", "data", "clicks/_simulator.py",
                 "clicks/_training.py", "clicks/_propensities.py", "clicks/_em.py", "clicks/_log.py",
                 "_inputs.py", "_grouped.py",
                 "_padding.py", "_elementwise.py", "_compiled_setup.py")
@@ -534,7 +528,8 @@ NUMBERS_FROM = ("_engine", "boosting", "metrics", "lightgbm", "xgboost", "data",
 
 # The parts of gaprank that one method's numbers come from besides NUMBERS_FROM: a change there trains that method
 # again, and leaves the others.
-METHOD_MODULES = {"IPW GAP (joint)": ("clicks/_joint.py", "clicks/_dla.py")}
+METHOD_MODULES = {"IPW GAP (joint)": ("clicks/_joint.py", "clicks/_dla.py"),
+                  "XGBoost lambdarank_unbiased": ("xgboost",)}
 
 
 @functools.cache
@@ -725,7 +720,7 @@ def _cell(config: ClicksConfig, condition: Condition, fold: int, seed: int, root
         counts["reused"] += 1
         return held
     methods = {**(held or {}).get("methods", {}), **result["methods"]}  # others' kept too
-    record = {"key": key, "commit": checkout_commit(), **result, "methods": methods}
+    record = {"key": key, "commit": checkout_commit(), **result, "methods": methods}  # commit: the last writer
     write_json_atomic(path, record)
     if progress:
         print(f"{condition.key} fold {fold} seed {seed}: {result['seconds']:.0f} s", flush=True)

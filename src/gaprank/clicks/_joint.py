@@ -32,6 +32,7 @@ pairs at a level keeps its previous value (1 at the start); a level with none at
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -118,10 +119,8 @@ class JointPropensities:
         counts = ClickCounts(table, sum(log.num_sessions for log in logs))
         self.data: ClickTrainingSet = click_training_set(split, counts, np.ones(positions))
         self.bias_norm, self.sigma = bias_norm, sigma
-        shown = table[self.data.rows]  # [n, P, levels]
         # each shown document's sessions with an event >= a at each position, over all its sessions: [n, P, c]
-        self._reached = (np.cumsum(shown[..., ::-1], axis=-1)[..., ::-1][..., 1:]
-                         / self.data.sessions[:, None, None])
+        self._reached = counts.reached(self.data.rows) / self.data.sessions[:, None, None]
         self._slots = np.maximum(table.sum((0, 2)), 1).astype(np.float64)  # [P]: the sessions showing each position
         index = np.full(rows_total, -1, dtype=np.int64)
         index[self.data.rows] = np.arange(self.data.rows.size)
@@ -229,9 +228,8 @@ def _session_pairs(logs: list[ClickLog], index: np.ndarray, positions: int,
         width = int(np.bincount(log.session).max())
         sessions = max(1, _PAIR_ELEMENTS // width**2)  # at a time
         for start in range(0, log.num_sessions, sessions):
-            lo, hi = np.searchsorted(log.session, [start, start + sessions])
-            part = ClickLog(log.session[lo:hi] - start, log.query[lo:hi], log.document[lo:hi], log.position[lo:hi],
-                            log.event[lo:hi])
+            part = log.sessions_between(start, start + sessions)
+            part = dataclasses.replace(part, session=part.session - start)  # numbered from 0: session_lists' rows
             rows, events, shown_at, mask = session_lists(part)
             rows = index[np.where(mask, rows, 0)]
             chunk = []

@@ -47,6 +47,13 @@ class ClickLog:
     def num_sessions(self) -> int:
         return int(self.session[-1]) + 1 if self.session.size else 0
 
+    def sessions_between(self, first: int, last: int) -> ClickLog:
+        """The rows of sessions ``first..last-1``, their numbers kept: views of the columns (the rows are in session
+        order), no copy."""
+        lo, hi = np.searchsorted(self.session, [first, last])
+        return ClickLog(*(getattr(self, column)[lo:hi] for column in ("session", "query", "document", "position",
+                                                                      "event")))
+
     def counts(self) -> np.ndarray:
         """``[levels]``: how many rows got each event 0..max."""
         return np.bincount(self.event.astype(np.int64), minlength=len(EVENTS))
@@ -89,3 +96,8 @@ class ClickCounts:
     def shown(self) -> np.ndarray:
         """``[rows, positions]``: how many sessions showed each row at each position."""
         return self.counts.sum(-1)
+
+    def reached(self, rows: np.ndarray) -> np.ndarray:
+        """``[len(rows), positions, levels - 1]``: how many sessions showed each of ``rows`` at each position with an
+        event of level a or above, a = 1..levels-1 (an event implies the ones below it)."""
+        return np.cumsum(np.asarray(self.counts)[rows, :, ::-1], axis=-1)[..., ::-1][..., 1:]

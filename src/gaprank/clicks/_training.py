@@ -126,7 +126,7 @@ def click_training_set(split: Any, counts: ClickCounts, propensities: Any, *,
     if shown.size == 0:
         raise GaprankInputError("the counts show no document: an empty log")
     # positions 1..deepest: the counts may be wider than the positions shown (and than the propensities)
-    reached = np.cumsum(table[shown, :deepest, ::-1], axis=-1)[..., ::-1][..., 1:]  # [n, P, c]: events >= a
+    reached = counts.reached(shown)[:, :deepest]  # [n, P, c]: events >= a
     sessions = shown_at[shown].sum(-1)
     shown_here = shown_at[shown, :deepest, None]  # [n, P, 1]
     weights = ((reached - shown_here * beta[None, :deepest]) / theta[None, :deepest]).sum(1) / sessions[:, None]

@@ -71,7 +71,6 @@ def lambdarank_objective(
     position_term: bool = False,
     position_regularization: float = 0.0,
     position_learning_rate: float = 0.1,
-    level_weights: ArrayLike | None = None,
 ) -> LambdaRankObjective:
     r"""LambdaMART objective for ``lgb.train``: LambdaRank gradients weighted by :math:`|\Delta M|`.
 
@@ -144,12 +143,6 @@ def lambdarank_objective(
         ``lambdarank_position_bias_regularization``).
     position_learning_rate : float, default 0.1
         The step of the position term's Newton update (LightGBM takes the booster's learning rate).
-    level_weights : array_like, optional
-        ``[rows, c]``, with ``row_weights="measure"``: each document's weight in the measure at each grade level
-        1..c (graded events, each level by its own inverse-propensity estimate:
-        :func:`gaprank.clicks.click_training_set`'s ``weights``), read in place of the data set's weights (one
-        per row, which it must then not have).
-
     Returns
     -------
     value : LambdaRankObjective
@@ -172,8 +165,7 @@ def lambdarank_objective(
                                                   label_gain=label_gain, precision=precision, backend=backend,
                                                   row_weights=row_weights, position_term=position_term,
                                                   position_regularization=position_regularization,
-                                                  position_learning_rate=position_learning_rate),
-                               level_weights=level_weights)
+                                                  position_learning_rate=position_learning_rate))
 
 
 def sklearn_objective(

@@ -136,7 +136,6 @@ def objective(
     position_term: bool = False,
     position_regularization: float = 0.0,
     position_learning_rate: float = 0.1,
-    level_weights: ArrayLike | None = None,
 ) -> XGBoostObjective:
     r"""LambdaMART objective for ``xgboost.train(params, dtrain, obj=...)``: LambdaRank gradients weighted
     by :math:`|\Delta M|`, the exact swap delta of ``measure`` in the ranking the current scores induce.
@@ -153,7 +152,7 @@ def objective(
     Groups come from the DMatrix (``qid=`` or ``set_group``); labels must be integer grades
     0..30; weights, when set, are one per query (normalised to mean 1, as XGBoost does). A DMatrix with query
     groups holds no weight per row, so the documents' weights in the measure (``row_weights="measure"``) come
-    with the objective (``level_weights``) and the DMatrix then has none.
+    with the objective: ``XGBoostObjective(settings, level_weights=W)``, and the DMatrix then has none.
 
     Parameters
     ----------
@@ -204,12 +203,6 @@ def objective(
         ``lambdarank_position_bias_regularization``).
     position_learning_rate : float, default 0.1
         The step of the position term's Newton update (LightGBM takes the booster's learning rate).
-    level_weights : array_like, optional
-        ``[rows, c]``, with ``row_weights="measure"``: each document's weight in the measure at each grade level
-        1..c (graded events, each level by its own inverse-propensity estimate:
-        :func:`gaprank.clicks.click_training_set`'s ``weights``), in the DMatrix's row order; one weight per
-        document w is ``w[:, None]`` with labels 0/1.
-
     Returns
     -------
     value : XGBoostObjective
@@ -231,7 +224,7 @@ def objective(
                                   label_gain=label_gain, precision=precision, backend=backend, row_weights=row_weights,
                                   position_term=position_term, position_regularization=position_regularization,
                                   position_learning_rate=position_learning_rate)
-    return XGBoostObjective(LambdaMARTObjective(settings, level_weights=level_weights))
+    return XGBoostObjective(LambdaMARTObjective(settings))
 
 
 def metric(measures: Sequence[str] | str, *, g: ArrayLike | None = None,
