@@ -33,6 +33,8 @@ def test_the_quick_click_comparison_runs_through_training_compare_and_reuses_its
     (cell_file,) = (out / "cells").rglob("*.json")
     record = json.loads(cell_file.read_text())
     assert record["key"]["gaprank_source"] == clicks.gaprank_source()
+    dla = np.array(record["methods"]["DLA GAP (MLP)"]["values"]["10000"]["propensities"])  # [positions, levels]
+    assert dla.shape == (10, 3) and (dla[0] == 1.0).all() and ((dla > 0) & np.isfinite(dla)).all()
     assert "| IPW GAP |" in (out / "table.md").read_text()
     capsys.readouterr()
     assert main(["--config", str(CONFIG), "--quick", "--out", str(out)]) == 0
@@ -99,3 +101,17 @@ def test_a_method_s_own_gaprank_modules_key_that_method_only(monkeypatch):
     assert clicks.method_code("IPW GAP") == before["IPW GAP"]
     assert clicks.gaprank_source() == clicks.gaprank_source(clicks.NUMBERS_FROM)
     assert not set(clicks.NUMBERS_FROM) & {part for parts in clicks.METHOD_MODULES.values() for part in parts}
+
+
+def test_the_network_settings_key_the_pytorch_rows_only():
+    """The PyTorch rows' settings (config ``network``) are part of their code's hash, not of the cell's key, so a
+    change trains those rows again and keeps the others."""
+    import dataclasses
+
+    config = clicks.load_config(CONFIG, clicks.ClicksConfig)
+    changed = dataclasses.replace(config, network=dataclasses.replace(config.network, steps=10))
+    for method in clicks.METHODS:
+        moved = clicks.method_code(method, changed.network) != clicks.method_code(method, config.network)
+        assert moved == (method in clicks.NETWORK_METHODS), method
+    condition = config.conditions()[0]
+    assert clicks.cell_key(changed, condition, 1, 1) == clicks.cell_key(config, condition, 1, 1)

@@ -14,8 +14,8 @@ The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
    in a random order (result randomisation: where the estimated propensities come from). The learners see the
    log's counts per shown document, position and event, never the true grades; the 10^4- and 10^5-session logs
    are the first sessions of the 10^6-session one.
-3. The learners (``methods``), each LambdaMART in LightGBM (``booster``), early stopping on the validation split's
-   true-grade ``selection`` measure:
+3. The learners (``methods``), each LambdaMART in LightGBM (``booster``) but the two PyTorch rows, early stopping on
+   the validation split's true-grade ``selection`` measure:
 
    * ``logger``: the logging ranker itself;
    * ``naive GAP`` / ``naive nDCG``: gaprank's GAP / nDCG objective on the events as they come (every propensity 1);
@@ -38,6 +38,11 @@ The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
      document (its position: where it was shown most often) labelled from its events by a rule; each peer's label
      rule and its own knob (LightGBM's position-bias regularisation, XGBoost's bias norm) are chosen on the
      validation split's true grades, four and six tries against one for gaprank's learners;
+   * ``naive GAP (MLP)`` and ``DLA GAP (MLP)``: a PyTorch ranker (``network``: one hidden layer, Adam on batches of
+     sessions, each a list of its shown documents) trained on the GAP LambdaRank loss of the events as they come,
+     or with dual learning (:class:`gaprank.clicks.DualLearningLoss`: the propensities per event level learned from
+     the sessions with the ranker, the GAP loss weighted by their inverses); the naive network is the DLA row's
+     like-for-like baseline;
    * ``skyline, shown``: the GAP objective on the true grades of the documents the log shows;
    * ``skyline, all``: on the true grades of every training document.
 
@@ -91,13 +96,14 @@ from .config import ConfigError, load_config, output_path, to_dict
 
 METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP (estimated)", "IPW GAP (EM)",
            "IPW GAP (joint)", "affine GAP", "GAP position term", "LightGBM position term", "XGBoost lambdarank_unbiased",
-           "skyline, shown", "skyline, all")
+           "naive GAP (MLP)", "DLA GAP (MLP)", "skyline, shown", "skyline, all")
 # the peers' own knobs, each tried on the validation split's true grades (their best there is reported): how the
 # events became labels, and LightGBM's position-bias regularisation or XGBoost's bias norm
 LABEL_RULES = ("highest event", "mean event")
 LIGHTGBM_REGULARISATION = (0.0, 0.5)
 XGBOOST_BIAS_NORM = (0.5, 1.0, 2.0)
 PEERS = ("LightGBM position term", "XGBoost lambdarank_unbiased")
+NETWORK_METHODS = ("naive GAP (MLP)", "DLA GAP (MLP)")  # PyTorch rankers on the sessions (config ``network``)
 
 
 @dataclass
@@ -117,6 +123,20 @@ class BoosterConfig:
     num_threads: int = 2
     truncation_level: int = 30  # the objectives' (LightGBM's rule), with norm
     selection: str = "NDCG@10"  # early stopping on the validation split's true grades
+
+
+@dataclass
+class NetworkConfig:
+    """The PyTorch rows' ranker and its training: a network of one hidden layer on the features, Adam on batches of
+    sessions drawn with the seed, early stopping on the validation split's true-grade ``booster.selection``."""
+
+    hidden: int = 64
+    steps: int = 2000  # at most
+    batch: int = 256  # sessions a step
+    learning_rate: float = 0.01
+    position_learning_rate: float = 0.05  # DLA's position model
+    evaluate_every: int = 100  # steps between validation checks
+    patience: int = 5  # checks without a better validation value before stopping
 
 
 @dataclass
@@ -153,6 +173,7 @@ class ClicksConfig:
     headline_method: str = "IPW GAP (estimated)"
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     booster: BoosterConfig = field(default_factory=BoosterConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)  # the MLP rows' (part of their code's hash)
 
     def __post_init__(self) -> None:
         if self.kind != "clicks":
@@ -367,6 +388,76 @@ def _joint_learner(cell: Cell, count: int) -> dict[str, Any]:
     return values | {"propensities": joint.propensities.tolist()}
 
 
+def _network_learner(kind: str) -> Any:
+    def learner(cell: Cell, count: int) -> dict[str, Any]:
+        """A PyTorch ranker (``network``) on the log's sessions, each a list of its shown documents in position
+        order: ``naive``, the GAP LambdaRank loss of its events as they come; ``DLA``, dual learning's losses
+        (:class:`gaprank.clicks.DualLearningLoss`: the propensities learned with the ranker from the sessions, the
+        GAP loss weighted by their inverses). Reports the propensities of DLA's best validation step."""
+        import torch
+
+        from gaprank.clicks import DualLearningLoss, session_lists
+        from gaprank.losses import LambdaRankLoss
+
+        settings, levels = cell.config.network, 3
+        fixed, shuffled = cell.logs()
+        n_random = cell.randomised_sessions(count)
+        parts = [log.sessions_between(0, n) for log, n in ((fixed, count - n_random), (shuffled, n_random))
+                 if log is not None and n > 0]
+        lists = [session_lists(part, width=cell.shown) for part in parts]
+        rows, events, positions, mask = (torch.from_numpy(np.concatenate([one[i] for one in lists]))
+                                         for i in range(4))
+        features = torch.from_numpy(cell.train.features.astype(np.float32))
+        vali = torch.from_numpy(cell.fold.vali.features.astype(np.float32))
+        torch.manual_seed(cell.seed)  # the network's start
+        draws = torch.Generator().manual_seed(cell.seed)  # the batches
+        network = torch.nn.Sequential(torch.nn.Linear(features.shape[1], settings.hidden), torch.nn.ReLU(),
+                                      torch.nn.Linear(settings.hidden, 1 + levels))
+        groups = [{"params": network.parameters(), "lr": settings.learning_rate}]
+        if kind == "DLA":
+            loss: Any = DualLearningLoss("gap", positions=cell.shown, levels=levels,
+                                         truncation_level=cell.booster.truncation_level)
+            groups.append({"params": [loss.position_logits], "lr": settings.position_learning_rate})
+        else:
+            loss = LambdaRankLoss("gap", max_grade=levels, truncation_level=cell.booster.truncation_level)
+        optimiser = torch.optim.Adam(groups)
+        best: tuple[float, int, dict[str, Any], Any] | None = None
+        for step in range(1, settings.steps + 1):
+            batch = torch.randint(0, rows.shape[0], (settings.batch,), generator=draws)
+            outputs = network(features[rows[batch].clamp(min=0)])  # padding (row -1) is masked
+            optimiser.zero_grad()
+            if kind == "DLA":
+                value = loss(outputs[..., 0], events[batch], positions[batch], mask[batch],
+                             relevance=outputs[..., 1:])
+            else:
+                value = loss(outputs[..., 0], events[batch], mask=mask[batch])
+            value.backward()
+            optimiser.step()
+            if step % settings.evaluate_every and step != settings.steps:
+                continue
+            with torch.no_grad():
+                scores = network(vali)[:, 0].double().numpy()
+            fold = cell.fold.vali
+            score = float(np.mean(evaluate_letor(scores, fold.labels, fold.group_sizes, g=cell.config.g,
+                                                 conventions=cell.config.conventions)[cell.booster.selection]))
+            if best is None or score > best[0]:
+                state = {k: v.clone() for k, v in network.state_dict().items()}
+                best = (score, step, state, loss.propensities().tolist() if kind == "DLA" else None)
+            elif step - best[1] >= settings.patience * settings.evaluate_every:
+                break
+        assert best is not None
+        network.load_state_dict(best[2])
+        with torch.no_grad():
+            test_scores = network(torch.from_numpy(cell.test.features.astype(np.float32)))[:, 0].double().numpy()
+        values = evaluate_letor(test_scores, cell.test.labels, cell.test.group_sizes, g=cell.config.g,
+                                conventions=cell.config.conventions)
+        reported = {m: [float(v) for v in values[m]] for m in cell.config.measures} | {"steps": best[1]}
+        return reported | ({"propensities": best[3]} if kind == "DLA" else {})
+
+    learner.code = f"network {kind}"  # type: ignore[attr-defined]
+    return learner
+
+
 def _peer_rows(cell: Cell, count: int, rule: str) -> tuple[Any, np.ndarray, np.ndarray]:
     """The shown documents as the peers take them: one row each, labelled from its events by ``rule`` ("highest
     event": the highest level it ever reached; "mean event": its mean event level over the sessions that showed
@@ -464,23 +555,29 @@ RUNNERS: dict[str, tuple[Any, bool]] = {
     "GAP position term": (_gap_position_term, True),
     "LightGBM position term": (_lightgbm_position_term, True),
     "XGBoost lambdarank_unbiased": (_xgboost_unbiased, True),
+    "naive GAP (MLP)": (_network_learner("naive"), True),
+    "DLA GAP (MLP)": (_network_learner("DLA"), True),
     "skyline, shown": (_skyline_shown, True),
     "skyline, all": (_skyline_all, False),
 }
 
 
-def method_code(method: str) -> str:
-    """A hash of the code that makes a method's result (its runner; the cell's, shared by every method), so that
-    a changed method is trained again and an unchanged one reused."""
+def method_code(method: str, network: NetworkConfig | None = None) -> str:
+    """A hash of the code that makes a method's result (its runner; the cell's, shared by every method; for the
+    PyTorch rows, ``network``: their settings), so that a changed method is trained again and an unchanged one
+    reused."""
     runner = RUNNERS[method][0]
     shared = (Cell, _fit, _validation_score, _logger, _evaluate, trust_model)
     own = (_click_learner,) if hasattr(runner, "code") else (runner,)
+    if method in NETWORK_METHODS:
+        own = (_network_learner,)
     peer_rows = runner in (_gap_position_term, _lightgbm_position_term, _xgboost_unbiased)
     if peer_rows:
         own = (*own, _peer_rows)
     source = "".join(inspect.getsource(f) for f in (*shared, *own)) + getattr(runner, "code", "")
     source += gaprank_source(METHOD_MODULES.get(method, ())) if method in METHOD_MODULES else ""
     source += repr((LABEL_RULES, LIGHTGBM_REGULARISATION, XGBOOST_BIAS_NORM)) if peer_rows else ""
+    source += repr(network or NetworkConfig()) if method in NETWORK_METHODS else ""
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
@@ -494,7 +591,7 @@ def run_cell(config: ClicksConfig, condition: Condition, fold_number: int, seed:
     start = time.perf_counter()
     methods: dict[str, Any] = {}
     for method in config.methods:
-        code = method_code(method)
+        code = method_code(method, config.network)
         kept = (held or {}).get("methods", {}).get(method)
         if kept is not None and kept["code"] == code and all(str(c) in kept["values"] for c in config.sessions):
             methods[method] = kept
@@ -529,7 +626,9 @@ NUMBERS_FROM = ("_engine", "boosting", "metrics", "lightgbm", "data", "clicks/_s
 # The parts of gaprank that one method's numbers come from besides NUMBERS_FROM: a change there trains that method
 # again, and leaves the others.
 METHOD_MODULES = {"IPW GAP (joint)": ("clicks/_joint.py", "clicks/_dla.py"),
-                  "XGBoost lambdarank_unbiased": ("xgboost",)}
+                  "XGBoost lambdarank_unbiased": ("xgboost",),
+                  "naive GAP (MLP)": ("clicks/_dla.py", "losses"),
+                  "DLA GAP (MLP)": ("clicks/_dla.py", "losses")}
 
 
 @functools.cache
@@ -558,7 +657,7 @@ def cell_key(config: ClicksConfig, condition: Condition, fold: int, seed: int) -
     hash), gaprank's version and source, the fold's data."""
     shared = {k: v for k, v in to_dict(config).items() if k not in (
         "name", "output_dir", "folds", "seeds", "etas", "trust_bias", "randomised_share", "headline", "headline_method",
-        "methods", "measures")}
+        "methods", "measures", "network")}
     return {"config": shared, "measures": sorted(config.measures), "condition": dataclasses.asdict(condition),
             "fold": fold, "seed": seed, "gaprank": gaprank.__version__, "gaprank_source": gaprank_source(),
             "data": fold_fingerprint(config.dataset, fold)}
@@ -678,7 +777,8 @@ def quick_config(config: ClicksConfig) -> ClicksConfig:
         config, folds=config.folds[:1], seeds=config.seeds[:1], etas=[config.headline.eta], sessions=[10_000],
         trust_bias=[False], randomised_share=[max(config.headline.randomised_share, 0.05)],
         headline=dataclasses.replace(config.headline, sessions=10_000),
-        booster=dataclasses.replace(config.booster, num_boost_round=20, early_stopping_rounds=5))
+        booster=dataclasses.replace(config.booster, num_boost_round=20, early_stopping_rounds=5),
+        network=dataclasses.replace(config.network, steps=200, evaluate_every=50))
 
 
 def run(config: ClicksConfig, *, quick: bool = False, force: bool = False, out: str | Path | None = None,
