@@ -33,11 +33,11 @@ The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
      and purchases by the true propensities (their probability is not affine in a document's own value, so they
      keep part of the trust bias);
    * ``GAP position term``: gaprank's GAP objective learning score = f(x) + g(position) on the peers' rows below
-     (its label rule chosen on validation, two tries);
+     (its label rule chosen on validation, three tries);
    * ``LightGBM position term`` and ``XGBoost lambdarank_unbiased``: the peers' own debiasing, on one row per shown
      document (its position: where it was shown most often) labelled from its events by a rule; each peer's label
      rule and its own knob (LightGBM's position-bias regularisation, XGBoost's bias norm) are chosen on the
-     validation split's true grades, four and six tries against one for gaprank's learners;
+     validation split's true grades, six and nine tries against one for gaprank's learners;
    * ``naive GAP (MLP)`` and ``DLA GAP (MLP)``: a PyTorch ranker (``network``: one hidden layer, Adam on batches of
      sessions, each a list of its shown documents) trained on the GAP LambdaRank loss of the events as they come,
      or with dual learning (:class:`gaprank.clicks.DualLearningLoss`: the propensities per event level learned from
@@ -99,7 +99,7 @@ METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP 
            "naive GAP (MLP)", "DLA GAP (MLP)", "skyline, shown", "skyline, all")
 # the peers' own knobs, each tried on the validation split's true grades (their best there is reported): how the
 # events became labels, and LightGBM's position-bias regularisation or XGBoost's bias norm
-LABEL_RULES = ("highest event", "mean event")
+LABEL_RULES = ("highest event", "mean event", "mean event, scaled in its query")
 LIGHTGBM_REGULARISATION = (0.0, 0.5)
 XGBOOST_BIAS_NORM = (0.5, 1.0, 2.0)
 PEERS = ("LightGBM position term", "XGBoost lambdarank_unbiased")
@@ -461,12 +461,19 @@ def _network_learner(kind: str) -> Any:
 def _peer_rows(cell: Cell, count: int, rule: str) -> tuple[Any, np.ndarray, np.ndarray]:
     """The shown documents as the peers take them: one row each, labelled from its events by ``rule`` ("highest
     event": the highest level it ever reached; "mean event": its mean event level over the sessions that showed
-    it, rounded), at the position it was shown at most often (1-based)."""
+    it, rounded; "mean event, scaled in its query": that mean over the highest in the query, times the top level,
+    rounded, which a long log does not saturate), at the position it was shown at most often (1-based)."""
     data = click_training_set(cell.train, cell.counts(count), np.ones(cell.shown))
+    mean = data.weights.sum(1)
     if rule == "highest event":
         labels = data.split.labels
+    elif rule == "mean event":
+        labels = np.floor(mean + 0.5).astype(np.int64)
     else:
-        labels = np.floor(data.weights.sum(1) + 0.5).astype(np.int64)
+        sizes = data.split.group_sizes
+        highest = np.repeat(np.maximum.reduceat(mean, np.cumsum(sizes) - sizes), sizes)
+        scaled = np.divide(mean, highest, out=np.zeros_like(mean), where=highest > 0) * data.weights.shape[1]
+        labels = np.floor(scaled + 0.5).astype(np.int64)
     positions = cell.counts(count).shown[data.rows].argmax(1) + 1
     return data.split, labels, positions
 
