@@ -32,6 +32,9 @@ The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
      (:meth:`gaprank.clicks.ClickModel.affine`, :func:`gaprank.clicks.click_training_set`'s ``offsets``); carts
      and purchases by the true propensities (their probability is not affine in a document's own value, so they
      keep part of the trust bias);
+   * ``affine GAP (estimated)``: the same with the slopes and offsets estimated from the randomised sessions
+     (:func:`gaprank.clicks.estimate_affine`, two relevance classes: relevant or not; one try); carts and purchases
+     by each rank's slope plus offset over rank 1's;
    * ``GAP position term``: gaprank's GAP objective learning score = f(x) + g(position) on the peers' rows below
      (its label rule chosen on validation, three tries);
    * ``LightGBM position term`` and ``XGBoost lambdarank_unbiased``: the peers' own debiasing, on one row per shown
@@ -95,8 +98,8 @@ from ._runner import checkout_commit, locked, machine_description, output_root
 from .config import ConfigError, load_config, output_path, to_dict
 
 METHODS = ("logger", "naive GAP", "naive nDCG", "IPW GAP", "IPW nDCG", "IPW GAP (estimated)", "IPW GAP (EM)",
-           "IPW GAP (joint)", "affine GAP", "GAP position term", "LightGBM position term", "XGBoost lambdarank_unbiased",
-           "naive GAP (MLP)", "DLA GAP (MLP)", "skyline, shown", "skyline, all")
+           "IPW GAP (joint)", "affine GAP", "affine GAP (estimated)", "GAP position term", "LightGBM position term",
+           "XGBoost lambdarank_unbiased", "naive GAP (MLP)", "DLA GAP (MLP)", "skyline, shown", "skyline, all")
 # the peers' own knobs, each tried on the validation split's true grades (their best there is reported): how the
 # events became labels, and LightGBM's position-bias regularisation or XGBoost's bias norm
 LABEL_RULES = ("highest event", "mean event", "mean event, scaled in its query")
@@ -104,6 +107,7 @@ LIGHTGBM_REGULARISATION = (0.0, 0.5)
 XGBOOST_BIAS_NORM = (0.5, 1.0, 2.0)
 PEERS = ("LightGBM position term", "XGBoost lambdarank_unbiased")
 NETWORK_METHODS = ("naive GAP (MLP)", "DLA GAP (MLP)")  # PyTorch rankers on the sessions (config ``network``)
+AFFINE_CLASSES = (2,)  # the estimated affine correction's relevance classes (relevant or not; several: each tried)
 
 
 @dataclass
@@ -371,6 +375,35 @@ def _click_learner(kind: str, measure: str) -> Any:
     return learner
 
 
+def _affine_estimated_learner(cell: Cell, count: int) -> dict[str, Any]:
+    """LambdaMART-GAP on the log's events with the affine correction of clicks by slopes and offsets estimated from
+    the randomised sessions (:func:`gaprank.clicks.estimate_affine`, with ``AFFINE_CLASSES`` relevance classes, the
+    best on the validation split where several); carts and purchases weighed by the slope plus offset of each rank
+    over rank 1's (the rate of the most relevant class: examination times a trusted reaction)."""
+    from gaprank.boosting import LambdaMARTSettings
+    from gaprank.clicks import estimate_affine
+    from gaprank.lightgbm import LambdaRankObjective
+
+    shuffled = cell.logs()[1]
+    n_random = cell.randomised_sessions(count)
+    if shuffled is None or not n_random:
+        raise GaprankInputError("affine GAP (estimated) needs randomised sessions: randomised_share > 0")
+    best: tuple[float, Any, dict[str, Any]] | None = None
+    for classes in AFFINE_CLASSES:
+        slopes, offsets = estimate_affine(shuffled.sessions_between(0, n_random), cell.shown, classes=classes)
+        trusted = (slopes + offsets) / (slopes[0] + offsets[0])
+        data = click_training_set(cell.train, cell.counts(count), np.stack([slopes, trusted, trusted], axis=1),
+                                  offsets=np.stack([offsets, np.zeros(cell.shown), np.zeros(cell.shown)], axis=1))
+        objective = LambdaRankObjective(LambdaMARTSettings("gap", row_weights="measure", **cell.settings),
+                                        level_weights=data.weights)
+        model = _fit(cell, data.split.to_flat(), objective)
+        score = _validation_score(model)
+        if best is None or score > best[0]:
+            best = (score, model, {"classes": classes, "slopes": slopes.tolist(), "offsets": offsets.tolist()})
+    assert best is not None
+    return _evaluate(best[1], cell.test, cell.config) | {"chosen": best[2]}
+
+
 def _joint_learner(cell: Cell, count: int) -> dict[str, Any]:
     """LambdaMART-GAP on the log's events weighed by propensities estimated with it, each round on its scores from
     the sessions' pairs (:class:`gaprank.clicks.JointPropensities`); reports the last round's estimate."""
@@ -559,6 +592,7 @@ RUNNERS: dict[str, tuple[Any, bool]] = {
     "IPW GAP (EM)": (_click_learner("EM", "gap"), True),
     "IPW GAP (joint)": (_joint_learner, True),
     "affine GAP": (_click_learner("affine", "gap"), True),
+    "affine GAP (estimated)": (_affine_estimated_learner, True),
     "GAP position term": (_gap_position_term, True),
     "LightGBM position term": (_lightgbm_position_term, True),
     "XGBoost lambdarank_unbiased": (_xgboost_unbiased, True),
@@ -585,6 +619,7 @@ def method_code(method: str, network: NetworkConfig | None = None) -> str:
     source += gaprank_source(METHOD_MODULES.get(method, ())) if method in METHOD_MODULES else ""
     source += repr((LABEL_RULES, LIGHTGBM_REGULARISATION, XGBOOST_BIAS_NORM)) if peer_rows else ""
     source += repr(network or NetworkConfig()) if method in NETWORK_METHODS else ""
+    source += repr(AFFINE_CLASSES) if runner is _affine_estimated_learner else ""
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
@@ -634,6 +669,7 @@ NUMBERS_FROM = ("_engine", "boosting", "metrics", "lightgbm", "data", "clicks/_s
 # again, and leaves the others.
 METHOD_MODULES = {"IPW GAP (joint)": ("clicks/_joint.py", "clicks/_dla.py"),
                   "XGBoost lambdarank_unbiased": ("xgboost",),
+                  "affine GAP (estimated)": ("clicks/_affine.py",),
                   "naive GAP (MLP)": ("clicks/_dla.py", "losses"),
                   "DLA GAP (MLP)": ("clicks/_dla.py", "losses")}
 

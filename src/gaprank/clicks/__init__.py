@@ -7,6 +7,7 @@ bias, and each examined document gets an event whose probability grows with its 
 propensities, known or estimated from a log with randomised top ranks, give the weights of inverse-propensity
 estimates (the metrics' ``weights=``)."""
 
+from ._affine import estimate_affine
 from ._dla import DualLearningLoss, session_lists
 from ._em import em_propensities
 from ._files import ClickLogError, count_clicks, read_click_log, write_click_log
@@ -18,5 +19,5 @@ from ._training import ClickTrainingSet, click_training_set
 
 __all__ = ["EVENTS", "ClickCounts", "ClickLog", "ClickLogError", "ClickModel", "ClickTrainingSet", "DualLearningLoss",
            "JointObjective", "JointPropensities",
-           "click_training_set", "count_clicks", "em_propensities", "estimate_propensities", "inverse_propensities",
-           "read_click_log", "session_lists", "simulate_clicks", "write_click_log"]
+           "click_training_set", "count_clicks", "em_propensities", "estimate_affine", "estimate_propensities",
+           "inverse_propensities", "read_click_log", "session_lists", "simulate_clicks", "write_click_log"]
