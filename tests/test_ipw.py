@@ -413,6 +413,12 @@ def test_xgboost_takes_the_documents_weights_with_the_objective():
         gaprank.xgboost.objective("gap", row_weights="measure")(preds, xgb.DMatrix(X, label=y, qid=qid))
     with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
         gaprank.xgboost.XGBoostObjective("gap", level_weights=levels)
+    with pytest.raises(GaprankInputError, match="need row_weights='measure'"):
+        gaprank.xgboost.XGBoostObjective("gap").level_weights = levels
+    with pytest.raises(GaprankInputError, match=r"level_weights must be \[rows, levels\]; got shape \(60,\)"):
+        objective.level_weights = levels[:, 0]
+    with pytest.raises(GaprankInputError, match="level_weights go with settings"):
+        gaprank.xgboost.XGBoostObjective(LambdaMARTObjective(settings), level_weights=levels)
 
 
 def test_one_weight_per_document_is_one_level_with_binary_labels():

@@ -190,6 +190,8 @@ def _shifted(log: ClickLog, column: str, values) -> ClickLog:
                                                      .data.rows.size]), "scores must be finite"),
     (lambda s, log: JointPropensities(s, log).objective(__import__("gaprank.lightgbm").lightgbm
                                                         .lambdarank_objective("gap")), "row_weights='measure'"),
+    (lambda s, log: JointPropensities(s, log).objective(__import__("gaprank.boosting").boosting.LambdaMARTObjective(
+        "gap", row_weights="measure")), "takes a gaprank.lightgbm or gaprank.xgboost objective"),
 ])
 def test_bad_input_is_one_line(call, message):
     split = _split([5, 3])

@@ -33,8 +33,8 @@ The offline protocol (Joachims et al. 2017; Ai et al. 2018), per fold and seed:
      and purchases by the true propensities (their probability is not affine in a document's own value, so they
      keep part of the trust bias);
    * ``affine GAP (estimated)``: the same with the slopes and offsets estimated from the randomised sessions
-     (:func:`gaprank.clicks.estimate_affine`, two relevance classes: relevant or not; one try); carts and purchases
-     by each rank's slope plus offset over rank 1's;
+     (:func:`gaprank.clicks.estimate_affine`, with 2 or 3 relevance classes chosen on validation, two tries); carts
+     and purchases by each rank's slope plus offset over rank 1's;
    * ``GAP position term``: gaprank's GAP objective learning score = f(x) + g(position) on the peers' rows below
      (its label rule chosen on validation, three tries);
    * ``LightGBM position term`` and ``XGBoost lambdarank_unbiased``: the peers' own debiasing, on one row per shown
@@ -107,7 +107,7 @@ LIGHTGBM_REGULARISATION = (0.0, 0.5)
 XGBOOST_BIAS_NORM = (0.5, 1.0, 2.0)
 PEERS = ("LightGBM position term", "XGBoost lambdarank_unbiased")
 NETWORK_METHODS = ("naive GAP (MLP)", "DLA GAP (MLP)")  # PyTorch rankers on the sessions (config ``network``)
-AFFINE_CLASSES = (2,)  # the estimated affine correction's relevance classes (relevant or not; several: each tried)
+AFFINE_CLASSES = (2, 3)  # the estimated affine correction's relevance classes, each tried on the validation split
 
 
 @dataclass
@@ -670,8 +670,8 @@ NUMBERS_FROM = ("_engine", "boosting", "metrics", "lightgbm", "data", "clicks/_s
 METHOD_MODULES = {"IPW GAP (joint)": ("clicks/_joint.py", "clicks/_dla.py"),
                   "XGBoost lambdarank_unbiased": ("xgboost",),
                   "affine GAP (estimated)": ("clicks/_affine.py",),
-                  "naive GAP (MLP)": ("clicks/_dla.py", "losses"),
-                  "DLA GAP (MLP)": ("clicks/_dla.py", "losses")}
+                  "naive GAP (MLP)": ("clicks/_dla.py", "losses", "_autograd.py"),
+                  "DLA GAP (MLP)": ("clicks/_dla.py", "losses", "_autograd.py")}
 
 
 @functools.cache

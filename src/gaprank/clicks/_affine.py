@@ -34,6 +34,8 @@ from ._log import ClickLog
 
 # a probability is kept this far inside (0, 1) in the logarithms
 _EDGE = 1e-9
+# a slope below this share of the steepest is refused (estimate_affine's Raises)
+_FLAT = 1e-3
 
 
 def estimate_affine(log: ClickLog, randomise: int, *, classes: int = 2, level: int = 1, iterations: int = 500,
@@ -65,6 +67,12 @@ def estimate_affine(log: ClickLog, randomise: int, *, classes: int = 2, level: i
         ``[randomise]`` float64 each: :math:`\alpha_k > 0` and :math:`\beta_k \ge 0`, with
         :math:`\alpha_k + \beta_k < 1`.
 
+    Raises
+    ------
+    GaprankInputError
+        Where a rank's slope comes out below a thousandth of the steepest: too few sessions to tell its trusted
+        events from its noise (their inverse would weigh each event without bound).
+
     Examples
     --------
     >>> import numpy as np
@@ -83,9 +91,11 @@ def estimate_affine(log: ClickLog, randomise: int, *, classes: int = 2, level: i
                                ("iterations", iterations, 1)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < least:
             raise GaprankInputError(f"{name} must be an integer >= {least}; got {value!r}")
-    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not tolerance > 0:
-        raise GaprankInputError(f"tolerance must be a number > 0; got {tolerance!r}")
+    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not 0 < tolerance < np.inf:
+        raise GaprankInputError(f"tolerance must be a finite number > 0; got {tolerance!r}")
     events, shown = _per_document_and_rank(log, randomise, level)
+    if not events.any():
+        raise GaprankInputError(f"the randomised sessions have no event of level {level} or above")
     if shown.shape[0] < classes:
         raise GaprankInputError(f"the randomised sessions show {shown.shape[0]} documents: too few for {classes} "
                                 "classes")
@@ -94,10 +104,14 @@ def estimate_affine(log: ClickLog, randomise: int, *, classes: int = 2, level: i
         rank = int(np.flatnonzero(rank_events == 0)[0]) + 1
         raise GaprankInputError(f"rank {rank} got no event of level {level} in the {int(shown[:, rank - 1].sum())} "
                                 "randomised sessions: too few sessions to estimate its slope and offset")
-    # start: the documents in classes by the quantiles of their event rates, the classes evenly spaced
+    # start: the documents in equal shares of the classes by the rank of their event rates (ties in document order:
+    # a sparse log leaves most rates 0, whose quantiles would put them all in one class), each posterior softened so
+    # that no class starts empty (an empty class's share of 0 would keep it empty); the classes evenly spaced
     rate = events.sum(1) / shown.sum(1)
-    edges = np.quantile(rate, np.linspace(0.0, 1.0, classes + 1)[1:-1])
-    posterior = np.eye(classes)[np.searchsorted(edges, rate, side="right")]
+    order = np.argsort(rate, kind="stable")
+    start = np.empty(rate.size, dtype=np.int64)
+    start[order] = np.arange(rate.size) * classes // rate.size
+    posterior = 0.8 * np.eye(classes)[start] + 0.2 / classes
     values = np.linspace(0.0, 1.0, classes)
     overall = rank_events / shown.sum(0)
     slopes, offsets = 0.5 * overall, 0.25 * overall  # a start inside the feasible set: 0 < p < 1
@@ -116,6 +130,11 @@ def estimate_affine(log: ClickLog, randomise: int, *, classes: int = 2, level: i
         if likelihood - previous <= tolerance * abs(likelihood):
             break
         previous = likelihood
+    flat = np.flatnonzero(slopes < _FLAT * slopes.max())
+    if flat.size:  # its events all put down to noise: 1/slope would weigh each of them without bound
+        raise GaprankInputError(f"rank {int(flat[0]) + 1}'s slope comes out at {slopes[flat[0]]:.2g}, against "
+                                f"{slopes.max():.2g} at the steepest: too few randomised sessions to tell its trusted "
+                                "events from its noise")
     return slopes, offsets
 
 

@@ -163,7 +163,7 @@ class JointPropensities:
         :class:`gaprank.xgboost.XGBoostObjective` (``xgb.train``'s ``obj``; the DMatrix's rows those of
         ``data.split``, in order), with ``row_weights="measure"``."""
         if getattr(getattr(objective, "settings", None), "row_weights", None) != "measure" or not hasattr(
-                objective, "level_weights"):
+                objective, "level_weights") or not callable(objective):
             raise GaprankInputError("JointPropensities.objective takes a gaprank.lightgbm or gaprank.xgboost objective "
                                     "with row_weights='measure' (the propensities weigh the documents in the measure)")
         return JointObjective(self, objective)

@@ -72,6 +72,9 @@ class XGBoostObjective:
     _groups: tuple[np.ndarray, int, np.ndarray] | None = None
 
     def __init__(self, objective: LambdaMARTObjective | LambdaMARTSettings | str = "gap", **fields: Any) -> None:
+        if isinstance(objective, LambdaMARTObjective) and "level_weights" in fields:
+            raise GaprankInputError("level_weights go with settings (XGBoostObjective(settings, level_weights=W)), or "
+                                    "on the LambdaMARTObjective given (its level_weights)")
         self.objective = LambdaMARTObjective.of(objective, fields)
 
     @property
@@ -86,6 +89,13 @@ class XGBoostObjective:
 
     @level_weights.setter
     def level_weights(self, weights: np.ndarray | None) -> None:
+        if weights is not None:
+            if self.objective.settings.row_weights != "measure":
+                raise GaprankInputError("level_weights weigh documents in the measure: they need "
+                                        "row_weights='measure'")
+            weights = np.asarray(weights, dtype=np.float64)
+            if weights.ndim != 2:
+                raise GaprankInputError(f"level_weights must be [rows, levels]; got shape {weights.shape}")
         self.objective.level_weights = weights
 
     def __getstate__(self) -> dict:
