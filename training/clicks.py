@@ -794,19 +794,24 @@ def plot(summary: dict[str, Any], out: Path) -> str | None:
     condition = next((c for c in summary["conditions"] if c["is_headline"]), None)
     if condition is None or len(condition["by_sessions"]) < 2:
         return None
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, measure in zip(axes, ("NDCG@10", "GAP"), strict=True):
         sessions = sorted(condition["by_sessions"], key=int)
-        for method in summary["config"]["methods"]:
-            ys = [condition["by_sessions"][s][method]["means"].get(measure) for s in sessions if
-                  method in condition["by_sessions"][s]]
-            if len(ys) == len(sessions):
-                ax.plot([int(s) for s in sessions], ys, marker="o", label=method)
+        for number, method in enumerate(summary["config"]["methods"]):
+            # a method refused at some counts (too few shuffled sessions) is drawn where it ran
+            shown = [s for s in sessions if method in condition["by_sessions"][s]]
+            if not shown:
+                continue
+            ys = [condition["by_sessions"][s][method]["means"].get(measure) for s in shown]
+            ax.plot([int(s) for s in shown], ys, marker="o", label=method, color=colours[number % len(colours)],
+                    linestyle=("-", "--", ":")[number // len(colours) % 3])  # past the colours, other strokes
         ax.set_xscale("log")
         ax.set_xlabel("sessions")
         ax.set_ylabel(f"test {measure} (true grades)")
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"{summary['config']['name']}: eta {condition['eta']:g}, no trust bias")
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    trust = "with" if condition["trust_bias"] else "no"
+    fig.suptitle(f"{summary['config']['name']}: eta {condition['eta']:g}, {trust} trust bias")
     fig.tight_layout()
     path = out / "plots" / "sessions.png"
     path.parent.mkdir(parents=True, exist_ok=True)
