@@ -143,6 +143,7 @@ def lambdarank_objective(
         ``lambdarank_position_bias_regularization``).
     position_learning_rate : float, default 0.1
         The step of the position term's Newton update (LightGBM takes the booster's learning rate).
+
     Returns
     -------
     value : LambdaRankObjective

@@ -213,6 +213,7 @@ def objective(
         ``lambdarank_position_bias_regularization``).
     position_learning_rate : float, default 0.1
         The step of the position term's Newton update (LightGBM takes the booster's learning rate).
+
     Returns
     -------
     value : XGBoostObjective
